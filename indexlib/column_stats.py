@@ -1,0 +1,189 @@
+"""Per-file column statistics: value, null and NaN counts, and lower/upper bounds of one column.
+
+Bounds are stored in Iceberg's single-value binary serialisation (the format of `lower_bounds` in Iceberg
+manifests), tagged with the Iceberg type they were written for, and decoded into one "physical" domain per
+type so that the pruning code compares like with like:
+
+    boolean -> bool     int, long, date, time, timestamp[tz] -> int64 (days, micros)     float, double -> float64
+    decimal(p, s) -> decimal128(p, s)     string -> large_string (UTF-8 byte order)     binary -> large_binary
+
+Safety: a lower bound is <= every non-null, non-NaN value of the column in the file and an upper bound is >=
+every one. Bounds may be looser than the true min/max (long strings are truncated, nanosecond timestamps are
+floored/ceiled to microseconds), never tighter. NaN never enters a bound; it is counted in `nan_count`.
+A type this module does not know gets counts but no bounds, which the lookup reads as "unknown".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.conversions import from_bytes, to_bytes
+from pyiceberg.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    PrimitiveType,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+    TimeType,
+)
+from pyiceberg.utils.truncate import truncate_upper_bound_binary_string, truncate_upper_bound_text_string
+
+# Longer string/binary bounds are truncated (lower: prefix; upper: prefix with its last character incremented).
+MAX_BOUND_LENGTH = 256
+
+_INTEGRAL = (IntegerType, LongType, DateType, TimeType, TimestampType, TimestamptzType)
+_FLOATING = (FloatType, DoubleType)
+_BOUNDED = (BooleanType, *_INTEGRAL, *_FLOATING, DecimalType, StringType, BinaryType)
+_UNIT_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+_MICROS_PER_DAY = 86_400_000_000
+
+
+@dataclass(frozen=True)
+class ColumnStats:
+    field_id: int
+    name: str
+    type: str  # str(IcebergType) the bounds were serialised for
+    value_count: int
+    null_count: int
+    nan_count: int | None  # None for non-floating columns
+    lower: bytes | None
+    upper: bytes | None
+
+
+def supports_bounds(iceberg_type: IcebergType) -> bool:
+    return isinstance(iceberg_type, _BOUNDED)
+
+
+def physical_arrow_type(iceberg_type: IcebergType) -> pa.DataType:
+    """The Arrow type that bounds of `iceberg_type` are compared in (see module docstring)."""
+    if isinstance(iceberg_type, BooleanType):
+        return pa.bool_()
+    if isinstance(iceberg_type, _INTEGRAL):
+        return pa.int64()
+    if isinstance(iceberg_type, _FLOATING):
+        return pa.float64()
+    if isinstance(iceberg_type, DecimalType):
+        return pa.decimal128(iceberg_type.precision, iceberg_type.scale)
+    if isinstance(iceberg_type, StringType):
+        return pa.large_string()
+    if isinstance(iceberg_type, BinaryType):
+        return pa.large_binary()
+    raise TypeError(f"no bounds for type {iceberg_type}")
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _temporal_min_max(values: pa.Array, iceberg_type: IcebergType) -> tuple[int, int] | None:
+    """Min/max of a date/time/timestamp array as days or micros: min floored, max ceiled on unit changes."""
+    arrow_type = values.type
+    if pa.types.is_date32(arrow_type):
+        extremes = pc.min_max(values.cast(pa.int32()))
+        return extremes["min"].as_py(), extremes["max"].as_py()
+    if pa.types.is_date64(arrow_type):
+        extremes = pc.min_max(values.cast(pa.int64()))
+        per_day = 86_400_000
+        return extremes["min"].as_py() // per_day, _ceil_div(extremes["max"].as_py(), per_day)
+    if pa.types.is_timestamp(arrow_type) or pa.types.is_time(arrow_type):
+        if pa.types.is_timestamp(arrow_type) and (arrow_type.tz is not None) != isinstance(iceberg_type, TimestamptzType):
+            return None  # zone-ness differs between file and table: we cannot say what the table reads
+        extremes = pc.min_max(values.cast(pa.int64()))
+        low, high = extremes["min"].as_py(), extremes["max"].as_py()
+        per_second = _UNIT_PER_SECOND[arrow_type.unit]
+        if per_second >= 1_000_000:
+            factor = per_second // 1_000_000
+            return low // factor, _ceil_div(high, factor)
+        factor = 1_000_000 // per_second
+        return low * factor, high * factor
+    return None
+
+
+def _truncated_bounds(low: Any, high: Any, iceberg_type: IcebergType) -> tuple[bytes | None, bytes | None]:
+    if isinstance(iceberg_type, StringType):
+        lower = low[:MAX_BOUND_LENGTH]
+        upper = truncate_upper_bound_text_string(high, MAX_BOUND_LENGTH)
+        try:  # incrementing a character can land on a surrogate, which UTF-8 cannot encode: then no bound
+            return to_bytes(iceberg_type, lower), to_bytes(iceberg_type, upper) if upper is not None else None
+        except UnicodeEncodeError:
+            return to_bytes(iceberg_type, lower), None
+    upper = truncate_upper_bound_binary_string(high, MAX_BOUND_LENGTH)
+    return to_bytes(iceberg_type, low[:MAX_BOUND_LENGTH]), to_bytes(iceberg_type, upper) if upper is not None else None
+
+
+def _bounds(values: pa.Array, iceberg_type: PrimitiveType) -> tuple[bytes | None, bytes | None]:
+    """Serialised bounds over `values`, which hold no nulls and no NaNs and are not empty."""
+    if isinstance(iceberg_type, (DateType, TimeType, TimestampType, TimestamptzType)):
+        extremes = _temporal_min_max(values, iceberg_type)
+        if extremes is None:
+            return None, None
+        return to_bytes(iceberg_type, extremes[0]), to_bytes(iceberg_type, extremes[1])
+    if pa.types.is_string(values.type) or pa.types.is_string_view(values.type):
+        values = values.cast(pa.large_string())  # min_max is not implemented for string_view
+    elif pa.types.is_binary(values.type) or pa.types.is_binary_view(values.type):
+        values = values.cast(pa.large_binary())
+    extremes = pc.min_max(values)
+    low, high = extremes["min"].as_py(), extremes["max"].as_py()
+    if isinstance(iceberg_type, (StringType, BinaryType)):
+        return _truncated_bounds(low, high, iceberg_type)
+    try:
+        return to_bytes(iceberg_type, low), to_bytes(iceberg_type, high)
+    except ValueError:  # e.g. a file decimal whose scale is not the table's: no usable bound
+        return None, None
+
+
+def compute_column_stats(field_id: int, name: str, iceberg_type: IcebergType, column: pa.ChunkedArray | pa.Array) -> ColumnStats:
+    """Statistics of one column of one file, in the table's type `iceberg_type`."""
+    values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    null_count = values.null_count
+    nan_count: int | None = None
+    non_null = values.drop_null()
+    if isinstance(iceberg_type, _FLOATING):
+        is_nan = pc.is_nan(non_null)
+        nan_count = int(pc.sum(is_nan).as_py() or 0)
+        non_null = non_null.filter(pc.invert(is_nan))
+    lower = upper = None
+    if len(non_null) and supports_bounds(iceberg_type):
+        lower, upper = _bounds(non_null, iceberg_type)
+    return ColumnStats(
+        field_id=field_id,
+        name=name,
+        type=str(iceberg_type),
+        value_count=len(values),
+        null_count=null_count,
+        nan_count=nan_count,
+        lower=lower,
+        upper=upper,
+    )
+
+
+def parse_type(type_string: str) -> PrimitiveType:
+    """The Iceberg type named by `str(iceberg_type)`, as stored with each bound."""
+    return IcebergType.handle_primitive_type(type_string, None)
+
+
+def decode_bound(stored_type: PrimitiveType, current_type: IcebergType, payload: bytes | None) -> Any:
+    """A stored bound as a value of `current_type`'s physical domain, or None when it cannot be used.
+
+    Bounds written before a type promotion (int -> long, float -> double, decimal precision widening) stay valid;
+    any other type change makes them unknown.
+    """
+    if payload is None or not supports_bounds(current_type):
+        return None
+    if physical_arrow_type(stored_type) != physical_arrow_type(current_type):
+        if not (isinstance(stored_type, DecimalType) and isinstance(current_type, DecimalType)):
+            return None
+        if stored_type.scale != current_type.scale:
+            return None
+    return from_bytes(stored_type, payload)

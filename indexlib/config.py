@@ -1,0 +1,86 @@
+"""The TOML configuration: which catalog, where index tables live, how Spark runs.
+
+`[catalog]` goes to `pyiceberg.catalog.load_catalog(name, **props)` unchanged, with one convenience:
+relative paths in `warehouse` and in a `sqlite:///` `uri` are resolved against the conf file's directory,
+so the embedded default works from any working directory.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from indexlib.errors import UserError
+
+DEFAULT_CONF_PATH = Path("conf/local.toml")
+DEFAULT_INDEX_NAMESPACE = "skipindex"
+DEFAULT_CATALOG_NAME = "default"
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path
+    catalog_name: str
+    catalog_properties: dict[str, str]
+    index_namespace: str = DEFAULT_INDEX_NAMESPACE
+    spark_master: str = "local[*]"
+    spark_app_name: str = "skipindex"
+    spark_options: dict[str, str] = field(default_factory=dict)
+    files_per_task: int = 1
+
+    def load_catalog(self) -> Any:
+        from pyiceberg.catalog import load_catalog
+
+        try:
+            return load_catalog(self.catalog_name, **self.catalog_properties)
+        except Exception as exc:  # pyiceberg raises many types here; all mean "this catalog config is wrong"
+            raise UserError(f"cannot load catalog {self.catalog_name!r} from {self.path}: {exc}") from exc
+
+
+def _resolve_relative(props: dict[str, str], base: Path) -> dict[str, str]:
+    resolved = dict(props)
+    warehouse = resolved.get("warehouse")
+    if warehouse and "://" not in warehouse and not Path(warehouse).is_absolute():
+        resolved["warehouse"] = f"file://{(base / warehouse).resolve()}"
+    uri = resolved.get("uri", "")
+    prefix = "sqlite:///"
+    if uri.startswith(prefix) and not uri.startswith(prefix + "/") and uri != prefix + ":memory:":
+        db_path = (base / uri[len(prefix) :]).resolve()
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        resolved["uri"] = f"{prefix}{db_path}"
+    return resolved
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    conf_path = Path(path) if path is not None else DEFAULT_CONF_PATH
+    try:
+        raw = tomllib.loads(conf_path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"config file not found: {conf_path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"config file {conf_path} is not valid TOML: {exc}") from None
+
+    catalog = dict(raw.get("catalog", {}))
+    if not catalog:
+        raise UserError(f"config file {conf_path} has no [catalog] table")
+    name = str(catalog.pop("name", DEFAULT_CATALOG_NAME))
+    props = {key: str(value) for key, value in catalog.items()}
+
+    index = raw.get("index", {})
+    spark = dict(raw.get("spark", {}))
+    build = raw.get("build", {})
+    files_per_task = int(build.get("files_per_task", 1))
+    if files_per_task < 1:
+        raise UserError(f"config file {conf_path}: build.files_per_task must be >= 1, got {files_per_task}")
+    return Config(
+        path=conf_path,
+        catalog_name=name,
+        catalog_properties=_resolve_relative(props, conf_path.parent),
+        index_namespace=str(index.get("namespace", DEFAULT_INDEX_NAMESPACE)),
+        spark_master=str(spark.pop("master", "local[*]")),
+        spark_app_name=str(spark.pop("app_name", "skipindex")),
+        spark_options={key: str(value) for key, value in spark.pop("options", {}).items()},
+        files_per_task=files_per_task,
+    )
