@@ -1,0 +1,217 @@
+"""The predicate model: SQL boolean expressions over columns, NOT pushed away with three-valued logic.
+
+A WHERE clause keeps a row only when its predicate is TRUE; FALSE and NULL (unknown) both drop it. Every
+transformation here preserves "which rows are TRUE", including under NOT, which is why NULL literals survive
+until `push_not` has removed every NOT: `NOT (a = NULL)` is NULL, not TRUE.
+
+Unbound leaves name columns by string; `bind` (in `binding.py`) resolves them against a table schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
+NEGATED_COMPARISON = {"=": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
+FLIPPED_COMPARISON = {"=": "=", "!=": "!=", "<": ">", ">": "<", "<=": ">=", ">=": "<="}
+
+
+class Expr:
+    def __and__(self, other: Expr) -> Expr:
+        return and_(self, other)
+
+    def __or__(self, other: Expr) -> Expr:
+        return or_(self, other)
+
+    def __invert__(self) -> Expr:
+        return Not(self)
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    """TRUE, FALSE or NULL (unknown)."""
+
+    value: bool | None
+
+    def __str__(self) -> str:
+        return {True: "TRUE", False: "FALSE", None: "NULL"}[self.value]
+
+
+TRUE, FALSE, NULL = Const(True), Const(False), Const(None)
+
+
+@dataclass(frozen=True)
+class Unusable(Expr):
+    """A part of the predicate the index cannot evaluate: it might match any row. `reason` is shown by explain."""
+
+    sql: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"<unused: {self.sql}>"
+
+
+@dataclass(frozen=True)
+class Compare(Expr):
+    """`column op value`; `value` None is SQL NULL. `column` is a name (unbound) or a bound column."""
+
+    op: str
+    column: Any
+    value: Any
+
+    def __str__(self) -> str:
+        return f"{_column_str(self.column)} {self.op} {_literal_str(self.value)}"
+
+
+@dataclass(frozen=True)
+class In(Expr):
+    column: Any
+    values: tuple[Any, ...]
+    negated: bool = False
+
+    def __str__(self) -> str:
+        keyword = "NOT IN" if self.negated else "IN"
+        return f"{_column_str(self.column)} {keyword} ({', '.join(_literal_str(v) for v in self.values)})"
+
+
+@dataclass(frozen=True)
+class IsNull(Expr):
+    column: Any
+    negated: bool = False
+
+    def __str__(self) -> str:
+        return f"{_column_str(self.column)} IS {'NOT ' if self.negated else ''}NULL"
+
+
+@dataclass(frozen=True)
+class And(Expr):
+    left: Expr
+    right: Expr
+
+    def __str__(self) -> str:
+        return f"({self.left} AND {self.right})"
+
+
+@dataclass(frozen=True)
+class Or(Expr):
+    left: Expr
+    right: Expr
+
+    def __str__(self) -> str:
+        return f"({self.left} OR {self.right})"
+
+
+@dataclass(frozen=True)
+class Not(Expr):
+    child: Expr
+
+    def __str__(self) -> str:
+        return f"NOT {self.child}"
+
+
+def _column_str(column: Any) -> str:
+    return column if isinstance(column, str) else column.name
+
+
+def _literal_str(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return repr(value) if isinstance(value, bytes) else str(value)
+
+
+def and_(*operands: Expr) -> Expr:
+    """AND with constant folding that is valid in three-valued logic (FALSE absorbs, TRUE vanishes)."""
+    result: Expr = TRUE
+    for operand in operands:
+        if result == FALSE or operand == FALSE:
+            result = FALSE
+        elif result == TRUE:
+            result = operand
+        elif operand != TRUE:
+            result = And(result, operand)
+    return result
+
+
+def or_(*operands: Expr) -> Expr:
+    """OR with constant folding that is valid in three-valued logic (TRUE absorbs, FALSE vanishes)."""
+    result: Expr = FALSE
+    for operand in operands:
+        if result == TRUE or operand == TRUE:
+            result = TRUE
+        elif result == FALSE:
+            result = operand
+        elif operand != FALSE:
+            result = Or(result, operand)
+    return result
+
+
+def push_not(expr: Expr, negate: bool = False) -> Expr:
+    """Remove every NOT. Each rule keeps the set of TRUE rows exact in three-valued logic:
+
+    NOT (a op v) = a op' v (both NULL when a or v is NULL); NOT IN <-> IN; NOT IS NULL <-> IS NOT NULL;
+    De Morgan for AND/OR; NOT NULL = NULL; NOT of an unusable part is still unusable.
+    """
+    if isinstance(expr, Not):
+        return push_not(expr.child, not negate)
+    if not negate:
+        if isinstance(expr, And):
+            return and_(push_not(expr.left), push_not(expr.right))
+        if isinstance(expr, Or):
+            return or_(push_not(expr.left), push_not(expr.right))
+        return expr
+    if isinstance(expr, Const):
+        return NULL if expr.value is None else Const(not expr.value)
+    if isinstance(expr, Unusable):
+        return expr
+    if isinstance(expr, Compare):
+        return Compare(NEGATED_COMPARISON[expr.op], expr.column, expr.value)
+    if isinstance(expr, In):
+        return In(expr.column, expr.values, not expr.negated)
+    if isinstance(expr, IsNull):
+        return IsNull(expr.column, not expr.negated)
+    if isinstance(expr, And):
+        return or_(push_not(expr.left, True), push_not(expr.right, True))
+    if isinstance(expr, Or):
+        return and_(push_not(expr.left, True), push_not(expr.right, True))
+    raise TypeError(f"unknown expression {expr!r}")
+
+
+def resolve_nulls(expr: Expr) -> Expr:
+    """After `push_not`: NULL can no longer turn TRUE, so it behaves as FALSE; fold it away.
+
+    `a = NULL` and `a NOT IN (.., NULL)` are never TRUE; NULLs inside IN lists are dropped.
+    """
+    if isinstance(expr, And):
+        return and_(resolve_nulls(expr.left), resolve_nulls(expr.right))
+    if isinstance(expr, Or):
+        return or_(resolve_nulls(expr.left), resolve_nulls(expr.right))
+    if isinstance(expr, Not):
+        raise ValueError("resolve_nulls needs a NOT-free expression; call push_not first")
+    if expr == NULL:
+        return FALSE
+    if isinstance(expr, Compare) and expr.value is None:
+        return FALSE
+    if isinstance(expr, In):
+        if expr.negated and any(v is None for v in expr.values):
+            return FALSE
+        values = tuple(v for v in expr.values if v is not None)
+        return In(expr.column, values, expr.negated) if values else (TRUE if expr.negated else FALSE)
+    return expr
+
+
+def normalize(expr: Expr) -> Expr:
+    """NOT-free, NULL-free form that the binder and the pruning evaluator take."""
+    return resolve_nulls(push_not(expr))
+
+
+def unusable_parts(expr: Expr) -> list[Unusable]:
+    if isinstance(expr, Unusable):
+        return [expr]
+    if isinstance(expr, (And, Or)):
+        return unusable_parts(expr.left) + unusable_parts(expr.right)
+    if isinstance(expr, Not):
+        return unusable_parts(expr.child)
+    return []

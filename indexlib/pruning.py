@@ -1,0 +1,166 @@
+"""Min/max/null-count pruning over all files at once.
+
+`FileStatistics` is the small interface between storage and the algorithm (as DataFusion's PruningStatistics):
+per column, arrays over N files of lower/upper bounds, value, null and NaN counts. Missing numbers are "unknown".
+`evaluate` answers, per file, two questions about a bound, normalised predicate:
+
+* might[i]: some row of file i might make the predicate TRUE. False only when the statistics prove no row can.
+  Every unknown (no stats, no bound, type we cannot compare) answers True.
+* all[i]: every row of file i is proven to make the predicate TRUE (a planner may drop the residual filter).
+  Every unknown answers False.
+
+NaN: engines disagree (Spark and Postgres order NaN above every number and make NaN = NaN true; IEEE makes every
+comparison with NaN false but !=). NaN rows are treated as matching `>`, `>=`, `!=` (might), and no rule proves
+"all match" for a comparison other than != when a file holds NaNs: sound under both readings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from indexlib.binding import BoundColumn, BoundCompare, Widened, literal_scalar
+from indexlib.column_stats import decode_bound, parse_type, physical_arrow_type, supports_bounds
+from indexlib.predicate import And, Const, Expr, IsNull, Or, Unusable
+
+
+@dataclass(frozen=True)
+class ColumnStatistics:
+    """One column over N files. Counts are -1 where unknown; bounds are null where unknown."""
+
+    lower: pa.Array
+    upper: pa.Array
+    value_count: np.ndarray
+    null_count: np.ndarray
+    nan_count: np.ndarray
+
+    @cached_property
+    def known(self) -> np.ndarray:
+        return self.value_count >= 0
+
+    @cached_property
+    def comparable_values(self) -> np.ndarray:
+        """Rows that are neither NULL nor NaN (the ones bounds describe); -1 where unknown."""
+        return np.where(self.known, self.value_count - self.null_count - self.nan_count, -1)
+
+
+class FileStatistics:
+    """Per-file statistics of the entries in an index-table scan, decoded lazily per column."""
+
+    def __init__(self, entries: pa.Table) -> None:
+        self.entries = entries
+        self.num_files = entries.num_rows
+        self._columns: dict[int, ColumnStatistics] = {}
+        flat = pc.list_flatten(entries.column("columns"))
+        self._parents = pc.list_parent_indices(entries.column("columns")).to_numpy()
+        self._flat = pa.Table.from_struct_array(flat) if len(flat) else None
+
+    def column(self, column: BoundColumn) -> ColumnStatistics:
+        if column.field_id not in self._columns:
+            self._columns[column.field_id] = self._decode(column)
+        return self._columns[column.field_id]
+
+    def _decode(self, column: BoundColumn) -> ColumnStatistics:
+        n = self.num_files
+        value_count = np.full(n, -1, dtype=np.int64)
+        null_count = np.full(n, -1, dtype=np.int64)
+        nan_count = np.full(n, -1, dtype=np.int64)
+        lower: list = [None] * n
+        upper: list = [None] * n
+        if self._flat is not None:
+            mask = pc.equal(self._flat.column("field_id"), column.field_id)
+            rows = self._flat.filter(mask).to_pylist()
+            parents = self._parents[mask.to_numpy(zero_copy_only=False)]
+            for parent, row in zip(parents, rows, strict=True):
+                value_count[parent] = row["value_count"]
+                null_count[parent] = row["null_count"]
+                nan_count[parent] = row["nan_count"] if row["nan_count"] is not None else 0
+                if supports_bounds(column.type):
+                    stored = parse_type(row["type"])
+                    lower[parent] = decode_bound(stored, column.type, row["lower"])
+                    upper[parent] = decode_bound(stored, column.type, row["upper"])
+        arrow_type = physical_arrow_type(column.type) if supports_bounds(column.type) else pa.null()
+        return ColumnStatistics(
+            lower=pa.array(lower, type=arrow_type),
+            upper=pa.array(upper, type=arrow_type),
+            value_count=value_count,
+            null_count=null_count,
+            nan_count=nan_count,
+        )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    might: np.ndarray
+    all: np.ndarray
+
+
+def _true_where_unknown(result: pa.Array) -> np.ndarray:
+    return pc.fill_null(result, True).to_numpy(zero_copy_only=False)
+
+
+def _false_where_unknown(result: pa.Array) -> np.ndarray:
+    return pc.fill_null(result, False).to_numpy(zero_copy_only=False)
+
+
+_ARROW_COMPARE = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater, ">=": pc.greater_equal}
+
+
+def _compare(leaf: BoundCompare, stats: ColumnStatistics) -> Verdict:
+    value = literal_scalar(leaf)
+    lower, upper = stats.lower, stats.upper
+    has_values = stats.comparable_values != 0  # True also where unknown (-1)
+    no_nulls = stats.null_count == 0
+    no_nans = stats.nan_count == 0
+    has_nans = stats.nan_count != 0  # True also where unknown
+    op = leaf.op
+    if op == "=":
+        # A value equal to v lies within [lower, upper].
+        might = has_values & _true_where_unknown(pc.less_equal(lower, value)) & _true_where_unknown(pc.greater_equal(upper, value))
+        proven = no_nulls & no_nans & _false_where_unknown(pc.equal(lower, value)) & _false_where_unknown(pc.equal(upper, value))
+    elif op == "!=":
+        # Cannot match only if every comparable value equals v (lower == upper == v) and there is no NaN.
+        single_value = _false_where_unknown(pc.equal(lower, value)) & _false_where_unknown(pc.equal(upper, value))
+        might = (has_values & ~single_value) | (has_nans & stats.known) | ~stats.known
+        outside = _false_where_unknown(pc.less(upper, value)) | _false_where_unknown(pc.greater(lower, value))
+        proven = no_nulls & (outside | (stats.comparable_values == 0))
+    elif op in ("<", "<="):
+        # Some value below v exists iff lower is below v; all are iff upper is.
+        might = has_values & _true_where_unknown(_ARROW_COMPARE[op](lower, value))
+        proven = no_nulls & no_nans & _false_where_unknown(_ARROW_COMPARE[op](upper, value))
+    else:  # ">", ">="
+        might = (has_values & _true_where_unknown(_ARROW_COMPARE[op](upper, value))) | has_nans
+        proven = no_nulls & no_nans & _false_where_unknown(_ARROW_COMPARE[op](lower, value))
+    return Verdict(might | ~stats.known, proven & stats.known)
+
+
+def _is_null(leaf: IsNull, stats: ColumnStatistics) -> Verdict:
+    if leaf.negated:  # IS NOT NULL: some row is not null / no row is null
+        return Verdict((stats.null_count < stats.value_count) | ~stats.known, stats.known & (stats.null_count == 0))
+    return Verdict((stats.null_count != 0) | ~stats.known, stats.known & (stats.null_count == stats.value_count))
+
+
+def evaluate(expr: Expr, stats: FileStatistics) -> Verdict:
+    """Per-file might-match / all-match of a bound, normalised predicate (see module docstring)."""
+    n = stats.num_files
+    if isinstance(expr, Const):
+        return Verdict(np.full(n, bool(expr.value)), np.full(n, bool(expr.value)))
+    if isinstance(expr, Unusable):
+        return Verdict(np.ones(n, dtype=bool), np.zeros(n, dtype=bool))  # not evaluable: might match, unproven
+    if isinstance(expr, Widened):
+        return Verdict(evaluate(expr.child, stats).might, np.zeros(n, dtype=bool))
+    if isinstance(expr, And):
+        left, right = evaluate(expr.left, stats), evaluate(expr.right, stats)
+        return Verdict(left.might & right.might, left.all & right.all)
+    if isinstance(expr, Or):
+        left, right = evaluate(expr.left, stats), evaluate(expr.right, stats)
+        return Verdict(left.might | right.might, left.all | right.all)
+    if isinstance(expr, BoundCompare):
+        return _compare(expr, stats.column(expr.column))
+    if isinstance(expr, IsNull):
+        return _is_null(expr, stats.column(expr.column))
+    raise TypeError(f"cannot evaluate {expr!r}")
