@@ -1,0 +1,15 @@
+"""skipindex: enriched per-file skip indexes for Iceberg tables.
+
+Planner code:
+
+    from indexlib import load_config, lookup
+    result = lookup(load_config("conf/local.toml"), "tpch.lineitem", "l_orderkey = 42")
+    result.files, result.summary
+"""
+
+from indexlib.build import build_index
+from indexlib.config import load_config
+from indexlib.errors import UserError
+from indexlib.lookup import LookupResult, lookup
+
+__all__ = ["LookupResult", "UserError", "build_index", "load_config", "lookup"]

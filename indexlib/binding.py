@@ -192,7 +192,9 @@ def _coerce_discrete(op: str, column: BoundColumn, value: Fraction, scale: int, 
 
     def physical(f: Fraction) -> Any:
         units = int(f / unit)
-        return units if scale == 0 and isinstance(column.type, (IntegerType, LongType)) else Decimal(units).scaleb(-scale)
+        return (
+            units if scale == 0 and isinstance(column.type, (IntegerType, LongType)) else Decimal(units).scaleb(-scale)
+        )
 
     low, high = value_range
     not_null = IsNull(column, negated=True)

@@ -46,7 +46,9 @@ class BuildResult:
         )
 
 
-def index_new_files(spark: SparkSession, source: Source, files: list[DataFileRef], version: int, files_per_task: int) -> pa.Table:
+def index_new_files(
+    spark: SparkSession, source: Source, files: list[DataFileRef], version: int, files_per_task: int
+) -> pa.Table:
     """Entries for `files`, computed by Spark tasks."""
     if not files:
         return ENTRY_ARROW_SCHEMA.empty_table()
@@ -88,7 +90,13 @@ def build_index(config: Config, table_name: str, spark: SparkSession | None = No
         from indexlib.spark import get_spark
 
         spark = get_spark(config)
-    entries = index_new_files(spark, source, new_files, version, config.files_per_task) if new_files else ENTRY_ARROW_SCHEMA.empty_table()
+    entries = (
+        index_new_files(spark, source, new_files, version, config.files_per_task)
+        if new_files
+        else ENTRY_ARROW_SCHEMA.empty_table()
+    )
     # An empty append still moves the watermark, so the next run does not rescan these snapshots.
     index.commit(entries, version)
-    return BuildResult(table_name, index.identifier, entries.num_rows, sum(f.record_count for f in new_files), version, True)
+    return BuildResult(
+        table_name, index.identifier, entries.num_rows, sum(f.record_count for f in new_files), version, True
+    )

@@ -28,13 +28,17 @@ def _parser() -> argparse.ArgumentParser:
 
     explain = command("explain", "Show the files a predicate might match, and how each stage pruned.")
     explain.add_argument("--table", required=True, help="source table, namespace.name in the configured catalog")
-    explain.add_argument("--where", required=True, help="SQL boolean expression, e.g. \"l_shipdate >= DATE '1995-01-01'\"")
+    explain.add_argument(
+        "--where", required=True, help="SQL boolean expression, e.g. \"l_shipdate >= DATE '1995-01-01'\""
+    )
     explain.add_argument("--json", action="store_true", help="print one JSON object (see README)")
 
     demo = command("demo", "Generate TPC-H lineitem as a multi-snapshot Iceberg table, index it, compare pruning.")
     demo.add_argument("--scale", type=float, default=0.1, help="TPC-H scale factor (default: %(default)s)")
     demo.add_argument("--snapshots", type=int, default=4, help="append snapshots to commit (default: %(default)s)")
-    demo.add_argument("--files-per-snapshot", type=int, default=6, help="data files per snapshot (default: %(default)s)")
+    demo.add_argument(
+        "--files-per-snapshot", type=int, default=6, help="data files per snapshot (default: %(default)s)"
+    )
     return parser
 
 

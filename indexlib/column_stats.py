@@ -97,7 +97,9 @@ def _temporal_min_max(values: pa.Array, iceberg_type: IcebergType) -> tuple[int,
         per_day = 86_400_000
         return extremes["min"].as_py() // per_day, _ceil_div(extremes["max"].as_py(), per_day)
     if pa.types.is_timestamp(arrow_type) or pa.types.is_time(arrow_type):
-        if pa.types.is_timestamp(arrow_type) and (arrow_type.tz is not None) != isinstance(iceberg_type, TimestamptzType):
+        if pa.types.is_timestamp(arrow_type) and (arrow_type.tz is not None) != isinstance(
+            iceberg_type, TimestamptzType
+        ):
             return None  # zone-ness differs between file and table: we cannot say what the table reads
         extremes = pc.min_max(values.cast(pa.int64()))
         low, high = extremes["min"].as_py(), extremes["max"].as_py()
@@ -143,7 +145,9 @@ def _bounds(values: pa.Array, iceberg_type: PrimitiveType) -> tuple[bytes | None
         return None, None
 
 
-def compute_column_stats(field_id: int, name: str, iceberg_type: IcebergType, column: pa.ChunkedArray | pa.Array) -> ColumnStats:
+def compute_column_stats(
+    field_id: int, name: str, iceberg_type: IcebergType, column: pa.ChunkedArray | pa.Array
+) -> ColumnStats:
     """Statistics of one column of one file, in the table's type `iceberg_type`."""
     values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     null_count = values.null_count

@@ -64,7 +64,9 @@ def _create_source(config: Config, scale: float, snapshots: int, files_per_snaps
     data = _generate_lineitem(scale)
     rows_per_snapshot = -(-data.num_rows // snapshots)
     target = max(1, data.slice(0, rows_per_snapshot).nbytes // files_per_snapshot + 1)
-    table = catalog.create_table(DEMO_TABLE, schema=data.schema, properties={"write.target-file-size-bytes": str(target)})
+    table = catalog.create_table(
+        DEMO_TABLE, schema=data.schema, properties={"write.target-file-size-bytes": str(target)}
+    )
     for i in range(snapshots):
         table.append(data.slice(i * rows_per_snapshot, rows_per_snapshot))
         print(f"      snapshot {i + 1}/{snapshots} committed", flush=True)
@@ -98,7 +100,11 @@ def run_demo(config: Config, scale: float = 0.1, snapshots: int = 4, files_per_s
     print("      " + build_index(config, DEMO_TABLE, spark).message(), flush=True)
     _done(started)
 
-    _step(5, steps, f"{len(DEMO_QUERIES)} queries: files kept by each method (truth = Spark SQL over every file's rows)")
+    _step(
+        5,
+        steps,
+        f"{len(DEMO_QUERIES)} queries: files kept by each method (truth = Spark SQL over every file's rows)",
+    )
     source = catalog.load_table(DEMO_TABLE)
     live = [task.file.file_path for task in source.scan().plan_files()]
     frame = spark.read.parquet(*[_local_path(p) for p in live])
@@ -115,8 +121,12 @@ def run_demo(config: Config, scale: float = 0.1, snapshots: int = 4, files_per_s
     header = f"{'query':<58}{'files':>6}{'iceberg':>9}{'index':>7}{'match':>7}"
     print("\n".join([header, "-" * len(header), *rows]))
     print()
-    print("files: live data files; iceberg: table.scan(row_filter).plan_files(); index: skipindex lookup (min/max/nulls);")
+    print(
+        "files: live data files; iceberg: table.scan(row_filter).plan_files(); index: skipindex lookup (min/max/nulls);"
+    )
     print("match: files holding at least one matching row. With min/max alone the index prunes about what Iceberg's")
-    print("own metadata prunes; equality and tag queries on unsorted columns need the Bloom/automaton indexes (not built yet).")
+    print(
+        "own metadata prunes; equality and tag queries on unsorted columns need the Bloom/automaton indexes (not built yet)."
+    )
     if unsound:
         raise RuntimeError(f"index skipped a file with a matching row for: {unsound}")

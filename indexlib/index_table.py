@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
-from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError, TableAlreadyExistsError
+from pyiceberg.exceptions import NoSuchTableError, TableAlreadyExistsError
 from pyiceberg.schema import Schema
 from pyiceberg.types import BinaryType, IntegerType, ListType, LongType, NestedField, StringType, StructType
 
@@ -73,7 +73,11 @@ def index_table_name(source_name: str) -> str:
 
 
 def entry_row(
-    file_path: str, file_size_in_bytes: int, record_count: int, source_version: int, columns: Iterable[ColumnStats]
+    file_path: str,
+    file_size_in_bytes: int,
+    record_count: int,
+    source_version: int,
+    columns: Iterable[ColumnStats],
 ) -> dict[str, Any]:
     return {
         "file_path": file_path,
@@ -109,10 +113,7 @@ class IndexTable:
         table = self.load()
         if table is not None:
             return table
-        try:
-            self.catalog.create_namespace(self.namespace)
-        except NamespaceAlreadyExistsError:
-            pass
+        self.catalog.create_namespace_if_not_exists(self.namespace)
         try:
             self._table = self.catalog.create_table(
                 self.identifier,
@@ -127,7 +128,9 @@ class IndexTable:
     def _check_owner(self, table: Any) -> None:
         owner = table.properties.get(SOURCE_PROPERTY)
         if owner != self.source_name:
-            raise UserError(f"index table {self.identifier} belongs to source table {owner!r}, not {self.source_name!r}")
+            raise UserError(
+                f"index table {self.identifier} belongs to source table {owner!r}, not {self.source_name!r}"
+            )
         version = int(table.properties.get(FORMAT_PROPERTY, FORMAT_VERSION))
         if version > FORMAT_VERSION:
             raise UserError(

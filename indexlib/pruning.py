@@ -107,7 +107,14 @@ def _false_where_unknown(result: pa.Array) -> np.ndarray:
     return pc.fill_null(result, False).to_numpy(zero_copy_only=False)
 
 
-_ARROW_COMPARE = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater, ">=": pc.greater_equal}
+_ARROW_COMPARE = {
+    "=": pc.equal,
+    "!=": pc.not_equal,
+    "<": pc.less,
+    "<=": pc.less_equal,
+    ">": pc.greater,
+    ">=": pc.greater_equal,
+}
 
 
 def _compare(leaf: BoundCompare, stats: ColumnStatistics) -> Verdict:
@@ -120,8 +127,17 @@ def _compare(leaf: BoundCompare, stats: ColumnStatistics) -> Verdict:
     op = leaf.op
     if op == "=":
         # A value equal to v lies within [lower, upper].
-        might = has_values & _true_where_unknown(pc.less_equal(lower, value)) & _true_where_unknown(pc.greater_equal(upper, value))
-        proven = no_nulls & no_nans & _false_where_unknown(pc.equal(lower, value)) & _false_where_unknown(pc.equal(upper, value))
+        might = (
+            has_values
+            & _true_where_unknown(pc.less_equal(lower, value))
+            & _true_where_unknown(pc.greater_equal(upper, value))
+        )
+        proven = (
+            no_nulls
+            & no_nans
+            & _false_where_unknown(pc.equal(lower, value))
+            & _false_where_unknown(pc.equal(upper, value))
+        )
     elif op == "!=":
         # Cannot match only if every comparable value equals v (lower == upper == v) and there is no NaN.
         single_value = _false_where_unknown(pc.equal(lower, value)) & _false_where_unknown(pc.equal(upper, value))

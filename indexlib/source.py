@@ -42,7 +42,9 @@ def _ref(data_file: Any) -> DataFileRef:
         path=data_file.file_path,
         record_count=int(data_file.record_count),
         file_size_in_bytes=int(data_file.file_size_in_bytes),
-        file_format=str(data_file.file_format.value if hasattr(data_file.file_format, "value") else data_file.file_format),
+        file_format=str(
+            data_file.file_format.value if hasattr(data_file.file_format, "value") else data_file.file_format
+        ),
     )
 
 

@@ -17,8 +17,8 @@ from sqlglot import exp
 
 from indexlib.errors import UserError
 from indexlib.predicate import (
-    FLIPPED_COMPARISON,
     FALSE,
+    FLIPPED_COMPARISON,
     NULL,
     TRUE,
     Compare,

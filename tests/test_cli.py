@@ -1,0 +1,93 @@
+"""The `skipindex` console script as a user runs it: JSON shape, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from indexlib.build import build_index
+
+SKIPINDEX = str(Path(sys.executable).with_name("skipindex"))
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([SKIPINDEX, *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def indexed_table(config, catalog, spark):
+    table = catalog.create_table("db.small", schema=pa.schema([("id", pa.int64()), ("tag", pa.string())]))
+    for start in (0, 10, 20):
+        table.append(pa.table({"id": pa.array(range(start, start + 10), pa.int64()), "tag": ["a"] * 10}))
+    build_index(config, "db.small", spark)
+    return table
+
+
+def test_explain_json_follows_the_documented_shape(conf_path, indexed_table):
+    done = _run(
+        "explain",
+        "--conf",
+        str(conf_path),
+        "--table",
+        "db.small",
+        "--where",
+        "id BETWEEN 12 AND 14",
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert set(out) == {"table", "where", "files", "summary"}
+    assert out["table"] == "db.small" and out["where"] == "id BETWEEN 12 AND 14"
+    live = [t.file.file_path for t in indexed_table.scan().plan_files()]
+    assert len(out["files"]) == 1 and out["files"][0] in live, "paths exactly as the source records them"
+    summary = out["summary"]
+    assert set(summary) == {"files_total", "files_kept", "files_unindexed", "files_all_match", "stages"}
+    assert (summary["files_total"], summary["files_kept"], summary["files_unindexed"]) == (3, 1, 0)
+    assert summary["stages"] == [{"name": "minmax", "files_in": 3, "files_out": 1}]
+
+
+def test_explain_human_output_is_a_readable_table(conf_path, indexed_table):
+    done = _run("explain", "--conf", str(conf_path), "--table", "db.small", "--where", "id < 5 OR id + 1 = 3")
+    assert done.returncode == 0, done.stderr
+    assert "files kept 3 of 3" in done.stdout, "the unusable OR branch keeps every file"
+    assert "unused     id + 1 = 3" in done.stdout, "explain says which part was not used"
+
+
+@pytest.mark.parametrize(
+    ("table", "where", "expected"),
+    [
+        ("db.nope", "id = 1", "unknown table 'db.nope'"),
+        ("db.small", "nope = 1", "unknown column 'nope' in table db.small"),
+        ("db.small", "id = = 1", "cannot parse WHERE"),
+        ("db.small", "   ", "empty WHERE"),
+        ("nodots", "id = 1", "must be named namespace.table"),
+    ],
+)
+def test_bad_input_is_one_line_on_stderr_and_exit_code_2(conf_path, indexed_table, table, where, expected):
+    done = _run("explain", "--conf", str(conf_path), "--table", table, "--where", where)
+    assert done.returncode == 2, f"exit code for {expected}: {done.returncode}"
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], done.stderr
+
+
+def test_missing_config_file_is_a_user_error(tmp_path):
+    done = _run("explain", "--conf", str(tmp_path / "missing.toml"), "--table", "db.t", "--where", "a = 1")
+    assert done.returncode == 2 and "config file not found" in done.stderr
+
+
+def test_build_job_runs_as_a_module_and_reports_a_noop(conf_path, indexed_table):
+    done = subprocess.run(
+        [sys.executable, "-m", "jobs.build_index", "--conf", str(conf_path), "--table", "db.small"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).parent.parent,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "up to date" in done.stdout and "nothing committed" in done.stdout
