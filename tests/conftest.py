@@ -49,3 +49,21 @@ def catalog(config: Config):
     catalog = config.load_catalog()
     catalog.create_namespace("db")
     return catalog
+
+
+def write_and_index(directory, tables, schema):
+    """Write each Arrow table as a real Parquet file and index it with the build's per-file code."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from indexlib.file_indexer import index_file
+    from indexlib.index_table import ENTRY_ARROW_SCHEMA, entry_row
+
+    paths, entries = [], []
+    for n, table in enumerate(tables):
+        path = f"{directory}/file-{n}.parquet"
+        pq.write_table(table, path)
+        record_count, stats = index_file(path, "PARQUET", schema, {}, None)
+        paths.append(path)
+        entries.append(entry_row(path, 0, record_count, 1, stats))
+    return paths, pa.Table.from_pylist(entries, schema=ENTRY_ARROW_SCHEMA)

@@ -13,7 +13,7 @@ from decimal import Decimal
 
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
+from conftest import write_and_index
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyiceberg.schema import Schema
@@ -28,8 +28,6 @@ from pyiceberg.types import (
     StringType,
 )
 
-from indexlib.file_indexer import index_file
-from indexlib.index_table import ENTRY_ARROW_SCHEMA, entry_row
 from indexlib.lookup import bound_predicate, prune
 
 SCHEMA = Schema(
@@ -127,22 +125,11 @@ predicates = st.recursive(
 )
 
 
-def _index(tmp_dir, tables: list[pa.Table]) -> tuple[list[str], pa.Table]:
-    paths, entries = [], []
-    for n, table in enumerate(tables):
-        path = f"{tmp_dir}/file-{n}.parquet"
-        pq.write_table(table, path)
-        record_count, stats = index_file(path, "PARQUET", SCHEMA, {}, None)
-        paths.append(path)
-        entries.append(entry_row(path, 0, record_count, 1, stats))
-    return paths, pa.Table.from_pylist(entries, schema=ENTRY_ARROW_SCHEMA)
-
-
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(file_rows=files, where=predicates)
 def test_lookup_never_skips_a_matching_file_and_never_overclaims_all_match(tmp_path_factory, file_rows, where):
     tables = [pa.Table.from_pylist(r, schema=ARROW_SCHEMA) for r in file_rows]
-    paths, entries = _index(tmp_path_factory.mktemp("files"), tables)
+    paths, entries = write_and_index(tmp_path_factory.mktemp("files"), tables, SCHEMA)
     kept, all_match, _ = prune(bound_predicate(where, SCHEMA, "db.t"), paths, entries)
 
     con = duckdb.connect()

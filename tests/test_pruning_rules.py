@@ -6,8 +6,8 @@ import datetime as dt
 from decimal import Decimal
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+from conftest import write_and_index
 from pyiceberg.schema import Schema
 from pyiceberg.types import (
     BinaryType,
@@ -22,8 +22,6 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from indexlib.file_indexer import index_file
-from indexlib.index_table import ENTRY_ARROW_SCHEMA, entry_row
 from indexlib.lookup import bound_predicate, prune
 
 SCHEMA = Schema(
@@ -60,10 +58,9 @@ ROWS = [
 
 @pytest.fixture(scope="module")
 def indexed_file(tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("rules") / "data.parquet")
-    pq.write_table(pa.Table.from_pylist(ROWS, schema=SCHEMA.as_arrow()), path)
-    record_count, stats = index_file(path, "PARQUET", SCHEMA, {}, None)
-    return path, pa.Table.from_pylist([entry_row(path, 0, record_count, 1, stats)], schema=ENTRY_ARROW_SCHEMA)
+    table = pa.Table.from_pylist(ROWS, schema=SCHEMA.as_arrow())
+    paths, entries = write_and_index(tmp_path_factory.mktemp("rules"), [table], SCHEMA)
+    return paths[0], entries
 
 
 def verdict(indexed_file, where: str) -> tuple[bool, bool]:
