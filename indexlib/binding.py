@@ -1,10 +1,10 @@
 """Bind a normalised predicate to a table schema: resolve columns, coerce literals into the column's domain.
 
-Coercion never changes which rows are TRUE, or, where it cannot be exact, only widens the set and marks the leaf
-`exact=False` (then it may prune but never proves "all rows match"). Literals the binder cannot relate to the
+Coercion never changes which rows are TRUE, or, where it cannot be exact, only widens the set and wraps the leaf
+in `Widened` (then it may prune but never proves "all rows match"). Literals the binder cannot relate to the
 column's values safely make that leaf `Unusable` (kept, and reported by explain), never a wrong answer:
 
-* int/long/decimal/date/timestamp columns hold discrete values: `c < 5.5` is exactly `c <= 5`, `c = 5.5` is
+* int/long/decimal columns hold discrete values: `c < 5.5` is exactly `c <= 5`, `c = 5.5` is
   FALSE, `c != 5.5` is `c IS NOT NULL`; a literal beyond the type's range folds the same way.
 * float columns: engines disagree on whether `f = 0.1` compares in float or double; the leaf is widened to the
   float neighbours of the literal so both readings are covered.
