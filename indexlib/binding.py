@@ -12,6 +12,15 @@ column's values safely make that leaf `Unusable` (kept, and reported by explain)
   the session time zone, unknown here: widened by 14 hours either way.
 * a string column against a number (or a number column against a non-numeric string) depends on the engine's
   implicit cast: unusable.
+* a date column against a timestamp compares the date's midnight: `d < TIMESTAMP '2024-01-02 06:00'` is `d <= 2024-01-02`.
+
+Transforms become ranges on the raw column (the rewrites Trino does for date/time columns):
+`CAST(ts AS DATE) op d` and `date_trunc(u, ts) op c` use the unit's floor and ceiling of c (`date_trunc('month', ts)
+= c` is FALSE when c is not a month start); `year(ts) op N` is `date_trunc('year', ts) op N-01-01`; `col + k op c` is
+`col op c - k` for exact types (integers, decimals, date/timestamp + day-time interval; ANSI overflow errors).
+`month/day/hour(ts)` are not monotone over a year and stay `BoundField` leaves, evaluated on files whose range
+lies within one year / month / day. On timestamptz columns calendar functions depend on the session zone, so the
+ranges are widened like zone-less literals, and month/day/hour are unusable.
 """
 
 from __future__ import annotations
@@ -42,13 +51,36 @@ from pyiceberg.types import (
 
 from indexlib.column_stats import physical_arrow_type, supports_bounds
 from indexlib.errors import UserError
-from indexlib.predicate import FALSE, And, Compare, Const, Expr, In, IsNull, Or, Unusable, and_, or_
+from indexlib.predicate import (
+    FALSE,
+    TRUE,
+    And,
+    Compare,
+    Const,
+    Expr,
+    In,
+    Interval,
+    IsNaN,
+    IsNull,
+    Or,
+    Pattern,
+    Transform,
+    Unusable,
+    add_interval,
+    and_,
+    or_,
+)
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_TZ = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MAX_ZONE_OFFSET_MICROS = 14 * 3600 * 1_000_000
 _INT64 = (-(2**63), 2**63 - 1)
+_DAYS = (-(2**31), 2**31 - 1)
+_MICROS_PER_DAY = 86_400_000_000
+_MONTH_UNITS = {"year": 12, "quarter": 3, "month": 1}
+_FIXED_UNITS = {"week": 7 * _MICROS_PER_DAY, "day": _MICROS_PER_DAY, "hour": 3_600_000_000, "minute": 60_000_000}
+_FIXED_UNITS["second"] = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -67,7 +99,20 @@ class BoundCompare(Expr):
     value: Any
 
     def __str__(self) -> str:
-        return str(Compare(self.op, self.column.name, self.value))
+        return str(Compare(self.op, self.column.name, display_value(self.column.type, self.value)))
+
+
+@dataclass(frozen=True)
+class BoundField(Expr):
+    """`month(column) op value` (or day / hour): a calendar field, monotone only within the enclosing period."""
+
+    field: str
+    op: str
+    column: BoundColumn
+    value: int
+
+    def __str__(self) -> str:
+        return f"{self.field}({self.column.name}) {self.op} {self.value}"
 
 
 @dataclass(frozen=True)
@@ -77,7 +122,21 @@ class Widened(Expr):
     child: Expr
 
     def __str__(self) -> str:
-        return f"widened{self.child}"
+        return f"widened({self.child})"
+
+
+def display_value(iceberg_type: IcebergType, value: Any) -> Any:
+    """A physical value (days, micros) as the date / timestamp it stands for, for explain."""
+    try:
+        if isinstance(iceberg_type, DateType):
+            return _EPOCH_DATE + dt.timedelta(days=value)
+        if isinstance(iceberg_type, TimestampType):
+            return _EPOCH + dt.timedelta(microseconds=value)
+        if isinstance(iceberg_type, TimestamptzType):
+            return _EPOCH_TZ + dt.timedelta(microseconds=value)
+    except OverflowError:
+        pass
+    return value
 
 
 def resolve_column(schema: Schema, name: str, table: str) -> BoundColumn:
@@ -101,13 +160,165 @@ def bind(expr: Expr, schema: Schema, table: str) -> Expr:
         return expr
     if isinstance(expr, IsNull):
         return IsNull(resolve_column(schema, expr.column, table), expr.negated)
-    if isinstance(expr, In):
+    if isinstance(expr, IsNaN):
         column = resolve_column(schema, expr.column, table)
-        leaves = [_bind_compare("!=" if expr.negated else "=", column, v, expr) for v in expr.values]
+        if not isinstance(column.type, (FloatType, DoubleType, IntegerType, LongType, DecimalType)):
+            return Unusable(str(expr), f"isnan of {column.type} column {column.name} depends on engine casts")
+        return IsNaN(column, expr.negated)
+    if isinstance(expr, Pattern):
+        column = resolve_column(schema, expr.column, table)
+        if not isinstance(column.type, StringType):
+            return Unusable(str(expr), f"pattern matching on {column.type} column {column.name} is not supported")
+        return Pattern(expr.kind, column, expr.pattern, expr.negated, expr.escape)
+    if isinstance(expr, In):
+        leaves = [_bind_leaf("!=" if expr.negated else "=", expr.column, v, schema, table) for v in expr.values]
         return and_(*leaves) if expr.negated else or_(*leaves)
     if isinstance(expr, Compare):
-        return _bind_compare(expr.op, resolve_column(schema, expr.column, table), expr.value, expr)
+        return _bind_leaf(expr.op, expr.column, expr.value, schema, table)
     raise TypeError(f"cannot bind {expr!r}")
+
+
+def _bind_leaf(op: str, term: str | Transform, value: Any, schema: Schema, table: str) -> Expr:
+    source = Compare(op, term, value)
+    if isinstance(term, str):
+        return _bind_compare(op, resolve_column(schema, term, table), value, source)
+    column = resolve_column(schema, term.column, table)
+    try:
+        return _unwrap(op, term, column, value, source)
+    except _CannotCoerce as exc:
+        return Unusable(str(source), str(exc))
+
+
+def _unwrap(op: str, term: Transform, column: BoundColumn, value: Any, source: Expr) -> Expr:
+    """A transform compared with a constant, as a range on the column itself (see module docstring)."""
+    ctype = column.type
+    temporal = isinstance(ctype, (DateType, TimestampType, TimestamptzType))
+    if term.func == "add":
+        return _bind_compare(op, column, _subtract(value, term.arg, column), source)
+    if not temporal:
+        raise _CannotCoerce(f"{term} needs a date or timestamp column; {column.name} is {ctype}")
+    if term.func == "date" and isinstance(ctype, DateType):
+        return _bind_compare(op, column, value, source)
+    if term.func in ("date", "trunc"):
+        unit = "day" if term.func == "date" else term.arg
+        if isinstance(value, str):
+            value = _parse_temporal(value, column, date_only=term.func == "date")
+        if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+            value = dt.datetime.combine(value, dt.time())
+        if not isinstance(value, dt.datetime):
+            raise _CannotCoerce(f"{term} is compared with a {type(value).__name__}, not a date or timestamp")
+        if value.tzinfo is not None:
+            raise _CannotCoerce(f"{term} against a zoned literal depends on the session time zone")
+        return _truncated_range(op, column, unit, value, source)
+    # year / month / day / hour: integer fields
+    if isinstance(value, str) or not _is_number(value):
+        raise _CannotCoerce(f"{term} is compared with a non-number")
+    if term.func == "hour" and isinstance(ctype, DateType):
+        raise _CannotCoerce(f"hour() of date column {column.name} is not supported")
+    if term.func != "year" and isinstance(ctype, TimestamptzType):
+        raise _CannotCoerce(f"{term} of a timestamptz column depends on the session time zone")
+    integer = _integer_comparison(op, Fraction(value))
+    if isinstance(integer, Expr):
+        return and_(integer, IsNull(column, negated=True)) if integer == TRUE else integer
+    op, number = integer
+    if term.func != "year":
+        return BoundField(term.func, op, column, number)
+    if not 1 <= number <= 9999:
+        raise _CannotCoerce(f"year {number} is outside the supported calendar")
+    return _truncated_range(op, column, "year", dt.datetime(number, 1, 1), source)
+
+
+def _integer_comparison(op: str, value: Fraction) -> tuple[str, int] | Expr:
+    """`n op value` over integers n, as `n op' k` for an integer k (or TRUE / FALSE when no integer is special)."""
+    if value.denominator == 1:
+        return op, int(value)
+    floor, ceil = math.floor(value), math.ceil(value)
+    return {"=": FALSE, "!=": TRUE, "<": ("<=", floor), "<=": ("<=", floor), ">": (">=", ceil), ">=": (">=", ceil)}[op]
+
+
+def _truncated_range(op: str, column: BoundColumn, unit: str, value: dt.datetime, source: Expr) -> Expr:
+    """`date_trunc(unit, column) op value` as comparisons on the column (exact: truncation is a floor)."""
+    try:
+        floor = _truncate(value, unit)
+        aligned = floor == value
+        following = _next_unit(floor, unit)
+        ceil = floor if aligned else following
+    except (OverflowError, ValueError):
+        raise _CannotCoerce(f"{value} is outside the supported calendar") from None
+
+    def cmp(comparison: str, at: dt.datetime) -> Expr:
+        return _bind_compare(comparison, column, at, source)
+
+    if op == "=":
+        return and_(cmp(">=", value), cmp("<", following)) if aligned else FALSE
+    if op == "!=":
+        return or_(cmp("<", value), cmp(">=", following)) if aligned else _bind_not_null(column)
+    if op == "<":
+        return cmp("<", ceil)
+    if op == "<=":
+        return cmp("<", following)
+    if op == ">":
+        return cmp(">=", following)
+    return cmp(">=", ceil)
+
+
+def _bind_not_null(column: BoundColumn) -> Expr:
+    return IsNull(column, negated=True)
+
+
+def _truncate(value: dt.datetime, unit: str) -> dt.datetime:
+    if unit in _MONTH_UNITS:
+        month = (value.month - 1) // _MONTH_UNITS[unit] * _MONTH_UNITS[unit] + 1
+        return dt.datetime(value.year, month, 1)
+    if unit == "week":  # ISO weeks start on Monday
+        day = dt.datetime.combine(value.date(), dt.time())
+        return day - dt.timedelta(days=day.weekday())
+    micros = (value - _EPOCH) // dt.timedelta(microseconds=1)
+    return _EPOCH + dt.timedelta(microseconds=micros - micros % _FIXED_UNITS[unit])
+
+
+def _next_unit(value: dt.datetime, unit: str) -> dt.datetime:
+    if unit in _MONTH_UNITS:
+        return add_interval(value, Interval(months=_MONTH_UNITS[unit]))
+    return value + dt.timedelta(microseconds=_FIXED_UNITS[unit])
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, Decimal, Fraction)) and not isinstance(value, bool)
+
+
+def _subtract(value: Any, addend: Any, column: BoundColumn) -> Any:
+    """`value - addend`, for `column + addend op value`: exact, or refused."""
+    if value is None:
+        return None
+    ctype = column.type
+    if isinstance(addend, Interval):
+        if not isinstance(ctype, (DateType, TimestampType)):
+            raise _CannotCoerce(f"interval arithmetic on {ctype} column {column.name} is not unwrapped")
+        if addend.months:
+            raise _CannotCoerce("adding months is not invertible (month ends are clamped)")
+        if isinstance(value, str):
+            value = _parse_temporal(value, column, date_only=False)
+        if not isinstance(value, dt.date) or (isinstance(value, dt.datetime) and value.tzinfo is not None):
+            raise _CannotCoerce(f"{column.name} + interval is compared with {value!r}")
+        try:
+            return _as_naive(value) - dt.timedelta(microseconds=addend.micros)
+        except OverflowError:
+            raise _CannotCoerce(f"{value} - {addend} is outside the supported calendar") from None
+    if not isinstance(ctype, (IntegerType, LongType, DecimalType)):
+        raise _CannotCoerce(f"{column.name} + {addend}: only integer and decimal columns add exactly")
+    return _as_number(value, column) - Fraction(addend)
+
+
+def _as_naive(value: dt.date) -> dt.datetime:
+    return value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
+
+
+def _parse_temporal(text: str, column: BoundColumn, date_only: bool) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text.strip()) if date_only else dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise _CannotCoerce(f"{text!r} is not a date/timestamp literal for {column.name}") from None
 
 
 def _bind_compare(op: str, column: BoundColumn, value: Any, source: Expr) -> Expr:
@@ -150,7 +361,12 @@ def _coerce(op: str, column: BoundColumn, value: Any) -> Expr:
         largest = Fraction(10**ctype.precision - 1, 10**ctype.scale)
         return _coerce_discrete(op, column, _as_number(value, column), ctype.scale, (-largest, largest))
     if isinstance(ctype, DateType):
-        return BoundCompare(op, column, _as_days(value, column))
+        if isinstance(value, dt.datetime) and value.tzinfo is not None:  # the date's midnight in which zone?
+            days = Fraction((value.replace(tzinfo=None) - value.utcoffset() - _EPOCH) // dt.timedelta(microseconds=1))
+            low = math.floor((days - _MAX_ZONE_OFFSET_MICROS) / _MICROS_PER_DAY)
+            high = math.ceil((days + _MAX_ZONE_OFFSET_MICROS) / _MICROS_PER_DAY)
+            return _widen(op, column, low, high)
+        return _coerce_discrete(op, column, _as_days(value, column), 0, _DAYS)
     if isinstance(ctype, (TimestampType, TimestamptzType)):
         micros, zone_matches = _as_micros(value, column, isinstance(ctype, TimestamptzType))
         if zone_matches:
@@ -181,7 +397,7 @@ def _as_number(value: Any, column: BoundColumn) -> Fraction:
             raise _CannotCoerce(f"{column.name} is numeric but {value!r} is not a number") from None
     if isinstance(value, (float, Decimal)) and not math.isfinite(value):
         raise _CannotCoerce(f"comparison of {column.name} with {value} (NaN/infinity semantics differ by engine)")
-    if isinstance(value, (int, float, Decimal)):
+    if isinstance(value, (int, float, Decimal, Fraction)):
         return Fraction(value)
     raise _CannotCoerce(f"{column.name} is numeric but the literal is {type(value).__name__}")
 
@@ -192,9 +408,9 @@ def _coerce_discrete(op: str, column: BoundColumn, value: Fraction, scale: int, 
 
     def physical(f: Fraction) -> Any:
         units = int(f / unit)
-        return (
-            units if scale == 0 and isinstance(column.type, (IntegerType, LongType)) else Decimal(units).scaleb(-scale)
-        )
+        if scale == 0 and isinstance(column.type, (IntegerType, LongType, DateType)):
+            return units
+        return Decimal(units).scaleb(-scale)
 
     low, high = value_range
     not_null = IsNull(column, negated=True)
@@ -228,16 +444,17 @@ def _coerce_float32(op: str, column: BoundColumn, value: float) -> Expr:
     return _widen(op, column, low, high)
 
 
-def _as_days(value: Any, column: BoundColumn) -> int:
+def _as_days(value: Any, column: BoundColumn) -> Fraction:
+    """Days since the epoch; a (zone-less) timestamp is a fraction of a day, compared with the date's midnight."""
     if isinstance(value, str):
         try:
             value = dt.date.fromisoformat(value.strip())
         except ValueError:
             raise _CannotCoerce(f"{column.name} is a date but {value!r} is not a date literal") from None
     if isinstance(value, dt.datetime):
-        raise _CannotCoerce(f"{column.name} is a date compared with a timestamp literal (not supported yet)")
+        return Fraction((value - _EPOCH) // dt.timedelta(microseconds=1), _MICROS_PER_DAY)
     if isinstance(value, dt.date):
-        return (value - _EPOCH_DATE).days
+        return Fraction((value - _EPOCH_DATE).days)
     raise _CannotCoerce(f"{column.name} is a date but the literal is {type(value).__name__}")
 
 

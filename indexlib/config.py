@@ -29,6 +29,7 @@ class Config:
     spark_app_name: str = "skipindex"
     spark_options: dict[str, str] = field(default_factory=dict)
     files_per_task: int = 1
+    time_zone: str | None = None  # session zone for CURRENT_DATE / NOW(); None: the machine's local zone
 
     def load_catalog(self) -> Any:
         from pyiceberg.catalog import load_catalog
@@ -74,6 +75,15 @@ def load_config(path: str | Path | None = None) -> Config:
     files_per_task = int(build.get("files_per_task", 1))
     if files_per_task < 1:
         raise UserError(f"config file {conf_path}: build.files_per_task must be >= 1, got {files_per_task}")
+    lookup = raw.get("lookup", {})
+    time_zone = lookup.get("time_zone")
+    if time_zone is not None:
+        from indexlib.sql_frontend import Clock
+
+        try:  # fail now, naming the file, rather than at the first lookup
+            Clock.system(str(time_zone))
+        except UserError as exc:
+            raise UserError(f"config file {conf_path}: lookup.time_zone: {exc}") from None
     return Config(
         path=conf_path,
         catalog_name=name,
@@ -83,4 +93,5 @@ def load_config(path: str | Path | None = None) -> Config:
         spark_app_name=str(spark.pop("app_name", "skipindex")),
         spark_options={key: str(value) for key, value in spark.pop("options", {}).items()},
         files_per_task=files_per_task,
+        time_zone=None if time_zone is None else str(time_zone),
     )

@@ -1,15 +1,23 @@
-"""Translate a bound predicate into a pyiceberg row filter, to compare with Iceberg's own planning.
+"""Translate a bound predicate into a pyiceberg row filter, for partition pruning and for comparing with Iceberg's
+own planning.
 
-Iceberg's filter is inclusive, so every part we cannot translate exactly becomes AlwaysTrue (a superset).
+Two readings, because pyiceberg's projections need different guarantees:
+
+* inclusive (`to_iceberg_filter`): a superset of the rows that match. Parts we cannot translate exactly become
+  AlwaysTrue. Used with inclusive projection ("might a file in this partition match?").
+* strict (`to_strict_iceberg_filter`): a subset. Parts we cannot translate exactly become AlwaysFalse, and
+  `!=` gains `IS NOT NULL` because pyiceberg evaluates `null != v` as true where SQL says unknown. Used with strict
+  projection ("does every row in this partition match?").
 """
 
 from __future__ import annotations
 
 from pyiceberg import expressions as ice
-from pyiceberg.types import FloatType
+from pyiceberg.types import DoubleType, FloatType
 
 from indexlib.binding import BoundCompare, Widened
-from indexlib.predicate import And, Const, Expr, IsNull, Or
+from indexlib.patterns import pattern_shape
+from indexlib.predicate import And, Const, Expr, IsNaN, IsNull, Or, Pattern
 
 _LEAF = {
     "=": ice.EqualTo,
@@ -22,18 +30,43 @@ _LEAF = {
 
 
 def to_iceberg_filter(expr: Expr) -> ice.BooleanExpression:
+    return _translate(expr, strict=False)
+
+
+def to_strict_iceberg_filter(expr: Expr) -> ice.BooleanExpression:
+    return _translate(expr, strict=True)
+
+
+def _translate(expr: Expr, strict: bool) -> ice.BooleanExpression:
+    unknown = ice.AlwaysFalse() if strict else ice.AlwaysTrue()
     if isinstance(expr, Const):
         return ice.AlwaysTrue() if expr.value else ice.AlwaysFalse()
     if isinstance(expr, And):
-        return ice.And(to_iceberg_filter(expr.left), to_iceberg_filter(expr.right))
+        return ice.And(_translate(expr.left, strict), _translate(expr.right, strict))
     if isinstance(expr, Or):
-        return ice.Or(to_iceberg_filter(expr.left), to_iceberg_filter(expr.right))
+        return ice.Or(_translate(expr.left, strict), _translate(expr.right, strict))
     if isinstance(expr, Widened):
-        return to_iceberg_filter(expr.child)
+        return unknown if strict else _translate(expr.child, strict)
     if isinstance(expr, IsNull):
         return (ice.NotNull if expr.negated else ice.IsNull)(expr.column.name)
+    if isinstance(expr, IsNaN):
+        if expr.negated:  # NOT isnan of a NULL is TRUE in Spark, NULL in DuckDB: neither reading is exact
+            return unknown
+        return (
+            ice.IsNaN(expr.column.name) if isinstance(expr.column.type, (FloatType, DoubleType)) else ice.AlwaysFalse()
+        )
+    if isinstance(expr, Pattern) and not expr.negated:
+        shape = pattern_shape(expr.kind, expr.pattern, expr.escape)
+        if shape.exact == "equal":
+            return ice.EqualTo(expr.column.name, shape.prefix)
+        if shape.exact == "prefix" or not strict:
+            return ice.StartsWith(expr.column.name, shape.prefix) if shape.prefix else ice.NotNull(expr.column.name)
+        return unknown
     if isinstance(expr, BoundCompare) and not isinstance(expr.column.type, FloatType):
         # physical values (days, micros, Decimal, str, bytes, bool, double) bind to pyiceberg literals as they are;
-        # float columns would round the double literal: left to AlwaysTrue
-        return _LEAF[expr.op](expr.column.name, expr.value)
-    return ice.AlwaysTrue()
+        # float columns would round the double literal: not translated
+        leaf = _LEAF[expr.op](expr.column.name, expr.value)
+        if strict and expr.op == "!=":
+            return ice.And(ice.NotNull(expr.column.name), leaf)
+        return leaf
+    return unknown

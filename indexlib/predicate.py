@@ -4,12 +4,20 @@ A WHERE clause keeps a row only when its predicate is TRUE; FALSE and NULL (unkn
 transformation here preserves "which rows are TRUE", including under NOT, which is why NULL literals survive
 until `push_not` has removed every NOT: `NOT (a = NULL)` is NULL, not TRUE.
 
-Unbound leaves name columns by string; `bind` (in `binding.py`) resolves them against a table schema.
+Unbound leaves name a column by string, or a `Transform` of one column (`CAST(ts AS DATE)`, `year(ts)`,
+`date_trunc('month', ts)`, `i + 1`) that the binder turns into a range on the column itself. `bind` (in
+`binding.py`) resolves names against a table schema and converts literals to the column's type.
+
+Literals are typed Python values: bool, int, Decimal, Fraction (exact quotients), float, str, bytes, date,
+datetime (naive, or zoned for TIMESTAMP WITH TIME ZONE values), and None for SQL NULL.
 """
 
 from __future__ import annotations
 
+import calendar
+import datetime as dt
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
@@ -53,6 +61,66 @@ class Unusable(Expr):
 
 
 @dataclass(frozen=True)
+class Transform:
+    """A function of one column that preserves order within known ranges.
+
+    `func` is one of: "date" (CAST AS DATE), "trunc" (date_trunc; `arg` the unit), "year", "month", "day",
+    "hour" (fields of the calendar in the engine's session zone), "add" (`column + arg`, `arg` a number or
+    `Interval`). NULL in gives NULL out, so every predicate on a transform keeps SQL three-valued logic.
+    """
+
+    func: str
+    column: str
+    arg: Any = None
+
+    def __str__(self) -> str:
+        if self.func == "date":
+            return f"CAST({self.column} AS DATE)"
+        if self.func == "trunc":
+            return f"date_trunc('{self.arg}', {self.column})"
+        if self.func == "add":
+            return f"{self.column} + {_literal_str(self.arg)}"
+        return f"{self.func}({self.column})"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An INTERVAL literal: calendar months plus an exact number of microseconds."""
+
+    months: int = 0
+    micros: int = 0
+
+    def __neg__(self) -> Interval:
+        return Interval(-self.months, -self.micros)
+
+    def __str__(self) -> str:
+        return f"INTERVAL '{self.months} months {self.micros} microseconds'"
+
+
+def add_interval(value: dt.date, interval: Interval) -> dt.date:
+    """Calendar months first (clamped to the month's end, as Spark and DuckDB do), then exact microseconds.
+
+    A date stays a date when the interval has no sub-day part.
+    """
+    if interval.months:
+        months = value.year * 12 + value.month - 1 + interval.months
+        year, month = divmod(months, 12)
+        day = min(value.day, calendar.monthrange(year, month + 1)[1])
+        try:
+            value = value.replace(year=year, month=month + 1, day=day)
+        except ValueError:
+            raise ValueError(f"{value} + {interval} is out of range") from None
+    if interval.micros:
+        if not isinstance(value, dt.datetime) and interval.micros % 86_400_000_000:
+            value = dt.datetime.combine(value, dt.time())
+        try:
+            value = value + dt.timedelta(microseconds=interval.micros)
+        except OverflowError:
+            raise ValueError(f"{value} + {interval} is out of range") from None
+    return value
+
+
+@dataclass(frozen=True)
 class Compare(Expr):
     """`column op value`; `value` None is SQL NULL. `column` is a name (unbound) or a bound column."""
 
@@ -85,6 +153,42 @@ class IsNull(Expr):
 
 
 @dataclass(frozen=True)
+class IsNaN(Expr):
+    """`isnan(column)`. Engines disagree on a NULL input (Spark: FALSE, DuckDB: NULL); the evaluator is sound
+    under both, so the negation keeps NULL rows as "might match"."""
+
+    column: Any
+    negated: bool = False
+
+    def __str__(self) -> str:
+        return f"{'NOT ' if self.negated else ''}isnan({_column_str(self.column)})"
+
+
+@dataclass(frozen=True)
+class Pattern(Expr):
+    """String matching: `kind` is "like" (SQL LIKE with `%`, `_` and an optional ESCAPE character),
+    "starts_with" (a literal prefix) or "regexp" (REGEXP_LIKE / RLIKE: the regex matches somewhere in the value).
+
+    NULL value or NULL pattern gives NULL, so NOT of a pattern is the `negated` pattern (3VL kept).
+    """
+
+    kind: str
+    column: Any
+    pattern: str
+    negated: bool = False
+    escape: str | None = None
+
+    def __str__(self) -> str:
+        column = _column_str(self.column)
+        if self.kind == "starts_with":
+            text = f"starts_with({column}, {_literal_str(self.pattern)})"
+            return f"NOT {text}" if self.negated else text
+        keyword = {"like": "LIKE", "regexp": "RLIKE"}[self.kind]
+        escape = f" ESCAPE {_literal_str(self.escape)}" if self.escape is not None else ""
+        return f"{column} {'NOT ' if self.negated else ''}{keyword} {_literal_str(self.pattern)}{escape}"
+
+
+@dataclass(frozen=True)
 class And(Expr):
     left: Expr
     right: Expr
@@ -111,14 +215,22 @@ class Not(Expr):
 
 
 def _column_str(column: Any) -> str:
-    return column if isinstance(column, str) else column.name
+    return column if isinstance(column, str) else str(column) if isinstance(column, Transform) else column.name
 
 
 def _literal_str(value: Any) -> str:
     if value is None:
         return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, Fraction):
+        return str(value.numerator) if value.denominator == 1 else f"({value.numerator} / {value.denominator})"
+    if isinstance(value, dt.datetime):
+        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+    if isinstance(value, dt.date):
+        return f"DATE '{value.isoformat()}'"
     return repr(value) if isinstance(value, bytes) else str(value)
 
 
@@ -152,7 +264,8 @@ def push_not(expr: Expr, negate: bool = False) -> Expr:
     """Remove every NOT. Each rule keeps the set of TRUE rows exact in three-valued logic:
 
     NOT (a op v) = a op' v (both NULL when a or v is NULL); NOT IN <-> IN; NOT IS NULL <-> IS NOT NULL;
-    De Morgan for AND/OR; NOT NULL = NULL; NOT of an unusable part is still unusable.
+    NOT LIKE / NOT RLIKE / NOT starts_with / NOT isnan flip `negated` (NULL stays NULL); De Morgan for AND/OR;
+    NOT NULL = NULL; NOT of an unusable part is still unusable.
     """
     if isinstance(expr, Not):
         return push_not(expr.child, not negate)
@@ -172,6 +285,10 @@ def push_not(expr: Expr, negate: bool = False) -> Expr:
         return In(expr.column, expr.values, not expr.negated)
     if isinstance(expr, IsNull):
         return IsNull(expr.column, not expr.negated)
+    if isinstance(expr, IsNaN):
+        return IsNaN(expr.column, not expr.negated)
+    if isinstance(expr, Pattern):
+        return Pattern(expr.kind, expr.column, expr.pattern, not expr.negated, expr.escape)
     if isinstance(expr, And):
         return or_(push_not(expr.left, True), push_not(expr.right, True))
     if isinstance(expr, Or):
@@ -205,6 +322,15 @@ def resolve_nulls(expr: Expr) -> Expr:
 def normalize(expr: Expr) -> Expr:
     """NOT-free, NULL-free form that the binder and the pruning evaluator take."""
     return resolve_nulls(push_not(expr))
+
+
+def leaves(expr: Expr) -> list[Expr]:
+    """The leaves of an expression, left to right (wrappers such as `Widened` count as leaves)."""
+    if isinstance(expr, (And, Or)):
+        return leaves(expr.left) + leaves(expr.right)
+    if isinstance(expr, Not):
+        return leaves(expr.child)
+    return [] if isinstance(expr, Const) else [expr]
 
 
 def unusable_parts(expr: Expr) -> list[Unusable]:

@@ -9,6 +9,15 @@ per column, arrays over N files of lower/upper bounds, value, null and NaN count
 * all[i]: every row of file i is proven to make the predicate TRUE (a planner may drop the residual filter).
   Every unknown answers False.
 
+Patterns (LIKE, starts_with, RLIKE) use their literal prefix (see patterns.py): the strings with prefix P form one
+interval in UTF-8 byte order, so a file whose bounds lie wholly before or after it cannot match, and a file whose
+lower and upper bounds both start with P holds only values starting with P. A negated leaf that is never NULL on a
+non-NULL value (NOT LIKE, NOT starts_with, NOT RLIKE) cannot match where the leaf is proven on every row, and
+matches every row where the leaf matches none and the column has no NULLs.
+
+Calendar fields (month/day/hour) are monotone within one year / month / day: a file whose bounds share that period
+is evaluated on the fields of its bounds; any other file might match.
+
 NaN: engines disagree (Spark and Postgres order NaN above every number and make NaN = NaN true; IEEE makes every
 comparison with NaN false but !=). NaN rows are treated as matching `>`, `>=`, `!=` (might), and no rule proves
 "all match" for a comparison other than != when a file holds NaNs: sound under both readings.
@@ -22,10 +31,12 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyiceberg.types import DateType, LongType
 
-from indexlib.binding import BoundColumn, BoundCompare, Widened, literal_scalar
+from indexlib.binding import BoundColumn, BoundCompare, BoundField, Widened, literal_scalar
 from indexlib.column_stats import decode_bound, parse_type, physical_arrow_type, supports_bounds
-from indexlib.predicate import And, Const, Expr, IsNull, Or, Unusable
+from indexlib.patterns import pattern_shape
+from indexlib.predicate import And, Const, Expr, IsNaN, IsNull, Or, Pattern, Unusable
 
 
 @dataclass(frozen=True)
@@ -160,6 +171,55 @@ def _is_null(leaf: IsNull, stats: ColumnStatistics) -> Verdict:
     return Verdict((stats.null_count != 0) | ~stats.known, stats.known & (stats.null_count == stats.value_count))
 
 
+def _is_nan(leaf: IsNaN, stats: ColumnStatistics) -> Verdict:
+    # NULL rows: isnan is FALSE in Spark and NULL in DuckDB, so NOT isnan might match them but proves nothing.
+    if leaf.negated:
+        might = (stats.value_count - stats.nan_count > 0) | ~stats.known
+        return Verdict(might, stats.known & (stats.nan_count == 0) & (stats.null_count == 0))
+    return Verdict((stats.nan_count != 0) | ~stats.known, stats.known & (stats.nan_count == stats.value_count))
+
+
+def _pattern(leaf: Pattern, stats: ColumnStatistics) -> Verdict:
+    shape = pattern_shape(leaf.kind, leaf.pattern, leaf.escape)
+    if shape.exact == "equal":
+        positive = _compare(BoundCompare("=", leaf.column, shape.prefix), stats)
+    else:
+        prefix = pa.scalar(shape.prefix, pa.large_string())
+        has_values = stats.comparable_values != 0
+        before = _false_where_unknown(pc.less(stats.upper, prefix))
+        lower_starts = pc.starts_with(stats.lower, pattern=shape.prefix)
+        after = _false_where_unknown(pc.and_(pc.greater(stats.lower, prefix), pc.invert(lower_starts)))
+        might = has_values & ~before & ~after
+        proven = np.zeros(len(might), dtype=bool)
+        if shape.exact == "prefix":
+            upper_starts = pc.starts_with(stats.upper, pattern=shape.prefix)
+            both = _false_where_unknown(lower_starts) & _false_where_unknown(upper_starts)
+            proven = (stats.null_count == 0) & (both | (shape.prefix == ""))
+        positive = Verdict(might | ~stats.known, proven & stats.known & (stats.value_count > 0))
+    if not leaf.negated:
+        return positive
+    return Verdict(~positive.all, stats.known & ~positive.might & (stats.null_count == 0))
+
+
+def _field(leaf: BoundField, stats: ColumnStatistics) -> Verdict:
+    timestamps = pa.date32() if isinstance(leaf.column.type, DateType) else pa.timestamp("us")
+    lower = stats.lower.cast(pa.int32() if timestamps == pa.date32() else pa.int64()).cast(timestamps)
+    upper = stats.upper.cast(pa.int32() if timestamps == pa.date32() else pa.int64()).cast(timestamps)
+    period = {"month": "year", "day": "month", "hour": "day"}[leaf.field]
+    same_period = pc.equal(pc.floor_temporal(lower, unit=period), pc.floor_temporal(upper, unit=period))
+    extract = {"month": pc.month, "day": pc.day, "hour": pc.hour}[leaf.field]
+    within = pc.fill_null(same_period, False)
+    field_stats = ColumnStatistics(
+        lower=pc.if_else(within, extract(lower), pa.scalar(None, pa.int64())).cast(pa.int64()),
+        upper=pc.if_else(within, extract(upper), pa.scalar(None, pa.int64())).cast(pa.int64()),
+        value_count=stats.value_count,
+        null_count=stats.null_count,
+        nan_count=stats.nan_count,
+    )
+    column = BoundColumn(leaf.column.field_id, leaf.column.name, LongType())
+    return _compare(BoundCompare(leaf.op, column, leaf.value), field_stats)
+
+
 def evaluate(expr: Expr, stats: FileStatistics) -> Verdict:
     """Per-file might-match / all-match of a bound, normalised predicate (see module docstring)."""
     n = stats.num_files
@@ -179,4 +239,37 @@ def evaluate(expr: Expr, stats: FileStatistics) -> Verdict:
         return _compare(expr, stats.column(expr.column))
     if isinstance(expr, IsNull):
         return _is_null(expr, stats.column(expr.column))
+    if isinstance(expr, IsNaN):
+        return _is_nan(expr, stats.column(expr.column))
+    if isinstance(expr, Pattern):
+        return _pattern(expr, stats.column(expr.column))
+    if isinstance(expr, BoundField):
+        return _field(expr, stats.column(expr.column))
     raise TypeError(f"cannot evaluate {expr!r}")
+
+
+def statistics_used(leaf: Expr) -> str:
+    """Which statistics the min/max stage reads for one bound leaf (for explain)."""
+    if isinstance(leaf, Widened):
+        return statistics_used(leaf.child) + " (literal widened: never proves all rows match)"
+    if isinstance(leaf, (And, Or)):
+        return "; ".join(statistics_used(part) for part in (leaf.left, leaf.right))
+    if isinstance(leaf, BoundCompare):
+        return f"lower/upper bounds and null/NaN counts of {leaf.column.name}"
+    if isinstance(leaf, IsNull):
+        return f"null and value counts of {leaf.column.name}"
+    if isinstance(leaf, IsNaN):
+        return f"NaN, null and value counts of {leaf.column.name}"
+    if isinstance(leaf, Pattern):
+        shape = pattern_shape(leaf.kind, leaf.pattern, leaf.escape)
+        if shape.exact == "equal":
+            return f"lower/upper bounds of {leaf.column.name} (pattern is an equality)"
+        if not shape.prefix:
+            return f"null counts of {leaf.column.name} only (no literal prefix)"
+        return f"lower/upper bounds of {leaf.column.name} against prefix {shape.prefix!r}"
+    if isinstance(leaf, BoundField):
+        period = {"month": "year", "day": "month", "hour": "day"}[leaf.field]
+        return f"lower/upper bounds of {leaf.column.name}, for files within one {period}"
+    if isinstance(leaf, Unusable):
+        return f"none: {leaf.reason}"
+    return "none"

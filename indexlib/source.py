@@ -5,23 +5,34 @@ Only Iceberg is implemented (through pyiceberg). A table is named by its identif
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError, ValidationError
+from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
 from indexlib.errors import UserError
 
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+
 
 @dataclass(frozen=True)
 class DataFileRef:
-    """A data file as the source table records it; `path` is never rewritten."""
+    """A data file as the source table records it; `path` is never rewritten.
+
+    `spec_id` and `partition` (the pyiceberg partition Record, positional per that spec's fields) feed the partition
+    stage only; they stay in the planner process and are never shipped to Spark tasks. `partition` is None when
+    the source does not say, which that stage reads as "unknown: keep".
+    """
 
     path: str
     record_count: int
     file_size_in_bytes: int
     file_format: str
+    spec_id: int = 0
+    partition: Any = field(default=None, compare=False)
 
 
 class Source(Protocol):
@@ -38,6 +49,7 @@ class Source(Protocol):
 
 
 def _ref(data_file: Any) -> DataFileRef:
+    spec_id = getattr(data_file, "spec_id", None)  # without it the partition record cannot be read: leave it unknown
     return DataFileRef(
         path=data_file.file_path,
         record_count=int(data_file.record_count),
@@ -45,11 +57,19 @@ def _ref(data_file: Any) -> DataFileRef:
         file_format=str(
             data_file.file_format.value if hasattr(data_file.file_format, "value") else data_file.file_format
         ),
+        spec_id=int(spec_id) if spec_id is not None else 0,
+        partition=data_file.partition if spec_id is not None else None,
     )
 
 
 class IcebergSource:
-    """An Iceberg table; the watermark is a snapshot id of it."""
+    """An Iceberg table; the watermark is a snapshot id of it.
+
+    `table` is the loaded pyiceberg table: the partition stage reads its current schema and every partition spec
+    the table has had (`partition_specs`), since old files keep the spec they were written with.
+    """
+
+    table: Table
 
     def __init__(self, catalog: Any, name: str) -> None:
         try:
@@ -60,6 +80,11 @@ class IcebergSource:
         self.schema = self.table.schema()
         self.io_properties = dict(self.table.io.properties)
         self.name_mapping_json = self.table.properties.get("schema.name-mapping.default")
+
+    @property
+    def partition_specs(self) -> dict[int, PartitionSpec]:
+        """Every partition spec of the table by spec id (a file's `DataFileRef.spec_id` names one)."""
+        return self.table.specs()
 
     def current_version(self) -> int | None:
         snapshot = self.table.current_snapshot()

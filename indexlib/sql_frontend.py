@@ -1,16 +1,26 @@
 """SQL WHERE text -> unbound predicate, through sqlglot.
 
-What the index can use becomes a leaf (comparison, BETWEEN, IN, IS NULL, boolean column); anything else
-(functions, arithmetic, column-to-column comparisons, LIKE, ...) becomes `Unusable` for that subtree only,
-with the reason explain prints. Parse errors are the user's: one line, exit code 2.
+Constant sub-expressions are folded here (arithmetic, literal CASTs, INTERVAL arithmetic, CURRENT_DATE /
+CURRENT_TIMESTAMP / NOW() read from an injectable `Clock`). A comparison of a column, or of a `Transform` of one
+column (`CAST(ts AS DATE)`, `date_trunc('unit', ts)`, `year/month/day/hour(ts)`, `col + const`), with a constant
+becomes a leaf; the binder turns transforms into ranges on the raw column once it knows the column's type.
+Anything else (other functions, column-to-column comparisons, ILIKE, subqueries) becomes `Unusable` for that
+subtree only, with the reason explain prints. Parse errors are the user's: one line, exit code 2.
+
+Arithmetic follows Spark / DuckDB / ANSI SQL: `/` is exact division (not Trino's integer division), `%` takes the
+sign of the dividend, division by zero is left unused (engines give NULL, infinity or an error), integer overflow is an error (so `i + 1 < 5` is `i < 4`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
-from decimal import Decimal
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import sqlglot
 from sqlglot import exp
@@ -24,22 +34,80 @@ from indexlib.predicate import (
     Compare,
     Expr,
     In,
+    Interval,
+    IsNaN,
     IsNull,
     Not,
+    Pattern,
+    Transform,
     Unusable,
+    add_interval,
     and_,
     or_,
 )
 
 _COMPARISON_NODES = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+_FIELD_FUNCTIONS = {exp.Year: "year", exp.Month: "month", exp.Day: "day", exp.DayOfMonth: "day", exp.Hour: "hour"}
+TRUNC_UNITS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second")
+_INTERVAL_UNITS = {
+    "year": (12, 0),
+    "quarter": (3, 0),
+    "month": (1, 0),
+    "week": (0, 7 * 86_400_000_000),
+    "day": (0, 86_400_000_000),
+    "hour": (0, 3_600_000_000),
+    "minute": (0, 60_000_000),
+    "second": (0, 1_000_000),
+    "millisecond": (0, 1_000),
+    "microsecond": (0, 1),
+}
+_INTEGER_TYPES = {
+    exp.DataType.Type.TINYINT,
+    exp.DataType.Type.SMALLINT,
+    exp.DataType.Type.INT,
+    exp.DataType.Type.BIGINT,
+}
+_FLOAT_TYPES = {exp.DataType.Type.FLOAT, exp.DataType.Type.DOUBLE}
+_STRING_TYPES = {exp.DataType.Type.VARCHAR, exp.DataType.Type.TEXT, exp.DataType.Type.CHAR}
+_TIMESTAMP_TYPES = {
+    exp.DataType.Type.TIMESTAMP,
+    exp.DataType.Type.DATETIME,
+    exp.DataType.Type.TIMESTAMPTZ,
+    exp.DataType.Type.TIMESTAMPLTZ,
+    exp.DataType.Type.TIMESTAMPNTZ,
+}
 
 
-class _NotALiteral(Exception):
+@dataclass(frozen=True)
+class Clock:
+    """What CURRENT_DATE / CURRENT_TIMESTAMP / NOW() mean: an instant and the session time zone.
+
+    The default is the system clock in the machine's local zone, which is also Spark's default
+    `spark.sql.session.timeZone`; planner code passes its own to make lookups reproducible.
+    """
+
+    now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+    time_zone: dt.tzinfo | None = None
+
+    @staticmethod
+    def system(time_zone: str | None = None) -> Clock:
+        if time_zone is None:
+            return Clock()
+        try:
+            return Clock(time_zone=ZoneInfo(time_zone))
+        except (ZoneInfoNotFoundError, ValueError):
+            raise UserError(f"unknown time zone {time_zone!r}") from None
+
+    def local_now(self) -> dt.datetime:
+        return self.now.astimezone(self.time_zone)  # None: the machine's local zone
+
+
+class _NotAConstant(Exception):
     pass
 
 
-def parse_where(where: str) -> Expr:
+def parse_where(where: str, clock: Clock | None = None) -> Expr:
     """Parse a SQL boolean expression (ANSI quoting: 'string', "identifier")."""
     if not where or not where.strip():
         raise UserError("empty WHERE expression")
@@ -50,100 +118,370 @@ def parse_where(where: str) -> Expr:
         raise UserError(f"cannot parse WHERE {where!r}: {message}") from None
     if not isinstance(tree, exp.Condition) or isinstance(tree, exp.Query):
         raise UserError(f"WHERE {where!r} is not a boolean expression")
-    return _convert(tree)
+    return _Converter(clock or Clock()).convert(tree)
 
 
-def _convert(node: exp.Expression) -> Expr:
-    if isinstance(node, exp.Paren):
-        return _convert(node.this)
-    if isinstance(node, exp.And):
-        return and_(_convert(node.left), _convert(node.right))
-    if isinstance(node, exp.Or):
-        return or_(_convert(node.left), _convert(node.right))
-    if isinstance(node, exp.Not):
-        return Not(_convert(node.this))
-    if isinstance(node, exp.Boolean):
-        return TRUE if node.this else FALSE
-    if isinstance(node, exp.Null):
-        return NULL
-    if isinstance(node, exp.Column):  # a bare boolean column: `WHERE flag`
-        return Compare("=", node.name, True)
-    if type(node) in _COMPARISON_NODES:
-        return _comparison(_COMPARISON_NODES[type(node)], node.this, node.expression, node)
-    if isinstance(node, exp.Between):
-        low = _comparison(">=", node.this, node.args["low"], node)
-        high = _comparison("<=", node.this, node.args["high"], node)
-        return and_(low, high)
-    if isinstance(node, exp.In):
-        return _in_list(node)
-    if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null) and isinstance(node.this, exp.Column):
-        return IsNull(node.this.name)
-    return Unusable(node.sql(), f"{type(node).__name__} is not supported by the index")
+class _Converter:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
+    def convert(self, node: exp.Expression) -> Expr:
+        if isinstance(node, exp.Paren):
+            return self.convert(node.this)
+        if isinstance(node, exp.And):
+            return and_(self.convert(node.left), self.convert(node.right))
+        if isinstance(node, exp.Or):
+            return or_(self.convert(node.left), self.convert(node.right))
+        if isinstance(node, exp.Not):
+            return Not(self.convert(node.this))
+        if isinstance(node, exp.Boolean):
+            return TRUE if node.this else FALSE
+        if isinstance(node, exp.Null):
+            return NULL
+        if isinstance(node, exp.Column):  # a bare boolean column: `WHERE flag`
+            return Compare("=", node.name, True)
+        if type(node) in _COMPARISON_NODES:
+            return self.comparison(_COMPARISON_NODES[type(node)], node.this, node.expression, node)
+        if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):
+            return self.null_safe_equal(node)
+        if isinstance(node, exp.Between):
+            low = self.comparison(">=", node.this, node.args["low"], node)
+            high = self.comparison("<=", node.this, node.args["high"], node)
+            return and_(low, high)
+        if isinstance(node, exp.In):
+            return self.in_list(node)
+        if isinstance(node, exp.Is):
+            return self.is_test(node)
+        if isinstance(node, exp.IsNan) and isinstance(node.this, exp.Column):
+            return IsNaN(node.this.name)
+        if isinstance(node, (exp.Like, exp.Escape)):
+            return self.like(node)
+        if isinstance(node, exp.StartsWith):
+            return self.pattern("starts_with", node.this, node.expression, node)
+        if isinstance(node, exp.RegexpLike):
+            if node.args.get("flag") is not None:
+                return Unusable(node.sql(), "regular expression flags are not supported")
+            return self.pattern("regexp", node.this, node.expression, node)
+        if isinstance(node, exp.ILike):
+            return Unusable(node.sql(), "ILIKE (case-insensitive) is not supported by the index")
+        try:  # a constant boolean expression, e.g. `1 = 1` inside a function
+            value = self.constant(node)
+        except _NotAConstant:
+            return Unusable(node.sql(), f"{type(node).__name__} is not supported by the index")
+        if value is None:
+            return NULL
+        if isinstance(value, bool):
+            return TRUE if value else FALSE
+        return Unusable(node.sql(), "a non-boolean constant used as a condition")
+
+    # -- leaves -----------------------------------------------------------------------------------------------
+
+    def comparison(self, op: str, left: exp.Expression, right: exp.Expression, node: exp.Expression) -> Expr:
+        left_term, right_term = self.term(left), self.term(right)
+        if left_term is None and right_term is not None:
+            left, right, op = right, left, FLIPPED_COMPARISON[op]
+            left_term, right_term = right_term, None
+        if right_term is not None:
+            return Unusable(node.sql(), "compares two columns")
+        try:
+            value = self.constant(right)
+            if left_term is not None:
+                return Compare(op, left_term, value)
+            return _compare_constants(op, self.constant(left), value, node)
+        except _NotAConstant as exc:
+            return Unusable(node.sql(), str(exc))
+
+    def null_safe_equal(self, node: exp.Expression) -> Expr:
+        """`a <=> v` (IS NOT DISTINCT FROM) is never NULL: `a IS NULL` for v NULL, else `a IS NOT NULL AND a = v`.
+
+        Spelled with IS NOT NULL so that NOT of it stays exact in three-valued logic.
+        """
+        left, right = node.this, node.expression
+        if self.term(left) is None:
+            left, right = right, left
+        column = self.term(left)
+        if not isinstance(column, str):
+            return Unusable(node.sql(), "IS [NOT] DISTINCT FROM needs a column and a constant")
+        try:
+            value = self.constant(right)
+        except _NotAConstant as exc:
+            return Unusable(node.sql(), str(exc))
+        same = IsNull(column) if value is None else and_(IsNull(column, negated=True), Compare("=", column, value))
+        return same if isinstance(node, exp.NullSafeEQ) else Not(same)
+
+    def is_test(self, node: exp.Is) -> Expr:
+        column = self.term(node.this)
+        target = node.expression
+        if isinstance(target, exp.Null) and column is not None:
+            return IsNull(column) if isinstance(column, str) else Unusable(node.sql(), "IS NULL of an expression")
+        if isinstance(target, exp.Column) and target.name.upper() == "NAN" and isinstance(column, str):
+            return IsNaN(column)
+        if isinstance(target, exp.Boolean) and isinstance(column, str):  # `flag IS TRUE`: never NULL
+            return and_(IsNull(column, negated=True), Compare("=", column, bool(target.this)))
+        return Unusable(node.sql(), "IS test not supported by the index")
+
+    def in_list(self, node: exp.In) -> Expr:
+        column = self.term(node.this)
+        if column is None or node.args.get("query") or not node.expressions:
+            return Unusable(node.sql(), "IN needs a column and a list of constants")
+        try:
+            values = tuple(self.constant(v) for v in node.expressions)
+        except _NotAConstant as exc:
+            return Unusable(node.sql(), str(exc))
+        return In(column, values)
+
+    def like(self, node: exp.Expression) -> Expr:
+        escape = None
+        if isinstance(node, exp.Escape):
+            try:
+                escape = self.constant(node.expression)
+            except _NotAConstant as exc:
+                return Unusable(node.sql(), str(exc))
+            if not isinstance(escape, str) or len(escape) != 1:
+                raise UserError(f"ESCAPE must be a single character in {node.sql()!r}")
+            node = node.this
+        if isinstance(node, exp.ILike):
+            return Unusable(node.sql(), "ILIKE (case-insensitive) is not supported by the index")
+        if not isinstance(node, exp.Like):
+            return Unusable(node.sql(), f"{type(node).__name__} is not supported by the index")
+        leaf = self.pattern("like", node.this, node.expression, node, escape)
+        return Not(leaf) if node.args.get("negate") else leaf
+
+    def pattern(
+        self,
+        kind: str,
+        subject: exp.Expression,
+        pattern: exp.Expression,
+        node: exp.Expression,
+        escape: str | None = None,
+    ) -> Expr:
+        if not isinstance(subject, exp.Column):
+            return Unusable(node.sql(), "pattern matching needs a column on the left")
+        try:
+            text = self.constant(pattern)
+        except _NotAConstant as exc:
+            return Unusable(node.sql(), str(exc))
+        if text is None:
+            return NULL
+        if not isinstance(text, str):
+            return Unusable(node.sql(), "the pattern is not a string")
+        return Pattern(kind, subject.name, text, escape=escape)
+
+    def term(self, node: exp.Expression) -> str | Transform | None:
+        """A column, or an order-preserving function of one column the binder can unwrap; None otherwise."""
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.Column):
+            return node.name
+        if isinstance(node, exp.Cast) and isinstance(node.this, exp.Column):
+            if node.to.this == exp.DataType.Type.DATE:
+                return Transform("date", node.this.name)
+            return None
+        if isinstance(node, (exp.DateTrunc, exp.TimestampTrunc)) and isinstance(node.this, exp.Column):
+            unit = node.args.get("unit")
+            name = (unit.name if isinstance(unit, (exp.Literal, exp.Var)) else "").lower()
+            return Transform("trunc", node.this.name, name) if name in TRUNC_UNITS else None
+        if type(node) in _FIELD_FUNCTIONS and isinstance(node.this, exp.Column):
+            return Transform(_FIELD_FUNCTIONS[type(node)], node.this.name)
+        if isinstance(node, (exp.Add, exp.Sub)):
+            column, other, sign = node.left, node.right, 1
+            if isinstance(node, exp.Sub):
+                sign = -1
+            elif not isinstance(column, exp.Column):
+                column, other = other, column
+            if not isinstance(column, exp.Column):
+                return None
+            try:
+                constant = self.constant(other)
+            except _NotAConstant:
+                return None
+            if isinstance(constant, (int, Decimal, Fraction, Interval)) and not isinstance(constant, bool):
+                return Transform("add", column.name, constant if sign > 0 else -constant)
+        return None
+
+    # -- constants --------------------------------------------------------------------------------------------
+
+    def constant(self, node: exp.Expression) -> Any:
+        """Fold a constant expression to a typed Python value (see predicate.py), or raise _NotAConstant."""
+        if isinstance(node, exp.Paren):
+            return self.constant(node.this)
+        if isinstance(node, exp.Null):
+            return None
+        if isinstance(node, exp.Boolean):
+            return bool(node.this)
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                return node.this
+            text = node.this
+            return int(text) if re.fullmatch(r"\d+", text) else Decimal(text)
+        if isinstance(node, exp.Neg):
+            return _negate(self.constant(node.this), node)
+        if isinstance(node, exp.Cast):
+            return _cast(self.constant(node.this), node)
+        if isinstance(node, exp.Interval):
+            return _interval(node, self.constant(node.this) if node.this is not None else None)
+        if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
+            return _arithmetic(type(node), self.constant(node.left), self.constant(node.right), node)
+        if isinstance(node, exp.CurrentDate):
+            return self.clock.local_now().date()
+        if isinstance(node, exp.CurrentTimestamp) or (
+            isinstance(node, exp.Anonymous) and str(node.this).upper() == "NOW" and not node.expressions
+        ):
+            return self.clock.local_now()
+        if type(node) in _COMPARISON_NODES:
+            result = _compare_constants(
+                _COMPARISON_NODES[type(node)], self.constant(node.this), self.constant(node.expression), node
+            )
+            if isinstance(result, Unusable):
+                raise _NotAConstant(result.reason)
+            return result.value
+        raise _NotAConstant(f"{node.sql()} is not a constant")
 
 
-def _comparison(op: str, left: exp.Expression, right: exp.Expression, node: exp.Expression) -> Expr:
-    if isinstance(right, exp.Column) and not isinstance(left, exp.Column):
-        left, right, op = right, left, FLIPPED_COMPARISON[op]
-    try:
-        if isinstance(left, exp.Column):
-            return Compare(op, left.name, _literal(right))
-        a, b = _literal(left), _literal(right)
-    except _NotALiteral as exc:
-        return Unusable(node.sql(), str(exc))
-    return _compare_literals(op, a, b, node)
-
-
-def _compare_literals(op: str, a: Any, b: Any, node: exp.Expression) -> Expr:
+def _compare_constants(op: str, a: Any, b: Any, node: exp.Expression) -> Expr:
     if a is None or b is None:
         return NULL
+    if isinstance(a, dt.datetime) != isinstance(b, dt.datetime):  # a date meets a timestamp as its midnight
+        a, b = (_as_datetime(v) if isinstance(v, dt.date) else v for v in (a, b))
     try:
         result = {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
     except TypeError:
-        return Unusable(node.sql(), "comparison of literals of different types")
+        return Unusable(node.sql(), "comparison of constants of different types")
+    if isinstance(a, str) != isinstance(b, str):
+        return Unusable(node.sql(), "comparison of a string with a non-string constant (engines cast differently)")
     return TRUE if result else FALSE
 
 
-def _in_list(node: exp.In) -> Expr:
-    if not isinstance(node.this, exp.Column) or node.args.get("query") or not node.expressions:
-        return Unusable(node.sql(), "IN needs a column and a list of literals")
-    try:
-        values = tuple(_literal(v) for v in node.expressions)
-    except _NotALiteral as exc:
-        return Unusable(node.sql(), str(exc))
-    return In(node.this.name, values)
+def _as_datetime(value: dt.date) -> dt.datetime:
+    return value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
 
 
-def _literal(node: exp.Expression) -> Any:
-    """The Python value of a literal: int, Decimal, str, bool, None, date, datetime, bytes."""
-    if isinstance(node, exp.Paren):
-        return _literal(node.this)
-    if isinstance(node, exp.Null):
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, Decimal, Fraction, float)) and not isinstance(value, bool)
+
+
+def _negate(value: Any, node: exp.Expression) -> Any:
+    if value is None:
         return None
-    if isinstance(node, exp.Boolean):
-        return bool(node.this)
-    if isinstance(node, exp.Neg):
-        value = _literal(node.this)
-        if isinstance(value, (int, Decimal)) and not isinstance(value, bool):
-            return -value
-        raise _NotALiteral(f"{node.sql()} is not a number")
-    if isinstance(node, exp.Literal):
-        if node.is_string:
-            return node.this
-        text = node.this
-        return int(text) if re.fullmatch(r"\d+", text) else Decimal(text)
-    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string:
-        return _typed_literal(node)
-    raise _NotALiteral(f"{node.sql()} is not a literal")
+    if _is_number(value) or isinstance(value, Interval):
+        return -value
+    raise _NotAConstant(f"{node.sql()} is not a number")
 
 
-def _typed_literal(node: exp.Cast) -> Any:
-    text = node.this.this.strip()
+def _arithmetic(kind: type, a: Any, b: Any, node: exp.Expression) -> Any:
+    if a is None or b is None:
+        return None
+    if isinstance(a, dt.date) or isinstance(b, dt.date) or isinstance(a, Interval) or isinstance(b, Interval):
+        return _temporal_arithmetic(kind, a, b, node)
+    if not (_is_number(a) and _is_number(b)):
+        raise _NotAConstant(f"{node.sql()}: arithmetic on non-numbers")
+    if isinstance(a, float) or isinstance(b, float):
+        a, b = float(a), float(b)
+    elif isinstance(a, Fraction) or isinstance(b, Fraction):
+        a, b = Fraction(a), Fraction(b)
+    if kind is exp.Add:
+        return a + b
+    if kind is exp.Sub:
+        return a - b
+    if kind is exp.Mul:
+        return a * b
+    if b == 0:
+        raise _NotAConstant(f"{node.sql()}: division by zero gives NULL, infinity or an error depending on the engine")
+    if kind is exp.Div:
+        return a / b if isinstance(a, float) else Fraction(a) / Fraction(b)
+    return math.fmod(a, b) if isinstance(a, float) else a - b * int(Fraction(a) / Fraction(b))
+
+
+def _temporal_arithmetic(kind: type, a: Any, b: Any, node: exp.Expression) -> Any:
+    if kind is exp.Add and isinstance(a, Interval) and isinstance(b, dt.date):
+        a, b = b, a
+    if kind in (exp.Add, exp.Sub) and isinstance(a, dt.date) and isinstance(b, Interval):
+        try:
+            return add_interval(a, b if kind is exp.Add else -b)
+        except ValueError as exc:
+            raise _NotAConstant(str(exc)) from None
+    if kind in (exp.Add, exp.Sub) and isinstance(a, Interval) and isinstance(b, Interval):
+        b = b if kind is exp.Add else -b
+        return Interval(a.months + b.months, a.micros + b.micros)
+    if kind is exp.Mul and isinstance(b, Interval) and isinstance(a, int):
+        a, b = b, a
+    if kind is exp.Mul and isinstance(a, Interval) and isinstance(b, int) and not isinstance(b, bool):
+        return Interval(a.months * b, a.micros * b)
+    raise _NotAConstant(f"{node.sql()}: unsupported date/time arithmetic")
+
+
+def _interval(node: exp.Interval, amount: Any) -> Interval:
+    """INTERVAL '3' DAY, INTERVAL 3 DAYS, INTERVAL '1 month 2 days'."""
+    unit = node.args.get("unit")
+    if unit is not None:
+        parts = [(amount, unit.name)]
+    elif isinstance(amount, str):
+        tokens = amount.split()
+        if len(tokens) % 2:
+            raise _NotAConstant(f"{node.sql()}: cannot read the interval")
+        parts = list(zip(tokens[::2], tokens[1::2], strict=True))
+    else:
+        raise _NotAConstant(f"{node.sql()}: cannot read the interval")
+    months = micros = 0
+    for count, name in parts:
+        key = name.lower().rstrip("s") if name.lower() not in ("s",) else name.lower()
+        if key not in _INTERVAL_UNITS:
+            raise _NotAConstant(f"{node.sql()}: unknown interval unit {name!r}")
+        try:
+            number = int(str(count).strip())
+        except ValueError:
+            raise _NotAConstant(f"{node.sql()}: intervals need a whole number") from None
+        unit_months, unit_micros = _INTERVAL_UNITS[key]
+        months += number * unit_months
+        micros += number * unit_micros
+    return Interval(months, micros)
+
+
+def _cast(value: Any, node: exp.Cast) -> Any:
+    """Literal CASTs whose result every engine agrees on; others are not folded."""
+    if value is None:
+        return None
     target = node.to.this
+    text = value.strip() if isinstance(value, str) else None
     try:
         if target == exp.DataType.Type.DATE:
-            return dt.date.fromisoformat(text)
-        if target in (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.DATETIME, exp.DataType.Type.TIMESTAMPTZ):
-            return dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise UserError(f"invalid {target.value} literal {text!r}") from None
-    raise _NotALiteral(f"{node.sql()}: casts to {target.value} are not supported")
+            if text is not None:
+                return dt.date.fromisoformat(text)
+            if isinstance(value, dt.datetime) and value.tzinfo is None:
+                return value.date()
+            if isinstance(value, dt.date):
+                return value
+        elif target in _TIMESTAMP_TYPES:
+            if text is not None:
+                return dt.datetime.fromisoformat(text)
+            if isinstance(value, dt.date):
+                return _as_datetime(value)
+        elif target in _INTEGER_TYPES:
+            number = Decimal(text) if text is not None else value
+            if _is_number(number) and number == int(number):
+                return int(number)
+            raise _NotAConstant(f"{node.sql()}: engines round fractional values differently")
+        elif target == exp.DataType.Type.DECIMAL:
+            number = Decimal(text) if text is not None else value
+            if _is_number(number):
+                scale = int(node.to.expressions[1].name) if len(node.to.expressions) > 1 else 0
+                exact = Fraction(number) * 10**scale
+                if exact.denominator == 1:
+                    return Decimal(int(exact)).scaleb(-scale)
+            raise _NotAConstant(f"{node.sql()}: rounding to the decimal scale differs by engine")
+        elif target in _FLOAT_TYPES:
+            if _is_number(value) or text is not None:
+                return float(Decimal(text) if text is not None else value)
+        elif target in _STRING_TYPES:
+            if isinstance(value, str):
+                return value
+            if isinstance(value, int) and not isinstance(value, bool):
+                return str(value)
+        elif target == exp.DataType.Type.BOOLEAN:
+            if isinstance(value, bool):
+                return value
+            if text is not None and text.lower() in ("true", "false"):
+                return text.lower() == "true"
+    except (ValueError, InvalidOperation):
+        raise UserError(f"invalid {target.value} literal {value!r} in {node.sql()!r}") from None
+    raise _NotAConstant(f"{node.sql()}: this cast is not folded")

@@ -1,18 +1,26 @@
-"""Property: for random typed files (NULLs, NaNs, Unicode, empty strings) and random SQL predicates, the lookup
-never skips a file holding a TRUE row, and never claims "all match" for a file with a row that is not TRUE.
+"""Property: for random typed files (NULLs, NaNs, Unicode, empty strings, regex metacharacters) and random SQL
+predicate trees, the lookup never skips a file holding a TRUE row, and never claims "all match" for a file with a
+row that is not TRUE.
 
-Ground truth is DuckDB evaluating the same SQL text over the same rows (SQL three-valued logic, NaN ordered
-above every number), so parsing, NOT push-down, literal coercion and the min/max algebra are all under test.
+Ground truth is DuckDB evaluating the same SQL (transpiled by sqlglot) over the same rows: SQL three-valued logic,
+NaN ordered above every number, a random session time zone for the timestamptz column. Parsing, constant folding,
+NOT push-down, temporal unwrapping, literal coercion, pattern prefixes and the min/max algebra are all under test.
 Files are real Parquet files written with Iceberg field ids and indexed by the build's own per-file code.
+
+Each example checks PREDICATES_PER_EXAMPLE predicates against one random set of files: EXAMPLES x
+PREDICATES_PER_EXAMPLE >= 10,000 (file set, predicate) cases per run. Set SKIPINDEX_PROPERTY_EXAMPLES to run more.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 from decimal import Decimal
 
 import duckdb
 import pyarrow as pa
+import pytest
+import sqlglot
 from conftest import write_and_index
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,9 +34,14 @@ from pyiceberg.types import (
     LongType,
     NestedField,
     StringType,
+    TimestampType,
+    TimestamptzType,
 )
 
 from indexlib.lookup import bound_predicate, prune
+
+EXAMPLES = int(os.environ.get("SKIPINDEX_PROPERTY_EXAMPLES", "2500"))
+PREDICATES_PER_EXAMPLE = 4
 
 SCHEMA = Schema(
     NestedField(1, "i", LongType()),
@@ -38,15 +51,26 @@ SCHEMA = Schema(
     NestedField(5, "dec", DecimalType(6, 2)),
     NestedField(6, "b", BooleanType()),
     NestedField(7, "r", FloatType()),
+    NestedField(8, "ts", TimestampType()),
+    NestedField(9, "tz", TimestamptzType()),
 )
 ARROW_SCHEMA = SCHEMA.as_arrow()
+ZONES = ["UTC", "Asia/Kolkata", "America/St_Johns", "Pacific/Kiritimati", "Pacific/Pago_Pago"]
 
 ints = st.integers(-5, 5)
 doubles = st.sampled_from([-2.5, -1.0, -0.0, 0.0, 0.1, 1.0, 2.5, float("nan"), float("inf")])
-strings = st.sampled_from(["", "a", "ab", "b", "é", "z", "Ω", "a%", "0", "\U0001f600"])
-dates = st.dates(dt.date(2023, 12, 30), dt.date(2024, 1, 3))
+strings = st.sampled_from(
+    ["", "a", "ab", "abc", "b", "é", "z", "Ω", "a%", "a_c", "a\\b", "a.c", "(x", "0", "\U0001f600"]
+)
+dates = st.dates(dt.date(2023, 12, 30), dt.date(2024, 3, 2))
 decimals = st.decimals(Decimal("-3"), Decimal("3"), places=2, allow_nan=False, allow_infinity=False)
 floats32 = st.sampled_from([-1.5, 0.0, 0.1, 0.25, 1.0, float("nan")])
+# timestamps around month, day and year boundaries
+instants = st.builds(
+    lambda day, seconds: dt.datetime.combine(day, dt.time()) + dt.timedelta(seconds=seconds),
+    st.sampled_from([dt.date(2023, 12, 31), dt.date(2024, 1, 1), dt.date(2024, 1, 31), dt.date(2024, 2, 1)]),
+    st.sampled_from([0, 1, 3599, 3600, 43200, 86399]),
+)
 
 
 def nullable(values: st.SearchStrategy) -> st.SearchStrategy:
@@ -62,6 +86,8 @@ rows = st.fixed_dictionaries(
         "dec": nullable(decimals),
         "b": nullable(st.booleans()),
         "r": nullable(floats32),
+        "ts": nullable(instants),
+        "tz": nullable(instants.map(lambda t: t.replace(tzinfo=dt.UTC))),
     }
 )
 files = st.lists(st.lists(rows, min_size=0, max_size=6), min_size=1, max_size=4)
@@ -74,45 +100,116 @@ def _sql_literal(value: object) -> str:
         return "TRUE" if value else "FALSE"
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, dt.datetime):
+        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
     if isinstance(value, dt.date):
         return f"DATE '{value.isoformat()}'"
     return str(value)
 
 
-# Literals per column, including cross-type ones whose meaning DuckDB and the binder must agree on.
+timestamps_literals = instants.map(_sql_literal)
+# Literals per column, including cross-type ones whose meaning DuckDB and the binder must agree on, and constant
+# expressions the front end folds.
 LITERALS = {
-    "i": st.one_of(ints, st.sampled_from([Decimal("1.5"), Decimal("-0.5"), Decimal("2.0"), 10**20, "3"])),
-    "f": st.one_of(st.sampled_from([-2.5, 0.0, 0.1, 1.0, 2.5]), ints),
-    "s": strings,
-    "d": dates,
-    "dec": st.one_of(decimals, st.sampled_from([Decimal("1.005"), Decimal("0.5"), 2, Decimal("99999")])),
-    "b": st.booleans(),
-    "r": st.sampled_from([0.1, 0.25, 1.0, -1.5, 0.3]),
+    "i": st.one_of(
+        ints.map(str),
+        st.sampled_from(
+            ["1.5", "-0.5", "2.0", str(10**20), "'3'", "7 / 2", "2 * 3 - 1", "CAST('4' AS BIGINT)", "1 / 0"]
+        ),
+    ),
+    "f": st.one_of(
+        st.sampled_from(["-2.5", "0.0", "0.1", "1.0", "2.5", "CAST('0.1' AS DOUBLE)", "1 / 4"]), ints.map(str)
+    ),
+    "s": strings.map(_sql_literal),
+    "d": st.one_of(
+        dates.map(_sql_literal),
+        timestamps_literals,
+        st.sampled_from(["DATE '2024-01-31' + INTERVAL '1' DAY", "DATE '2024-01-31' + INTERVAL '1' MONTH"]),
+    ),
+    "dec": st.one_of(decimals.map(str), st.sampled_from(["1.005", "0.5", "2", "99999", "1 / 3"])),
+    "b": st.booleans().map(_sql_literal),
+    "r": st.sampled_from(["0.1", "0.25", "1.0", "-1.5", "0.3"]),
+    "ts": st.one_of(
+        timestamps_literals, dates.map(_sql_literal), st.just("TIMESTAMP '2024-01-01 00:00:00' - INTERVAL '1' HOUR")
+    ),
+    "tz": st.one_of(timestamps_literals, st.just("TIMESTAMP '2024-01-01 00:00:00+05:00'")),
 }
 COMPARISONS = ["=", "!=", "<>", "<", "<=", ">", ">="]
+TEMPORAL = ["d", "ts", "tz"]
+TRANSFORMS = {
+    "CAST({c} AS DATE)": st.one_of(dates.map(_sql_literal), timestamps_literals),
+    "date_trunc('month', {c})": st.one_of(timestamps_literals, dates.map(_sql_literal)),
+    "date_trunc('day', {c})": timestamps_literals,
+    "date_trunc('hour', {c})": timestamps_literals,
+    "year({c})": st.sampled_from(["2023", "2024", "2025", "2023.5"]),
+    "month({c})": st.sampled_from(["1", "2", "12", "1.5"]),
+    "day({c})": st.sampled_from(["1", "2", "31"]),
+    "hour({c})": st.sampled_from(["0", "1", "12", "23"]),
+}
+PATTERNS = st.sampled_from(
+    ["a%", "a", "", "%", "%b", "a_", "a_c", "ab%", "a\\%", "Ω%", "é", "_", "%%", "a%c", "z%", "(x%", "\U0001f600%"]
+)
+REGEXES = st.sampled_from(["^a", "^ab", "^a.c", "^a\\.c", "a", "^$", "^\\(x", "^ab*", "^a|z", "b$", "^Ω"])
+
+
+def _maybe_null(literals: st.SearchStrategy) -> st.SearchStrategy:
+    return st.one_of(literals, literals, literals, st.just("NULL"))
 
 
 @st.composite
 def leaves(draw: st.DrawFn) -> str:
     column = draw(st.sampled_from(list(LITERALS)))
-    literal = LITERALS[column]
-    maybe_null = st.one_of(literal, literal, literal, st.none())
-    kind = draw(st.sampled_from(["cmp", "cmp", "cmp", "between", "in", "null", "bare"]))
+    literal = _maybe_null(LITERALS[column])
+    kind = draw(st.sampled_from(["cmp", "cmp", "cmp", "between", "in", "null", "bare", "special"]))
     if kind == "cmp":
-        value = draw(maybe_null)
         if draw(st.booleans()):
-            return f"{_sql_literal(value)} {draw(st.sampled_from(COMPARISONS))} {column}"
-        return f"{column} {draw(st.sampled_from(COMPARISONS))} {_sql_literal(value)}"
+            return f"{draw(literal)} {draw(st.sampled_from(COMPARISONS))} {column}"
+        return f"{column} {draw(st.sampled_from(COMPARISONS))} {draw(literal)}"
     if kind == "between":
-        low, high = draw(maybe_null), draw(maybe_null)
-        return f"{column} {draw(st.sampled_from(['', 'NOT ']))}BETWEEN {_sql_literal(low)} AND {_sql_literal(high)}"
-    if kind == "in":
-        values = draw(st.lists(maybe_null, min_size=1, max_size=4))
         negation = draw(st.sampled_from(["", "NOT "]))
-        return f"{column} {negation}IN ({', '.join(_sql_literal(v) for v in values)})"
+        return f"{column} {negation}BETWEEN {draw(literal)} AND {draw(literal)}"
+    if kind == "in":
+        values = draw(st.lists(literal, min_size=1, max_size=4))
+        return f"{column} {draw(st.sampled_from(['', 'NOT ']))}IN ({', '.join(values)})"
     if kind == "null":
         return f"{column} IS {draw(st.sampled_from(['', 'NOT ']))}NULL"
-    return "b" if column != "b" else "NOT b"
+    if kind == "bare":
+        return draw(st.sampled_from(["b", "NOT b", "b IS TRUE", "b IS NOT FALSE", "i <=> 1", "NOT (i <=> NULL)"]))
+    return draw(special_leaves())
+
+
+@st.composite
+def special_leaves(draw: st.DrawFn) -> str:
+    kind = draw(st.sampled_from(["transform", "transform", "add", "like", "starts_with", "regexp", "nan"]))
+    negation = draw(st.sampled_from(["", "NOT "]))
+    if kind == "transform":
+        template = draw(st.sampled_from(list(TRANSFORMS)))
+        column = draw(st.sampled_from(TEMPORAL if "hour" not in template else ["ts", "tz"]))
+        op = draw(st.sampled_from(COMPARISONS))
+        return f"{template.format(c=column)} {op} {draw(_maybe_null(TRANSFORMS[template]))}"
+    if kind == "add":
+        op = draw(st.sampled_from(COMPARISONS))
+        return draw(
+            st.sampled_from(
+                [
+                    f"i + 1 {op} {draw(ints)}",
+                    f"i - 2 {op} {draw(ints)}",
+                    f"3 + i {op} {draw(ints)}",
+                    f"dec + 0.5 {op} {draw(decimals)}",
+                    f"d + INTERVAL '1' DAY {op} {_sql_literal(draw(dates))}",
+                    f"ts - INTERVAL '1' HOUR {op} {_sql_literal(draw(instants))}",
+                ]
+            )
+        )
+    if kind == "like":
+        pattern = draw(PATTERNS)
+        escape = " ESCAPE '\\'" if "\\" in pattern and draw(st.booleans()) else ""
+        return f"s {negation}LIKE {_sql_literal(pattern)}{escape}"
+    if kind == "starts_with":
+        return f"{negation}starts_with(s, {_sql_literal(draw(strings))})"
+    if kind == "regexp":
+        return f"s {negation}RLIKE {_sql_literal(draw(REGEXES))}"
+    return f"{negation}isnan({draw(st.sampled_from(['f', 'r', 'i']))})"
 
 
 predicates = st.recursive(
@@ -125,20 +222,43 @@ predicates = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(file_rows=files, where=predicates)
-def test_lookup_never_skips_a_matching_file_and_never_overclaims_all_match(tmp_path_factory, file_rows, where):
+@pytest.fixture(scope="module")
+def duck():
+    con = duckdb.connect()
+    yield con
+    con.close()
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    file_rows=files,
+    wheres=st.lists(predicates, min_size=PREDICATES_PER_EXAMPLE, max_size=PREDICATES_PER_EXAMPLE),
+    zone=st.sampled_from(ZONES),
+)
+def test_lookup_never_skips_a_matching_file_and_never_overclaims_all_match(
+    tmp_path_factory, duck, file_rows, wheres, zone
+):
     tables = [pa.Table.from_pylist(r, schema=ARROW_SCHEMA) for r in file_rows]
     paths, entries = write_and_index(tmp_path_factory.mktemp("files"), tables, SCHEMA)
-    kept, all_match, _ = prune(bound_predicate(where, SCHEMA, "db.t"), paths, entries)
+    rows = pa.concat_tables(
+        [t.append_column("file", pa.array([n] * t.num_rows, pa.int32())) for n, t in enumerate(tables)]
+    )
+    duck.execute(f"SET TimeZone = '{zone}'")
+    duck.register("t", rows)
+    counts = ", ".join(f"count(*) FILTER (WHERE {sqlglot.transpile(where, write='duckdb')[0]})" for where in wheres)
+    truth = {
+        row[0]: row[1:] for row in duck.execute(f"SELECT file, count(*), {counts} FROM t GROUP BY file").fetchall()
+    }
+    duck.unregister("t")
 
-    con = duckdb.connect()
-    for n, table in enumerate(tables):
-        con.register("t", table)
-        matched, total = con.execute(f"SELECT count(*) FILTER (WHERE {where}), count(*) FROM t").fetchall()[0]
-        rows_text = table.to_pylist()
-        assert kept[n] or matched == 0, f"skipped file {n} with {matched} matching rows for {where!r}: {rows_text}"
-        assert not all_match[n] or matched == total, (
-            f"file {n} claimed all-match but only {matched}/{total} rows match {where!r}: {rows_text}"
-        )
-        con.unregister("t")
+    for k, where in enumerate(wheres):
+        kept, all_match, _ = prune(bound_predicate(where, SCHEMA, "db.t"), paths, entries)
+        for n, table in enumerate(tables):
+            total, *matched = truth.get(n, (0,) + (0,) * len(wheres))
+            assert kept[n] or matched[k] == 0, (
+                f"skipped file {n} with {matched[k]} matching rows for {where!r} (zone {zone}): {table.to_pylist()}"
+            )
+            assert not all_match[n] or matched[k] == total, (
+                f"file {n} claimed all-match but {matched[k]}/{total} rows match {where!r} (zone {zone}): "
+                f"{table.to_pylist()}"
+            )

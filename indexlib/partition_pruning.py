@@ -1,0 +1,185 @@
+"""Partition stage: what a data file's partition values alone prove about a row filter.
+
+Iceberg records, for every data file, the spec it was written under and one partition tuple (e.g. `day(ts)`,
+`bucket[16](id)`, `truncate[4](name)`), read from the manifests the planner lists anyway. It needs no index entry,
+so it also covers files committed after the last build, and a bucket proves `id = 42` absent where min/max cannot.
+
+Safety argument, once for the whole module. Every row of a file maps to the file's partition tuple.
+- might: pyiceberg's inclusive projection turns the filter into a predicate on partition tuples that every matching
+  row's tuple satisfies (its partitions are a superset of the matching ones). A file whose tuple fails it holds no
+  matching row, so it is skipped.
+- all: the strict projection is a predicate whose tuples hold only matching rows (a subset). A file whose tuple
+  passes it matches on every row. pyiceberg evaluates `null != v`, `null NOT IN (...)` as true, SQL as unknown, so
+  each negative leaf (!=, NOT IN, NOT starts_with, NOT isnan) gets an explicit NOT NULL before projecting.
+- unknown keeps: a file with no partition record or an unknown spec id, an unpartitioned spec, a spec that cannot
+  be projected, or a NaN partition value (engines order NaN differently) gives might = True, all = False.
+Each file is judged under its own spec, so spec evolution needs nothing more; fields a v1 table removed become
+`void`, which projects to nothing (might stays True, all stays False).
+
+The per-transform projections were read in pyiceberg 0.12 `transforms.py` and found sound: identity (every
+operator), year/month/day/hour (monotone floor transforms: ranges, =, IN; strict ranges, !=, NOT IN), bucket
+(=, IN; strict !=, NOT IN), truncate (monotone: ranges, =, IN, starts_with; strict ranges, !=, NOT IN,
+starts_with), void (nothing). One assumption stays: pre-1970 time partition values were computed with floor
+semantics, as current writers (and pyiceberg's) do. Old Iceberg Java releases truncated towards zero; Java's planner
+still widens its projections for such files (ProjectionUtil.fixInclusiveTimeProjection), pyiceberg does not.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from pyiceberg import expressions as ice
+from pyiceberg.expressions.visitors import (
+    BooleanExpressionVisitor,
+    bind,
+    expression_evaluator,
+    extract_field_ids,
+    inclusive_projection,
+    rewrite_not,
+    strict_projection,
+    visit,
+)
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+
+from indexlib.source import DataFileRef
+
+log = logging.getLogger(__name__)
+
+_Verdict = Callable[[Any], tuple[bool, bool]]
+_UNKNOWN = (True, False)
+
+
+def partition_verdict(
+    table: Any, files: Sequence[DataFileRef], row_filter: ice.BooleanExpression, case_sensitive: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """(might, all) boolean arrays over `files` for the unbound pyiceberg `row_filter`.
+
+    `table` is a pyiceberg `Table` (or its `TableMetadata`: anything with `schema()` and `specs()`); `files` carry
+    their `spec_id` and partition record. `might[i]` is False only when file i's partition values prove no row
+    matches; `all[i]` is True only when they prove every row does. A filter that does not bind to the table's
+    schema raises, as it would in pyiceberg's own scan.
+    """
+    schema = table.schema()
+    bind(schema, row_filter, case_sensitive)  # a caller's mistake (unknown column) should not read as "unknown"
+    specs = table.specs()
+    verdicts: dict[int, _Verdict | None] = {}
+    seen: dict[tuple[int, tuple[Any, ...]], tuple[bool, bool]] = {}
+    might = np.ones(len(files), dtype=bool)
+    every = np.zeros(len(files), dtype=bool)
+    for i, ref in enumerate(files):
+        if ref.partition is None or ref.spec_id not in specs:
+            continue
+        if ref.spec_id not in verdicts:
+            verdicts[ref.spec_id] = _spec_verdict(schema, specs[ref.spec_id], row_filter, case_sensitive)
+        verdict = verdicts[ref.spec_id]
+        if verdict is None:
+            continue
+        try:
+            key: tuple[int, tuple[Any, ...]] | None = (ref.spec_id, tuple(ref.partition))
+            result = seen.get(key)  # files share partitions: evaluate each tuple once
+        except TypeError:  # an unhashable partition value: just evaluate
+            key, result = None, None
+        if result is None:
+            result = verdict(ref.partition)
+            if key is not None:
+                seen[key] = result
+        might[i], every[i] = result
+    return might, every
+
+
+def lifted_fields(table: Any, row_filter: ice.BooleanExpression, case_sensitive: bool = False) -> list[str]:
+    """For explain: the partition fields, per spec, that `row_filter` projects onto (inclusive projection).
+
+    E.g. `["spec 0: ts_day = day(ts)", "spec 1: id_bucket = bucket[16](id)"]`; a field whose projection is
+    AlwaysTrue (nothing to prune with) is left out.
+    """
+    schema = table.schema()
+    lines = []
+    for spec_id, spec in sorted(table.specs().items()):
+        if spec.is_unpartitioned():
+            continue
+        try:
+            projected = inclusive_projection(schema, spec, case_sensitive)(row_filter)
+            used = extract_field_ids(bind(_partition_schema(schema, spec), projected, case_sensitive))
+        except Exception:  # explain only; partition_verdict keeps such files
+            continue
+        for part in spec.fields:
+            if part.field_id in used:
+                source = schema.find_column_name(part.source_id)
+                lines.append(f"spec {spec_id}: {part.name} = {part.transform}({source})")
+    return lines
+
+
+def _partition_schema(schema: Schema, spec: PartitionSpec) -> Schema:
+    return Schema(*spec.partition_type(schema).fields)
+
+
+def _spec_verdict(
+    schema: Schema, spec: PartitionSpec, row_filter: ice.BooleanExpression, case_sensitive: bool
+) -> _Verdict | None:
+    """Evaluate a partition record of `spec`, as pyiceberg's DataScan does; None when the spec proves nothing."""
+    if spec.is_unpartitioned():
+        return None  # nothing to read: the statistics stages decide
+    try:
+        partition_schema = _partition_schema(schema, spec)
+        might_match = expression_evaluator(
+            partition_schema, inclusive_projection(schema, spec, case_sensitive)(row_filter), case_sensitive
+        )
+        all_match = expression_evaluator(
+            partition_schema,
+            strict_projection(schema, spec, case_sensitive)(_null_guarded(row_filter)),
+            case_sensitive,
+        )
+    except Exception:  # e.g. a partition source column since dropped: unknown, keep every file
+        log.debug("partition spec %s cannot be projected; its files are kept", spec.spec_id, exc_info=True)
+        return None
+
+    def verdict(partition: Any) -> tuple[bool, bool]:
+        if any(isinstance(value, float) and value != value for value in partition):
+            return _UNKNOWN  # NaN partition value: Spark orders NaN above every number, Python compares it false
+        try:
+            return bool(might_match(partition)), bool(all_match(partition))
+        except Exception:  # a record that does not fit its spec proves nothing
+            return _UNKNOWN
+
+    return verdict
+
+
+def _null_guarded(row_filter: ice.BooleanExpression) -> ice.BooleanExpression:
+    """`row_filter` with NOT pushed to the leaves and `x IS NOT NULL AND` before each negative leaf on x."""
+    return visit(rewrite_not(row_filter), _NullGuard())
+
+
+class _NullGuard(BooleanExpressionVisitor[ice.BooleanExpression]):
+    _NEGATIVE = (ice.NotEqualTo, ice.NotIn, ice.NotStartsWith, ice.NotNaN)
+
+    def visit_true(self) -> ice.BooleanExpression:
+        return ice.AlwaysTrue()
+
+    def visit_false(self) -> ice.BooleanExpression:
+        return ice.AlwaysFalse()
+
+    def visit_not(self, child_result: ice.BooleanExpression) -> ice.BooleanExpression:
+        raise ValueError(f"NOT should have been pushed to the leaves: {child_result}")
+
+    def visit_and(
+        self, left_result: ice.BooleanExpression, right_result: ice.BooleanExpression
+    ) -> ice.BooleanExpression:
+        return ice.And(left_result, right_result)
+
+    def visit_or(
+        self, left_result: ice.BooleanExpression, right_result: ice.BooleanExpression
+    ) -> ice.BooleanExpression:
+        return ice.Or(left_result, right_result)
+
+    def visit_unbound_predicate(self, predicate: ice.UnboundPredicate) -> ice.BooleanExpression:
+        if isinstance(predicate, self._NEGATIVE):
+            return ice.And(ice.NotNull(predicate.term), predicate)
+        return predicate
+
+    def visit_bound_predicate(self, predicate: ice.BoundPredicate) -> ice.BooleanExpression:
+        raise TypeError(f"expected an unbound row filter, got {predicate}")
