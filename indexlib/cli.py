@@ -46,9 +46,17 @@ def _print_explain(result) -> None:  # noqa: ANN001 (LookupResult; imported lazi
     summary = result.summary
     print(f"table      {result.table}")
     print(f"where      {result.where}")
-    print(f"predicate  {result.predicate}")
+    print(f"parsed     {result.parsed}")
+    print(f"rewritten  {result.predicate}")
     for note in result.unused or ["(every part of the predicate was used)"]:
         print(f"unused     {note}")
+    print()
+    print("leaves (min/max stage)")
+    for leaf, statistics in result.leaves:
+        print(f"  {leaf}\n      uses {statistics}")
+    print("partition fields (partition stage)")
+    for line in result.partition_fields or ["(none: no partition field can prune this predicate)"]:
+        print(f"  {line}")
     print()
     print(f"{'stage':<12}{'files in':>10}{'files out':>11}")
     for stage in result.stages:

@@ -1,8 +1,10 @@
 """The planner-facing lookup: which live data files might hold rows matching a SQL predicate.
 
-Stages run over the live files of the source's current snapshot. A live file with no index entry (committed
-after the last build) passes every stage: it is kept and counted in `files_unindexed`. Index entries of files
-that are no longer live are never returned.
+Stages run in order over the live files of the source's current snapshot, each over the files the previous one
+kept: "partition" (the source's own partition values, lifted through the partition transforms; covers every live
+file) then "minmax" (the index entries). A live file with no index entry (committed after the last build) passes
+the index stages: it is kept and counted in `files_unindexed`. Index entries of files that are no longer live are
+never returned. A file is in `all_match` when any stage proves every row of it matches the whole predicate.
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ import pyarrow.compute as pc
 from indexlib.binding import bind
 from indexlib.config import Config
 from indexlib.index_table import IndexTable
-from indexlib.predicate import Expr, normalize, unusable_parts
-from indexlib.pruning import FileStatistics, evaluate
+from indexlib.predicate import Expr, leaves, normalize, unusable_parts
+from indexlib.pruning import FileStatistics, evaluate, statistics_used
 from indexlib.source import open_source
-from indexlib.sql_frontend import parse_where
+from indexlib.sql_frontend import Clock, parse_where
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,11 @@ class LookupResult:
     files_unindexed: int
     all_match: list[str]
     stages: list[Stage]
+    parsed: str = ""
     predicate: str = ""
     unused: list[str] = field(default_factory=list)
+    leaves: list[tuple[str, str]] = field(default_factory=list)  # (bound leaf, statistics it reads)
+    partition_fields: list[str] = field(default_factory=list)
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -60,8 +65,8 @@ class LookupResult:
         return {"table": self.table, "where": self.where, "files": self.files, "summary": self.summary}
 
 
-def bound_predicate(where: str, schema: Any, table: str) -> Expr:
-    return bind(normalize(parse_where(where)), schema, table)
+def bound_predicate(where: str, schema: Any, table: str, clock: Clock | None = None) -> Expr:
+    return bind(normalize(parse_where(where, clock)), schema, table)
 
 
 def prune(predicate: Expr, live_paths: list[str], entries: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -81,23 +86,39 @@ def prune(predicate: Expr, live_paths: list[str], entries: pa.Table) -> tuple[np
     return kept, indexed & verdict.all[at] & kept, indexed
 
 
-def lookup(config: Config, table: str, where: str) -> LookupResult:
-    """Files of `table` that might hold a row matching `where`, and the summary `skipindex explain` prints."""
+def lookup(config: Config, table: str, where: str, clock: Clock | None = None) -> LookupResult:
+    """Files of `table` that might hold a row matching `where`, and the summary `skipindex explain` prints.
+
+    `clock` fixes what CURRENT_DATE / CURRENT_TIMESTAMP / NOW() mean (default: now, in `[lookup] time_zone`).
+    """
     catalog = config.load_catalog()
     source = open_source(catalog, table)
-    predicate = bound_predicate(where, source.schema, table)
-    live_paths = [f.path for f in source.live_files()]
+    clock = clock or Clock.system(config.time_zone)
+    parsed = parse_where(where, clock)
+    predicate = bind(normalize(parsed), source.schema, table)
+    live = source.live_files()
+    live_paths = [f.path for f in live]
+
+    partitions = source.prune_partitions(live, predicate)
+    after_partition = np.asarray(partitions.might, dtype=bool)
     entries = IndexTable(catalog, config.index_namespace, table).entries()
-    kept, all_match, indexed = prune(predicate, live_paths, entries)
-    files = [path for path, keep in zip(live_paths, kept, strict=True) if keep]
+    kept, proven, indexed = prune(predicate, live_paths, entries)
+    kept &= after_partition
+    all_match = kept & (proven | np.asarray(partitions.all, dtype=bool))
     return LookupResult(
         table=table,
         where=where,
-        files=files,
+        files=[path for path, keep in zip(live_paths, kept, strict=True) if keep],
         files_total=len(live_paths),
-        files_unindexed=int((~indexed).sum()),
-        all_match=[path for path, proven in zip(live_paths, all_match, strict=True) if proven],
-        stages=[Stage("minmax", len(live_paths), len(files))],
+        files_unindexed=int((kept & ~indexed).sum()),
+        all_match=[path for path, every in zip(live_paths, all_match, strict=True) if every],
+        stages=[
+            Stage("partition", len(live_paths), int(after_partition.sum())),
+            Stage("minmax", int(after_partition.sum()), int(kept.sum())),
+        ],
+        parsed=str(parsed),
         predicate=str(predicate),
         unused=[f"{part.sql}: {part.reason}" for part in unusable_parts(predicate)],
+        leaves=[(str(leaf), statistics_used(leaf)) for leaf in leaves(predicate)],
+        partition_fields=partitions.lifted,
     )

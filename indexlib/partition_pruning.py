@@ -54,9 +54,16 @@ _UNKNOWN = (True, False)
 
 
 def partition_verdict(
-    table: Any, files: Sequence[DataFileRef], row_filter: ice.BooleanExpression, case_sensitive: bool = False
+    table: Any,
+    files: Sequence[DataFileRef],
+    row_filter: ice.BooleanExpression,
+    case_sensitive: bool = False,
+    strict_filter: ice.BooleanExpression | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(might, all) boolean arrays over `files` for the unbound pyiceberg `row_filter`.
+
+    `strict_filter`, when given, is what `all` is proven for: a subset of `row_filter`'s rows. Callers whose
+    `row_filter` is a widened (inclusive) translation of their predicate pass the exact-or-narrower one here.
 
     `table` is a pyiceberg `Table` (or its `TableMetadata`: anything with `schema()` and `specs()`); `files` carry
     their `spec_id` and partition record. `might[i]` is False only when file i's partition values prove no row
@@ -74,7 +81,13 @@ def partition_verdict(
         if ref.partition is None or ref.spec_id not in specs:
             continue
         if ref.spec_id not in verdicts:
-            verdicts[ref.spec_id] = _spec_verdict(schema, specs[ref.spec_id], row_filter, case_sensitive)
+            verdicts[ref.spec_id] = _spec_verdict(
+                schema,
+                specs[ref.spec_id],
+                row_filter,
+                row_filter if strict_filter is None else strict_filter,
+                case_sensitive,
+            )
         verdict = verdicts[ref.spec_id]
         if verdict is None:
             continue
@@ -119,7 +132,11 @@ def _partition_schema(schema: Schema, spec: PartitionSpec) -> Schema:
 
 
 def _spec_verdict(
-    schema: Schema, spec: PartitionSpec, row_filter: ice.BooleanExpression, case_sensitive: bool
+    schema: Schema,
+    spec: PartitionSpec,
+    row_filter: ice.BooleanExpression,
+    strict_filter: ice.BooleanExpression,
+    case_sensitive: bool,
 ) -> _Verdict | None:
     """Evaluate a partition record of `spec`, as pyiceberg's DataScan does; None when the spec proves nothing."""
     if spec.is_unpartitioned():
@@ -131,7 +148,7 @@ def _spec_verdict(
         )
         all_match = expression_evaluator(
             partition_schema,
-            strict_projection(schema, spec, case_sensitive)(_null_guarded(row_filter)),
+            strict_projection(schema, spec, case_sensitive)(_null_guarded(strict_filter)),
             case_sensitive,
         )
     except Exception:  # e.g. a partition source column since dropped: unknown, keep every file

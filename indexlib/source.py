@@ -5,6 +5,7 @@ Only Iceberg is implemented (through pyiceberg). A table is named by its identif
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -13,6 +14,8 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
 from indexlib.errors import UserError
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -46,6 +49,18 @@ class Source(Protocol):
     def live_files(self) -> list[DataFileRef]: ...
 
     def files_added_since(self, watermark: int | None) -> list[DataFileRef]: ...
+
+    def prune_partitions(self, files: list[DataFileRef], predicate: Any) -> PartitionPruning: ...
+
+
+@dataclass(frozen=True)
+class PartitionPruning:
+    """What the files' partition values prove about a bound predicate: per-file might / all, and for explain the
+    partition fields the predicate was lifted to."""
+
+    might: Any  # numpy bool array over the files
+    all: Any
+    lifted: list[str]
 
 
 def _ref(data_file: Any) -> DataFileRef:
@@ -85,6 +100,24 @@ class IcebergSource:
     def partition_specs(self) -> dict[int, PartitionSpec]:
         """Every partition spec of the table by spec id (a file's `DataFileRef.spec_id` names one)."""
         return self.table.specs()
+
+    def prune_partitions(self, files: list[DataFileRef], predicate: Any) -> PartitionPruning:
+        """Lift the bound predicate through each file's partition spec (pyiceberg inclusive / strict projection)."""
+        import numpy as np
+
+        from indexlib.iceberg_filter import to_iceberg_filter, to_strict_iceberg_filter
+        from indexlib.partition_pruning import lifted_fields, partition_verdict
+
+        inclusive = to_iceberg_filter(predicate)
+        try:
+            might, every = partition_verdict(
+                self.table, files, inclusive, case_sensitive=True, strict_filter=to_strict_iceberg_filter(predicate)
+            )
+            lifted = lifted_fields(self.table, inclusive, case_sensitive=True)
+        except Exception:  # never fail a lookup over the partition stage: it proves nothing, every file is kept
+            log.warning("partition stage skipped for %s (filter %s)", self.name, inclusive, exc_info=True)
+            return PartitionPruning(np.ones(len(files), dtype=bool), np.zeros(len(files), dtype=bool), [])
+        return PartitionPruning(might, every, lifted)
 
     def current_version(self) -> int | None:
         snapshot = self.table.current_snapshot()

@@ -23,6 +23,7 @@ from pyiceberg.types import (
 )
 
 from indexlib.lookup import bound_predicate, prune
+from indexlib.sql_frontend import Clock
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType()),
@@ -35,10 +36,12 @@ SCHEMA = Schema(
     NestedField(8, "flag", BooleanType()),
     NestedField(9, "raw", BinaryType()),
     NestedField(10, "empty", LongType()),
+    NestedField(11, "code", StringType()),
 )
 
 # One file: id in [30, 79], x in [1.5, 9.0] plus a NaN, name in ['apple', 'pear'], one NULL name,
-# day in [2024-01-10, 2024-01-20], price in [10.00, 20.50], ts/tstz on 2024-01-15, flag always true, empty all NULL.
+# day in [2024-01-10, 2024-01-20], price in [10.00, 20.50], ts/tstz on 2024-01-15 12:00, flag always true,
+# empty all NULL, code in ['svc-a', 'svc-b'] with no NULLs.
 ROWS = [
     {
         "id": 30 + i,
@@ -51,6 +54,7 @@ ROWS = [
         "flag": True,
         "raw": b"\x01\x02",
         "empty": None,
+        "code": ["svc-a", "svc-b"][i % 2],
     }
     for i in range(50)
 ]
@@ -63,9 +67,13 @@ def indexed_file(tmp_path_factory):
     return paths[0], entries
 
 
+# CURRENT_DATE is 2024-01-21 and CURRENT_TIMESTAMP 2024-01-21 06:00 UTC in every case below.
+CLOCK = Clock(now=dt.datetime(2024, 1, 21, 6, 0, tzinfo=dt.UTC), time_zone=dt.UTC)
+
+
 def verdict(indexed_file, where: str) -> tuple[bool, bool]:
     path, entries = indexed_file
-    kept, all_match, _ = prune(bound_predicate(where, SCHEMA, "db.t"), [path], entries)
+    kept, all_match, _ = prune(bound_predicate(where, SCHEMA, "db.t", CLOCK), [path], entries)
     return bool(kept[0]), bool(all_match[0])
 
 
@@ -99,6 +107,41 @@ SKIP = [
     ("raw > 'zz'", "a string literal on a binary column compares as its UTF-8 bytes, above the upper bound"),
     ("id = 5 OR name > 'pear'", "OR of two refuted leaves"),
     ("id + 1 = 5", "id + 1 = 5 is id = 4, below the lower bound"),
+    ("3 + id <= 32", "3 + id <= 32 is id <= 29, below the lower bound"),
+    ("id < 60 / 2", "60 / 2 folds to 30: nothing is below the lower bound 30"),
+    ("id = CAST('5' AS BIGINT)", "a literal CAST folds to 5, outside [30, 79]"),
+    ("id <=> NULL", "null-safe equality with NULL is IS NULL, and id has no NULLs"),
+    ("flag IS FALSE", "flag is always TRUE"),
+    ("price + 0.5 > 21", "price + 0.5 > 21 is price > 20.50, above the upper bound"),
+    ("name LIKE 'z%'", "strings with prefix 'z' sort after the upper bound 'pear'"),
+    ("name LIKE 'aa%'", "strings with prefix 'aa' sort before the lower bound 'apple'"),
+    ("name LIKE 'pearl'", "LIKE without wildcards is equality: 'pearl' sorts after the upper bound 'pear'"),
+    ("starts_with(name, 'q')", "strings with prefix 'q' sort after the upper bound 'pear'"),
+    ("name RLIKE '^zz'", "an anchored regex with literal prefix 'zz' matches only after the upper bound"),
+    ("code NOT LIKE 'svc-%'", "every code starts with 'svc-' (both bounds do) so NOT LIKE matches none"),
+    ("isnan(price)", "a decimal column holds no NaN"),
+    ("isnan(id)", "a long column holds no NaN"),
+    ("CAST(ts AS DATE) = DATE '2024-01-16'", "every ts lies on 2024-01-15"),
+    (
+        "CAST(ts AS DATE) < '2024-01-15'",
+        "CAST(ts AS DATE) < 2024-01-15 is ts < 2024-01-15 00:00, below the lower bound",
+    ),
+    ("date_trunc('day', ts) = TIMESTAMP '2024-01-15 06:00:00'", "a value truncated to the day is never 06:00"),
+    ("date_trunc('hour', ts) > TIMESTAMP '2024-01-15 12:00:00'", "every ts truncates to 12:00"),
+    ("date_trunc('month', ts) < DATE '2024-01-01'", "every ts truncates to 2024-01-01, not before it"),
+    ("year(ts) = 2023", "every ts is in 2024"),
+    ("year(day) > 2024.5", "year(day) > 2024.5 is year >= 2025: every day is in 2024"),
+    ("month(ts) = 2", "bounds lie within January 2024, so month(ts) is 1"),
+    ("day(ts) < 15", "bounds lie within January 2024, both on day 15"),
+    ("hour(ts) != 12", "bounds lie within one day, both in hour 12"),
+    ("day >= CURRENT_DATE", "CURRENT_DATE is 2024-01-21, after the upper bound 2024-01-20"),
+    ("day > CURRENT_DATE - INTERVAL '1' DAY", "CURRENT_DATE - 1 day is 2024-01-20, the upper bound itself"),
+    ("day + INTERVAL '1' DAY > DATE '2024-01-21'", "day + 1 day > 2024-01-21 is day > 2024-01-20"),
+    ("day < TIMESTAMP '2024-01-10 00:00:00'", "a date compared with a timestamp compares its midnight"),
+    (
+        "ts > CURRENT_TIMESTAMP - INTERVAL '2' DAY",
+        "now - 2 days is 2024-01-19 06:00 UTC; even shifted by any session zone (14 h) it is after every ts",
+    ),
 ]
 
 
@@ -123,7 +166,25 @@ KEEP = [
         "a zone-less literal on timestamptz may mean any zone: widened",
     ),
     ("id > 50 AND id < 40", "each leaf passes min/max on its own; the conjunction is not refuted"),
-    ("id = 1 OR name LIKE 'a%'", "an unusable OR branch keeps the file"),
+    ("id = 1 OR abs(id) = 3", "an unusable OR branch keeps the file"),
+    ("name LIKE 'b%'", "strings with prefix 'b' sort inside ['apple', 'pear']"),
+    ("name LIKE '%e'", "no literal prefix: min/max cannot refute"),
+    ("name LIKE 'p\\%'", "without ESCAPE, engines disagree on backslash: the prefix stops before it"),
+    ("name RLIKE 'zz'", "an unanchored regex may match anywhere in the value"),
+    ("name RLIKE '^(?i)Z'", "a regex with flags has no usable prefix"),
+    ("name NOT LIKE 'apple'", "'pear' rows do not match 'apple'"),
+    ("isnan(x)", "x holds a NaN"),
+    ("NOT isnan(x)", "x holds values that are not NaN"),
+    ("id * 2 = 3", "multiplication on a column is not unwrapped"),
+    ("id = 1 / 0", "division by zero differs by engine (NULL, infinity, error): unused"),
+    ("x + 1 < 2", "float addition rounds: not unwrapped"),
+    ("month(tstz) = 2", "month of a timestamptz depends on the session zone: unused"),
+    (
+        "CAST(tstz AS DATE) = DATE '2024-01-16'",
+        "12:00 UTC may be 2024-01-16 in the session zone (up to +14 h): widened",
+    ),
+    ("CAST(ts AS DATE) = DATE '2024-01-15'", "every ts lies on 2024-01-15"),
+    ("year(ts) = 2024 AND month(ts) = 1", "January 2024"),
 ]
 
 
@@ -141,11 +202,25 @@ ALL_MATCH = [
     ("empty IS NULL", "every value of empty is NULL"),
     ("id > 0 OR name = 'zzz'", "one OR branch matches every row"),
     ("id != 5", "5 lies outside [30, 79] and id has no NULLs"),
+    ("code LIKE 'svc-%'", "both bounds start with 'svc-' and code has no NULLs"),
+    ("starts_with(code, 'svc')", "both bounds start with 'svc' and code has no NULLs"),
+    ("code NOT LIKE 'x%'", "no code can start with 'x' and code has no NULLs"),
+    ("code LIKE '%'", "'%' matches every non-NULL string and code has no NULLs"),
+    ("NOT isnan(id)", "a long column has no NaN and id has no NULLs"),
+    ("CAST(ts AS DATE) = DATE '2024-01-15'", "every ts lies within 2024-01-15"),
+    ("year(ts) = 2024", "every ts lies within 2024"),
+    ("month(ts) = 1", "bounds within one year, both in January"),
+    ("date_trunc('hour', ts) = TIMESTAMP '2024-01-15 12:00:00'", "every ts lies within hour 12:00"),
+    ("id <=> id + 0 OR id >= 30", "an unusable branch does not stop the other from proving all rows match"),
 ]
 NOT_ALL_MATCH = [
     ("name >= 'a'", "NULL names do not satisfy the comparison"),
     ("x > 0", "NaN > 0 is FALSE under IEEE semantics"),
     ("tstz > TIMESTAMP '2020-01-01 00:00:00'", "a widened literal never proves all-match"),
+    ("name LIKE 'a%' OR name LIKE 'p%'", "NULL names match neither pattern"),
+    ("code RLIKE '^svc'", "a regex is never proven by its prefix (it may require more)"),
+    ("NOT isnan(x)", "x holds a NaN"),
+    ("code LIKE 'svc-_x'", "a pattern narrower than its prefix proves nothing"),
 ]
 
 
