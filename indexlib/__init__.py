@@ -11,5 +11,6 @@ from indexlib.build import build_index
 from indexlib.config import load_config
 from indexlib.errors import UserError
 from indexlib.lookup import LookupResult, lookup
+from indexlib.sql_frontend import Clock
 
-__all__ = ["LookupResult", "UserError", "build_index", "load_config", "lookup"]
+__all__ = ["Clock", "LookupResult", "UserError", "build_index", "load_config", "lookup"]
