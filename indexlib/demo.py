@@ -33,6 +33,9 @@ DEMO_QUERIES = [
     "l_quantity > 49 AND l_discount = 0.10",
     "l_orderkey < 20000 AND NOT l_linestatus = 'F'",
     "l_commitdate IS NULL OR l_orderkey IN (7, 599975)",
+    "l_orderkey + 1 = 300008",
+    "l_comment LIKE 'zzz%'",
+    "year(l_shipdate) = 1992 AND month(l_shipdate) = 1",
 ]
 
 
