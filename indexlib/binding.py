@@ -9,7 +9,9 @@ column's values safely make that leaf `Unusable` (kept, and reported by explain)
 * float columns: engines disagree on whether `f = 0.1` compares in float or double; the leaf is widened to the
   float neighbours of the literal so both readings are covered.
 * a zone-less timestamp literal against a `timestamptz` column (or a zoned one against `timestamp`) depends on
-  the session time zone, unknown here: widened by 14 hours either way.
+  the session time zone, unknown here: widened by 14 hours either way. A `TIMESTAMP '... +05:00'` literal is an
+  instant in Spark and Trino but a wall-clock time in Postgres and DuckDB: against `timestamptz` it is widened
+  like a zone-less one, which covers both.
 * a string column against a number (or a number column against a non-numeric string) depends on the engine's
   implicit cast: unusable.
 * a date column against a timestamp compares the date's midnight: `d < TIMESTAMP '2024-01-02 06:00'` is `d <= 2024-01-02`.
@@ -66,6 +68,7 @@ from indexlib.predicate import (
     Pattern,
     Transform,
     Unusable,
+    WrittenOffset,
     add_interval,
     and_,
     or_,
@@ -153,7 +156,7 @@ def resolve_column(schema: Schema, name: str, table: str) -> BoundColumn:
 def bind(expr: Expr, schema: Schema, table: str) -> Expr:
     """Bind a normalised (NOT-free, NULL-free) expression; IN / NOT IN expand into OR / AND of comparisons."""
     if isinstance(expr, And):
-        return and_(bind(expr.left, schema, table), bind(expr.right, schema, table))
+        return and_(*(bind(part, schema, table) for part in combine_calendar_fields(_conjuncts(expr))))
     if isinstance(expr, Or):
         return or_(bind(expr.left, schema, table), bind(expr.right, schema, table))
     if isinstance(expr, (Const, Unusable)):
@@ -176,6 +179,39 @@ def bind(expr: Expr, schema: Schema, table: str) -> Expr:
     if isinstance(expr, Compare):
         return _bind_leaf(expr.op, expr.column, expr.value, schema, table)
     raise TypeError(f"cannot bind {expr!r}")
+
+
+def _conjuncts(expr: Expr) -> list[Expr]:
+    return _conjuncts(expr.left) + _conjuncts(expr.right) if isinstance(expr, And) else [expr]
+
+
+def combine_calendar_fields(conjuncts: list[Expr]) -> list[Expr]:
+    """`year(c) = Y AND month(c) = M [AND day(c) = D]` is one month (day): `date_trunc('month', c) = Y-M-01`.
+
+    month/day alone are not ranges on the column; together with the year they are, and then every stage (partition
+    projection included) can use them. Conjuncts that do not combine are returned unchanged.
+    """
+    fields: dict[tuple[str, str], tuple[int, Expr]] = {}
+    for part in conjuncts:
+        if isinstance(part, Compare) and part.op == "=" and isinstance(part.column, Transform):
+            value = part.value
+            if _is_number(value) and Fraction(value).denominator == 1:
+                fields.setdefault((part.column.column, part.column.func), (int(value), part))
+    combined: list[Expr] = []
+    used: set[int] = set()
+    for (column, func), (year, year_part) in fields.items():
+        if func != "year" or (column, "month") not in fields:
+            continue
+        month, month_part = fields[(column, "month")]
+        day, day_part = fields.get((column, "day"), (None, None))
+        try:
+            start = dt.datetime(year, month, day or 1)
+        except ValueError:  # no such month or day: the field leaves fold to FALSE on their own
+            continue
+        unit = "month" if day is None else "day"
+        combined.append(Compare("=", Transform("trunc", column, unit), start))
+        used |= {id(year_part), id(month_part)} | ({id(day_part)} if day_part is not None else set())
+    return [part for part in conjuncts if id(part) not in used] + combined
 
 
 def _bind_leaf(op: str, term: str | Transform, value: Any, schema: Schema, table: str) -> Expr:
@@ -469,6 +505,10 @@ def _as_micros(value: Any, column: BoundColumn, column_has_zone: bool) -> tuple[
         value = dt.datetime.combine(value, dt.time())
     if not isinstance(value, dt.datetime):
         raise _CannotCoerce(f"{column.name} is a timestamp but the literal is {type(value).__name__}")
+    if isinstance(value.tzinfo, WrittenOffset) and column_has_zone:
+        # instant (Spark, Trino) or wall clock in the session zone (Postgres, DuckDB): both lie within 14 hours
+        # of the wall clock read as UTC, which is what a zone-less literal gets
+        value = value.replace(tzinfo=None)
     has_zone = value.tzinfo is not None
     delta = value - (_EPOCH_TZ if has_zone else _EPOCH)
     return delta // dt.timedelta(microseconds=1), has_zone == column_has_zone

@@ -83,6 +83,32 @@ class Transform:
         return f"{self.func}({self.column})"
 
 
+class WrittenOffset(dt.tzinfo):
+    """The offset written in a `TIMESTAMP '... +05:00'` literal. Spark and Trino read the literal as that instant;
+    Postgres and DuckDB drop the offset and read the wall-clock time in the session zone. The binder covers both."""
+
+    def __init__(self, offset: dt.timedelta) -> None:
+        self.offset = offset
+
+    def utcoffset(self, _: dt.datetime | None) -> dt.timedelta:
+        return self.offset
+
+    def dst(self, _: dt.datetime | None) -> dt.timedelta:
+        return dt.timedelta(0)
+
+    def tzname(self, _: dt.datetime | None) -> str:
+        return str(dt.timezone(self.offset))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, WrittenOffset) and other.offset == self.offset
+
+    def __hash__(self) -> int:
+        return hash(self.offset)
+
+    def __repr__(self) -> str:
+        return f"WrittenOffset({self.offset!r})"
+
+
 @dataclass(frozen=True)
 class Interval:
     """An INTERVAL literal: calendar months plus an exact number of microseconds."""

@@ -41,6 +41,7 @@ from indexlib.predicate import (
     Pattern,
     Transform,
     Unusable,
+    WrittenOffset,
     add_interval,
     and_,
     or_,
@@ -70,6 +71,7 @@ _INTEGER_TYPES = {
 }
 _FLOAT_TYPES = {exp.DataType.Type.FLOAT, exp.DataType.Type.DOUBLE}
 _STRING_TYPES = {exp.DataType.Type.VARCHAR, exp.DataType.Type.TEXT, exp.DataType.Type.CHAR}
+_ZONE_LESS_TIMESTAMP_TYPES = {exp.DataType.Type.TIMESTAMP, exp.DataType.Type.DATETIME, exp.DataType.Type.TIMESTAMPNTZ}
 _TIMESTAMP_TYPES = {
     exp.DataType.Type.TIMESTAMP,
     exp.DataType.Type.DATETIME,
@@ -453,7 +455,10 @@ def _cast(value: Any, node: exp.Cast) -> Any:
                 return value
         elif target in _TIMESTAMP_TYPES:
             if text is not None:
-                return dt.datetime.fromisoformat(text)
+                value = dt.datetime.fromisoformat(text)
+                if value.tzinfo is not None and target in _ZONE_LESS_TIMESTAMP_TYPES:
+                    return value.replace(tzinfo=WrittenOffset(value.utcoffset()))
+                return value
             if isinstance(value, dt.date):
                 return _as_datetime(value)
         elif target in _INTEGER_TYPES:

@@ -107,6 +107,31 @@ REWRITES = [
     ("year(d) < 2024.5", "d < DATE '2025-01-01'", "year < 2024.5 is year <= 2024"),
     ("year(d) = 2024.5", "FALSE", "no year is 2024.5"),
     ("month(ts) = 3", "month(ts) = 3", "month-of-year is not a range: kept as a field leaf"),
+    (
+        "year(ts) = 2024 AND month(ts) = 2",
+        "(ts >= TIMESTAMP '2024-02-01 00:00:00' AND ts < TIMESTAMP '2024-03-01 00:00:00')",
+        "year and month together are one month: a range",
+    ),
+    (
+        "i = 1 AND year(d) = 2024 AND day(d) = 29 AND month(d) = 2",
+        "(i = 1 AND (d >= DATE '2024-02-29' AND d < DATE '2024-03-01'))",
+        "year, month and day together are one day, wherever they stand in the conjunction",
+    ),
+    (
+        "ts = TIMESTAMP '2024-01-01 00:00:00+05:00'",
+        "widened((ts >= TIMESTAMP '2023-12-31 05:00:00' AND ts <= TIMESTAMP '2024-01-01 09:00:00'))",
+        "a zoned literal on a zone-less column depends on the session zone",
+    ),
+    (
+        "tz = TIMESTAMP '2024-01-01 00:00:00+05:00'",
+        "widened((tz >= TIMESTAMP '2023-12-31 10:00:00+00:00' AND tz <= TIMESTAMP '2024-01-01 14:00:00+00:00'))",
+        "TIMESTAMP '..+05:00' is an instant in Spark but wall-clock time in DuckDB/Postgres: both covered",
+    ),
+    (
+        "tz = CAST('2024-01-01 00:00:00+05:00' AS TIMESTAMPTZ)",
+        "tz = TIMESTAMP '2023-12-31 19:00:00+00:00'",
+        "a TIMESTAMPTZ literal is an instant in every engine: exact",
+    ),
     ("hour(ts) > 22.5", "hour(ts) >= 23", "field comparisons are coerced to integers"),
     ("i + 1 < 5", "i < 4", "col + const op const moves the constant across"),
     ("10 - 2 > i - 3", "i < 11", "both sides fold"),
