@@ -253,3 +253,16 @@ def test_temporal_predicate_keeps_no_more_files_than_equivalent_range(
             f"{label}: the partition stage alone must prune for {pair.temporal!r} "
             f"({partition.files_in} in, {partition.files_out} out)"
         )
+
+
+def test_explain_details_name_the_partition_field_and_the_statistics(module_config, tables):
+    built = tables("month", True)
+    result = lookup(module_config, built.name, "CAST(ts AS DATE) = DATE '2024-02-10' AND s LIKE '%x'", CLOCK)
+    assert result.partition_fields == ["spec 0: ts_month = month(ts)"], "explain names the partition field lifted to"
+    assert result.parsed == "(CAST(ts AS DATE) = DATE '2024-02-10' AND s LIKE '%x')", "explain shows the parsed form"
+    assert result.predicate.startswith("((ts >= TIMESTAMP '2024-02-10 00:00:00'"), "and the rewritten range on ts"
+    uses = dict(result.leaves)
+    assert uses["ts >= TIMESTAMP '2024-02-10 00:00:00'"] == "lower/upper bounds and null/NaN counts of ts", (
+        "each leaf says which statistics it reads"
+    )
+    assert uses["s LIKE '%x'"] == "null counts of s only (no literal prefix)", "a pattern without prefix says so"
