@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.conversions import from_bytes, to_bytes
@@ -175,6 +176,41 @@ def compute_column_stats(
 def parse_type(type_string: str) -> PrimitiveType:
     """The Iceberg type named by `str(iceberg_type)`, as stored with each bound."""
     return IcebergType.handle_primitive_type(type_string, None)
+
+
+_FIXED_WIDTH = {  # Iceberg single-value serialisation of fixed-width types: little-endian
+    IntegerType: "<i4",
+    DateType: "<i4",
+    LongType: "<i8",
+    TimeType: "<i8",
+    TimestampType: "<i8",
+    TimestamptzType: "<i8",
+    FloatType: "<f4",
+    DoubleType: "<f8",
+}
+
+
+def decode_bounds(stored_type: PrimitiveType, current_type: IcebergType, payloads: pa.Array) -> pa.Array:
+    """`decode_bound` over an array of payloads (null where unknown), vectorised for the common types."""
+    target = physical_arrow_type(current_type)
+    usable = supports_bounds(current_type) and (
+        physical_arrow_type(stored_type) == target or isinstance(stored_type, DecimalType)
+    )
+    width = _FIXED_WIDTH.get(type(stored_type))
+    if usable and width is not None and physical_arrow_type(stored_type) == target:
+        present = payloads.is_valid().to_numpy(zero_copy_only=False)
+        sizes = pc.binary_length(payloads).to_numpy(zero_copy_only=False)
+        if np.all(sizes[present] == np.dtype(width).itemsize):
+            joined = b"".join(payloads.filter(payloads.is_valid()).to_pylist())
+            values = np.zeros(len(payloads), dtype=np.dtype(width).newbyteorder("="))
+            values[present] = np.frombuffer(joined, dtype=width)
+            return pa.array(values, mask=~present).cast(target)
+    if usable and isinstance(stored_type, StringType):
+        try:
+            return payloads.cast(pa.large_binary()).cast(pa.large_string())
+        except pa.ArrowInvalid:  # not UTF-8: decode one by one below, where a bad bound becomes unknown
+            pass
+    return pa.array([decode_bound(stored_type, current_type, p) for p in payloads.to_pylist()], type=target)
 
 
 def decode_bound(stored_type: PrimitiveType, current_type: IcebergType, payload: bytes | None) -> Any:

@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 from pyiceberg.types import DateType, LongType
 
 from indexlib.binding import BoundColumn, BoundCompare, BoundField, Widened, literal_scalar
-from indexlib.column_stats import decode_bound, parse_type, physical_arrow_type, supports_bounds
+from indexlib.column_stats import decode_bounds, parse_type, physical_arrow_type, supports_bounds
 from indexlib.patterns import pattern_shape
 from indexlib.predicate import And, Const, Expr, IsNaN, IsNull, Or, Pattern, Unusable
 
@@ -80,28 +80,47 @@ class FileStatistics:
         value_count = np.full(n, -1, dtype=np.int64)
         null_count = np.full(n, -1, dtype=np.int64)
         nan_count = np.full(n, -1, dtype=np.int64)
-        lower: list = [None] * n
-        upper: list = [None] * n
-        if self._flat is not None:
-            mask = pc.equal(self._flat.column("field_id"), column.field_id)
-            rows = self._flat.filter(mask).to_pylist()
-            parents = self._parents[mask.to_numpy(zero_copy_only=False)]
-            for parent, row in zip(parents, rows, strict=True):
-                value_count[parent] = row["value_count"]
-                null_count[parent] = row["null_count"]
-                nan_count[parent] = row["nan_count"] if row["nan_count"] is not None else 0
-                if supports_bounds(column.type):
-                    stored = parse_type(row["type"])
-                    lower[parent] = decode_bound(stored, column.type, row["lower"])
-                    upper[parent] = decode_bound(stored, column.type, row["upper"])
         arrow_type = physical_arrow_type(column.type) if supports_bounds(column.type) else pa.null()
+        lower = pa.nulls(n, arrow_type)
+        upper = pa.nulls(n, arrow_type)
+        if self._flat is not None:
+            rows = self._flat.filter(pc.equal(self._flat.column("field_id"), column.field_id))
+            mask = pc.equal(self._flat.column("field_id"), column.field_id).to_numpy(zero_copy_only=False)
+            parents = self._parents[mask]
+            value_count[parents] = rows.column("value_count").to_numpy()
+            null_count[parents] = rows.column("null_count").to_numpy()
+            nan_count[parents] = pc.fill_null(rows.column("nan_count"), 0).to_numpy()
+            if supports_bounds(column.type) and rows.num_rows:
+                lower_parts, upper_parts, positions = [], [], []
+                types = rows.column("type").combine_chunks()
+                for type_string in pc.unique(types).to_pylist():  # usually one: the type the bounds were written for
+                    same = pc.equal(types, type_string)
+                    stored = parse_type(type_string)
+                    lower_parts.append(decode_bounds(stored, column.type, _binary(rows.column("lower").filter(same))))
+                    upper_parts.append(decode_bounds(stored, column.type, _binary(rows.column("upper").filter(same))))
+                    positions.append(parents[same.to_numpy(zero_copy_only=False)])
+                order = np.concatenate(positions)
+                lower = _scatter(pa.concat_arrays(lower_parts), order, n, arrow_type)
+                upper = _scatter(pa.concat_arrays(upper_parts), order, n, arrow_type)
         return ColumnStatistics(
-            lower=pa.array(lower, type=arrow_type),
-            upper=pa.array(upper, type=arrow_type),
+            lower=lower,
+            upper=upper,
             value_count=value_count,
             null_count=null_count,
             nan_count=nan_count,
         )
+
+
+def _binary(column: pa.ChunkedArray) -> pa.Array:
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def _scatter(values: pa.Array, positions: np.ndarray, n: int, arrow_type: pa.DataType) -> pa.Array:
+    """An array of length n holding values[k] at positions[k] and null elsewhere."""
+    index = np.full(n, -1, dtype=np.int64)
+    index[positions] = np.arange(len(positions))
+    taken = values.take(pa.array(np.where(index >= 0, index, 0), pa.int64()))
+    return pc.if_else(pa.array(index >= 0), taken, pa.nulls(n, arrow_type))
 
 
 @dataclass(frozen=True)
