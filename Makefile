@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format clean
+.PHONY: demo test lint format bench clean
 
 $(BIN)/python:
 	$(shell command -v $(PYTHON) || echo python3) -m venv $(VENV)
@@ -19,13 +19,16 @@ demo: $(STAMP)
 test: $(STAMP) lint
 	$(BIN)/pytest
 
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_lookup.py
+
 lint: $(STAMP)
-	$(BIN)/ruff check indexlib jobs tests
-	$(BIN)/ruff format --check indexlib jobs tests
+	$(BIN)/ruff check indexlib jobs tests benchmarks
+	$(BIN)/ruff format --check indexlib jobs tests benchmarks
 
 format: $(STAMP)
-	$(BIN)/ruff check --fix indexlib jobs tests
-	$(BIN)/ruff format indexlib jobs tests
+	$(BIN)/ruff check --fix indexlib jobs tests benchmarks
+	$(BIN)/ruff format indexlib jobs tests benchmarks
 
 clean:
 	rm -rf $(VENV) .skipindex

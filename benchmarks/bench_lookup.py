@@ -83,7 +83,7 @@ def main() -> None:
             bind_s = _best_of(5, lambda w=where: bound_predicate(w, SCHEMA, "db.t", CLOCK))
             predicate = bound_predicate(where, SCHEMA, "db.t", CLOCK)
             kept = prune(predicate, paths, entries)[0]
-            prune_s = _best_of(3, lambda p=predicate: prune(p, paths, entries))
+            prune_s = _best_of(3, lambda p=predicate, f=paths, e=entries: prune(p, f, e))
             print(
                 f"| {files:,} | `{where}` | {bind_s * 1e3:.1f} | {prune_s * 1e3:.1f} | "
                 f"{files / prune_s:,.0f} | {int(kept.sum()):,} |"

@@ -30,6 +30,7 @@ class Config:
     spark_options: dict[str, str] = field(default_factory=dict)
     files_per_task: int = 1
     time_zone: str | None = None  # session zone for CURRENT_DATE / NOW(); None: the machine's local zone
+    dialect: str | None = None  # sqlglot dialect of WHERE clauses; None: ANSI quoting
 
     def load_catalog(self) -> Any:
         from pyiceberg.catalog import load_catalog
@@ -84,6 +85,14 @@ def load_config(path: str | Path | None = None) -> Config:
             Clock.system(str(time_zone))
         except UserError as exc:
             raise UserError(f"config file {conf_path}: lookup.time_zone: {exc}") from None
+    dialect = lookup.get("dialect")
+    if dialect is not None:
+        from indexlib.sql_frontend import check_dialect
+
+        try:
+            check_dialect(str(dialect))
+        except UserError as exc:
+            raise UserError(f"config file {conf_path}: lookup.dialect: {exc}") from None
     return Config(
         path=conf_path,
         catalog_name=name,
@@ -94,4 +103,5 @@ def load_config(path: str | Path | None = None) -> Config:
         spark_options={key: str(value) for key, value in spark.pop("options", {}).items()},
         files_per_task=files_per_task,
         time_zone=None if time_zone is None else str(time_zone),
+        dialect=None if dialect is None else str(dialect),
     )

@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 
 from indexlib.errors import UserError
 from indexlib.predicate import (
@@ -109,12 +110,23 @@ class _NotAConstant(Exception):
     pass
 
 
-def parse_where(where: str, clock: Clock | None = None) -> Expr:
-    """Parse a SQL boolean expression (ANSI quoting: 'string', "identifier")."""
+def check_dialect(dialect: str | None) -> None:
+    """A sqlglot dialect name (e.g. "spark", "trino", "duckdb"), or None for ANSI quoting."""
+    if dialect is not None:
+        try:
+            Dialect.get_or_raise(dialect)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+
+
+def parse_where(where: str, clock: Clock | None = None, dialect: str | None = None) -> Expr:
+    """Parse a SQL boolean expression: ANSI quoting ('string', "identifier") unless a sqlglot `dialect` is given
+    (with "spark", "double quotes" are strings and backslashes escape, as in Spark SQL)."""
     if not where or not where.strip():
         raise UserError("empty WHERE expression")
+    check_dialect(dialect)
     try:
-        tree = sqlglot.parse_one(where)
+        tree = sqlglot.parse_one(where, read=dialect)
     except sqlglot.errors.SqlglotError as exc:
         message = _ANSI_ESCAPE.sub("", str(exc)).replace("\n", " ")
         raise UserError(f"cannot parse WHERE {where!r}: {message}") from None

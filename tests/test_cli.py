@@ -97,3 +97,17 @@ def test_build_job_runs_as_a_module_and_reports_a_noop(conf_path, indexed_table)
     )
     assert done.returncode == 0, done.stderr
     assert "up to date" in done.stdout and "nothing committed" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [('time_zone = "Mars/Olympus"', "lookup.time_zone: unknown time zone"), ('dialect = "sparkk"', "lookup.dialect")],
+)
+def test_bad_lookup_settings_name_the_file_and_the_setting(tmp_path, setting, message):
+    from indexlib.config import load_config
+    from indexlib.errors import UserError
+
+    conf = tmp_path / "bad.toml"
+    conf.write_text(f'[catalog]\ntype = "sql"\nuri = "sqlite:///c.db"\n[lookup]\n{setting}\n')
+    with pytest.raises(UserError, match=f"config file {conf}: {message}"):
+        load_config(conf)

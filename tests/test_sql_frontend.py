@@ -184,3 +184,24 @@ def test_zone_dependent_calendar_functions_are_widened():
 def test_bad_input_is_a_user_error(where, message):
     with pytest.raises(UserError, match=message):
         rewritten(where)
+
+
+SPARK_DIALECT = [
+    ('s = "abc"', "s = 'abc'", "in Spark SQL double quotes make a string"),
+    ("date_trunc('MONTH', ts) = TIMESTAMP '2024-02-01 00:00:00'", None, "Spark's date_trunc is unwrapped too"),
+    ("s RLIKE '^a\\\\.b'", "s RLIKE '^a\\.b'", "Spark unescapes backslashes in string literals"),
+]
+
+
+@pytest.mark.parametrize(("where", "expected", "rule"), SPARK_DIALECT, ids=[case[0] for case in SPARK_DIALECT])
+def test_spark_dialect(where, expected, rule):
+    text = str(bind(normalize(parse_where(where, CLOCK, dialect="spark")), SCHEMA, "db.t"))
+    if expected is None:
+        assert text.startswith("(ts >= TIMESTAMP '2024-02-01 00:00:00'"), f"{rule}: {where!r} -> {text}"
+    else:
+        assert text == expected, f"{rule}: {where!r}"
+
+
+def test_unknown_dialect_is_a_user_error():
+    with pytest.raises(UserError, match="Unknown dialect 'sparkk'"):
+        parse_where("i = 1", dialect="sparkk")
