@@ -26,6 +26,7 @@ still widens its projections for such files (ProjectionUtil.fixInclusiveTimeProj
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -44,6 +45,7 @@ from pyiceberg.expressions.visitors import (
 )
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.types import DateType
 
 from indexlib.source import DataFileRef
 
@@ -200,3 +202,97 @@ class _NullGuard(BooleanExpressionVisitor[ice.BooleanExpression]):
 
     def visit_bound_predicate(self, predicate: ice.BoundPredicate) -> ice.BooleanExpression:
         raise TypeError(f"expected an unbound row filter, got {predicate}")
+
+
+def calendar_field_verdict(table: Any, files: Sequence[DataFileRef], predicate: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(might, all) of a bound predicate from its calendar-field leaves (`month/day/hour(c) op N`) alone.
+
+    pyiceberg has no projection for month-of-year, but a file partitioned by month(c), day(c), hour(c) or identity(c)
+    holds rows whose fields are fixed by the partition value (a non-null partition value means c is never NULL in
+    the file), so such a leaf is decided exactly. Every other leaf counts as unknown (might, not all), so the result
+    is a sound superset / subset on its own and combines with the projection verdict by AND (might) / OR (all).
+    """
+    from indexlib.binding import BoundField, Widened
+    from indexlib.predicate import And, Const, Or
+
+    specs, schema = table.specs(), table.schema()
+    might = np.ones(len(files), dtype=bool)
+    every = np.zeros(len(files), dtype=bool)
+
+    def evaluate(expr: Any, ref: DataFileRef) -> tuple[bool, bool]:
+        if isinstance(expr, Const):
+            return bool(expr.value), bool(expr.value)
+        if isinstance(expr, (And, Or)):
+            (m1, a1), (m2, a2) = evaluate(expr.left, ref), evaluate(expr.right, ref)
+            return (m1 and m2, a1 and a2) if isinstance(expr, And) else (m1 or m2, a1 or a2)
+        if isinstance(expr, Widened):
+            return evaluate(expr.child, ref)[0], False
+        if isinstance(expr, BoundField):
+            spec = specs.get(ref.spec_id)
+            moment = _partition_moment(schema, spec, ref.partition, expr.column.field_id, expr.field)
+            if moment is _ALL_NULL:
+                return False, False
+            if moment is not None:
+                value = {"month": moment.month, "day": moment.day, "hour": getattr(moment, "hour", 0)}[expr.field]
+                result = _COMPARE[expr.op](value, expr.value)
+                return result, result
+        return _UNKNOWN
+
+    if not any(isinstance(leaf, BoundField) for leaf in _leaves(predicate)):
+        return might, every
+    for i, ref in enumerate(files):
+        if ref.partition is not None:
+            might[i], every[i] = evaluate(predicate, ref)
+    return might, every
+
+
+_COMPARE = {
+    "=": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+
+
+def _leaves(expr: Any) -> list[Any]:
+    from indexlib.predicate import leaves
+
+    return leaves(expr)
+
+
+_NULL_PRESERVING = ("identity", "year", "month", "day", "hour")  # f(x) is NULL exactly when x is (void is not)
+_ALL_NULL = object()
+
+
+def _partition_moment(schema: Schema, spec: PartitionSpec | None, partition: Any, source_id: int, field: str) -> Any:
+    """A date/datetime that shares `field` with every row of the file, from a partition on `source_id`; `_ALL_NULL`
+    when the partition value says the column is NULL in every row; None when the spec does not say."""
+    if spec is None or partition is None:
+        return None
+    epoch = dt.datetime(1970, 1, 1)
+    for position, part in enumerate(spec.fields):
+        if part.source_id != source_id:
+            continue
+        value, transform = partition[position], str(part.transform)
+        if value is None:
+            if transform in _NULL_PRESERVING:
+                return _ALL_NULL  # every row's value is NULL, so no field comparison is TRUE
+            continue
+        try:
+            if transform == "month" and field == "month":
+                year, month = divmod(int(value), 12)
+                return dt.date(1970 + year, month + 1, 1)
+            if transform == "day" and field in ("month", "day"):
+                return value if isinstance(value, dt.date) else (epoch + dt.timedelta(days=int(value))).date()
+            if transform == "hour":
+                return epoch + dt.timedelta(hours=int(value))
+            if transform == "identity":
+                if isinstance(schema.find_field(source_id).field_type, DateType):
+                    day = value if isinstance(value, dt.date) else (epoch + dt.timedelta(days=int(value))).date()
+                    return day if field != "hour" else None
+                return value if isinstance(value, dt.datetime) else epoch + dt.timedelta(microseconds=int(value))
+        except (OverflowError, ValueError, TypeError):
+            return None
+    return None

@@ -106,13 +106,15 @@ class IcebergSource:
         import numpy as np
 
         from indexlib.iceberg_filter import to_iceberg_filter, to_strict_iceberg_filter
-        from indexlib.partition_pruning import lifted_fields, partition_verdict
+        from indexlib.partition_pruning import calendar_field_verdict, lifted_fields, partition_verdict
 
         inclusive = to_iceberg_filter(predicate)
         try:
             might, every = partition_verdict(
                 self.table, files, inclusive, case_sensitive=True, strict_filter=to_strict_iceberg_filter(predicate)
             )
+            field_might, field_every = calendar_field_verdict(self.table, files, predicate)
+            might, every = might & field_might, every | field_every
             lifted = lifted_fields(self.table, inclusive, case_sensitive=True)
         except Exception:  # never fail a lookup over the partition stage: it proves nothing, every file is kept
             log.warning("partition stage skipped for %s (filter %s)", self.name, inclusive, exc_info=True)

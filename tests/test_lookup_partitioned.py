@@ -143,6 +143,15 @@ PAIRS = [
     ),
     Pair("ts_plus_interval_lt", "ts + INTERVAL '1' DAY < TIMESTAMP '2024-01-15 00:00:00'", None, _day(2024, 1, 14)),
     Pair("current_date_minus_interval", "CAST(ts AS DATE) >= CURRENT_DATE - INTERVAL '7' DAY", _day(2024, 4, 3), None),
+    # all rows are in 2024, so month-of-year 2 is exactly February 2024; decided from month/day partition values
+    Pair("month_alone", "month(ts) = 2", _day(2024, 2, 1), _day(2024, 3, 1)),
+    Pair(
+        "day_of_month_alone",
+        "day(ts) = 10 AND ts < TIMESTAMP '2024-03-01 00:00:00'",
+        None,
+        _day(2024, 3, 1),
+        extra=lambda ts: pc.equal(pc.day(ts), 10),
+    ),
     Pair(
         "hour_and_cast_date",
         "hour(ts) = 3 AND CAST(ts AS DATE) = DATE '2024-02-10'",

@@ -109,6 +109,8 @@ TABLES = {
     "day_ts": ([("ts", DayTransform(), "ts_day")], TS_BATCHES),
     "hour_ts": ([("ts", HourTransform(), "ts_hour")], TS_BATCHES),
     "year_d": ([("d", YearTransform(), "d_year")], DATE_BATCHES),
+    "identity_ts": ([("ts", IdentityTransform(), "ts")], TS_BATCHES),
+    "identity_d": ([("d", IdentityTransform(), "d")], DATE_BATCHES),
     "month_d": ([("d", MonthTransform(), "d_month")], DATE_BATCHES),
     "day_d": ([("d", DayTransform(), "d_day")], DATE_BATCHES),
     "bucket_id": ([("id", BucketTransform(4), "id_bucket")], _bucket_batches("id", list(range(-5, 25)), 4, LongType())),
@@ -640,3 +642,43 @@ def test_lifted_fields(evolved):
     ]
     assert lifted_fields(table, ice.GreaterThan("id", 5)) == [], "a range on a bucket source lifts to nothing"
     assert lifted_fields(table, ice.EqualTo("tag", "x")) == []
+
+
+CALENDAR_CASES = [
+    (table, where)
+    for table in ("month_ts", "day_ts", "hour_ts", "identity_ts", "year_ts", "month_d", "day_d", "identity_d")
+    for where in ("month({c}) = 3", "month({c}) != 2", "day({c}) < 15", "day({c}) = 29", "hour({c}) >= 23")
+    if not (where.startswith("hour") and table.endswith("_d"))
+]
+
+
+@pytest.mark.parametrize(("name", "where"), CALENDAR_CASES, ids=[f"{t}:{w}" for t, w in CALENDAR_CASES])
+def test_calendar_fields_decided_by_partition_values(tables, ice_catalog, name, where):
+    """month/day/hour(c) op N is fixed for every row of a file partitioned by a fine enough transform of c."""
+    from indexlib.lookup import bound_predicate
+    from indexlib.partition_pruning import calendar_field_verdict
+
+    table = tables(name)
+    column = "d" if name.endswith("_d") else "ts"
+    where = where.format(c=column)
+    predicate = bound_predicate(where, SCHEMA, f"db.{name}")
+    files = _live(ice_catalog, name)
+    might, every = calendar_field_verdict(table, files, predicate)
+    field, op, value = where.replace("(", " ").replace(")", " ").split()[0], where.split()[1], int(where.split()[2])
+    compare = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, ">=": pc.greater_equal}[op]
+    for i, ref in enumerate(files):
+        values = pq.read_table(urlparse(ref.path).path, columns=[column])[column]
+        truth = pc.fill_null(compare(getattr(pc, field)(values), value), False)
+        matched, total = pc.sum(truth).as_py() or 0, len(values)
+        assert might[i] or matched == 0, f"{name}: file {ref.partition} holds {matched} rows matching {where}: keep"
+        assert not every[i] or matched == total, f"{name}: file {ref.partition} does not match {where} on every row"
+    fine_enough = {"month": ("month", "day", "hour", "identity"), "day": ("day", "hour", "identity")}
+    transform = name.split("_")[0]
+    if transform in fine_enough.get(field, ("hour", "identity")) and not (field == "hour" and name.endswith("_d")):
+        assert not might.all() or every.all(), f"{name}: {where} is decided by the partition values: some file skipped"
+    else:
+        undecided = [bool(might[i]) for i, ref in enumerate(files) if ref.partition[0] is not None]
+        assert all(undecided) and not every.any(), f"{name}: a {transform} partition cannot decide {where}"
+    for i, ref in enumerate(files):
+        if ref.partition[0] is None:
+            assert not might[i], f"{name}: a NULL partition value means {column} is NULL in every row: skip"
