@@ -199,11 +199,14 @@ class _Converter:
             return Unusable(node.sql(), "compares two columns")
         try:
             value = self.constant(right)
-            if left_term is not None:
-                return Compare(op, left_term, value)
-            return _compare_constants(op, self.constant(left), value, node)
         except _NotAConstant as exc:
             return Unusable(node.sql(), str(exc))
+        if left_term is not None:
+            return Compare(op, left_term, value)
+        try:
+            return _compare_constants(op, self.constant(left), value, node)
+        except _NotAConstant:
+            return Unusable(node.sql(), f"{left.sql()} is not a column, a function the index unwraps, or a constant")
 
     def null_safe_equal(self, node: exp.Expression) -> Expr:
         """`a <=> v` (IS NOT DISTINCT FROM) is never NULL: `a IS NULL` for v NULL, else `a IS NOT NULL AND a = v`.
