@@ -71,6 +71,8 @@ from indexlib.predicate import (
     WrittenOffset,
     add_interval,
     and_,
+    as_datetime,
+    is_number,
     or_,
 )
 
@@ -195,7 +197,7 @@ def combine_calendar_fields(conjuncts: list[Expr]) -> list[Expr]:
     for part in conjuncts:
         if isinstance(part, Compare) and part.op == "=" and isinstance(part.column, Transform):
             value = part.value
-            if _is_number(value) and Fraction(value).denominator == 1:
+            if is_number(value) and Fraction(value).denominator == 1:
                 fields.setdefault((part.column.column, part.column.func), (int(value), part))
     combined: list[Expr] = []
     used: set[int] = set()
@@ -239,15 +241,15 @@ def _unwrap(op: str, term: Transform, column: BoundColumn, value: Any, source: E
         unit = "day" if term.func == "date" else term.arg
         if isinstance(value, str):
             value = _parse_temporal(value, column, date_only=term.func == "date")
-        if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-            value = dt.datetime.combine(value, dt.time())
+        if isinstance(value, dt.date):
+            value = as_datetime(value)
         if not isinstance(value, dt.datetime):
             raise _CannotCoerce(f"{term} is compared with a {type(value).__name__}, not a date or timestamp")
         if value.tzinfo is not None:
             raise _CannotCoerce(f"{term} against a zoned literal depends on the session time zone")
         return _truncated_range(op, column, unit, value, source)
     # year / month / day / hour: integer fields
-    if isinstance(value, str) or not _is_number(value):
+    if isinstance(value, str) or not is_number(value):
         raise _CannotCoerce(f"{term} is compared with a non-number")
     if term.func == "hour" and isinstance(ctype, DateType):
         raise _CannotCoerce(f"hour() of date column {column.name} is not supported")
@@ -288,7 +290,7 @@ def _truncated_range(op: str, column: BoundColumn, unit: str, value: dt.datetime
     if op == "=":
         return and_(cmp(">=", value), cmp("<", following)) if aligned else FALSE
     if op == "!=":
-        return or_(cmp("<", value), cmp(">=", following)) if aligned else _bind_not_null(column)
+        return or_(cmp("<", value), cmp(">=", following)) if aligned else IsNull(column, negated=True)
     if op == "<":
         return cmp("<", ceil)
     if op == "<=":
@@ -298,16 +300,12 @@ def _truncated_range(op: str, column: BoundColumn, unit: str, value: dt.datetime
     return cmp(">=", ceil)
 
 
-def _bind_not_null(column: BoundColumn) -> Expr:
-    return IsNull(column, negated=True)
-
-
 def _truncate(value: dt.datetime, unit: str) -> dt.datetime:
     if unit in _MONTH_UNITS:
         month = (value.month - 1) // _MONTH_UNITS[unit] * _MONTH_UNITS[unit] + 1
         return dt.datetime(value.year, month, 1)
     if unit == "week":  # ISO weeks start on Monday
-        day = dt.datetime.combine(value.date(), dt.time())
+        day = as_datetime(value.date())
         return day - dt.timedelta(days=day.weekday())
     micros = (value - _EPOCH) // dt.timedelta(microseconds=1)
     return _EPOCH + dt.timedelta(microseconds=micros - micros % _FIXED_UNITS[unit])
@@ -317,10 +315,6 @@ def _next_unit(value: dt.datetime, unit: str) -> dt.datetime:
     if unit in _MONTH_UNITS:
         return add_interval(value, Interval(months=_MONTH_UNITS[unit]))
     return value + dt.timedelta(microseconds=_FIXED_UNITS[unit])
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float, Decimal, Fraction)) and not isinstance(value, bool)
 
 
 def _subtract(value: Any, addend: Any, column: BoundColumn) -> Any:
@@ -338,16 +332,12 @@ def _subtract(value: Any, addend: Any, column: BoundColumn) -> Any:
         if not isinstance(value, dt.date) or (isinstance(value, dt.datetime) and value.tzinfo is not None):
             raise _CannotCoerce(f"{column.name} + interval is compared with {value!r}")
         try:
-            return _as_naive(value) - dt.timedelta(microseconds=addend.micros)
+            return as_datetime(value) - dt.timedelta(microseconds=addend.micros)
         except OverflowError:
             raise _CannotCoerce(f"{value} - {addend} is outside the supported calendar") from None
     if not isinstance(ctype, (IntegerType, LongType, DecimalType)):
         raise _CannotCoerce(f"{column.name} + {addend}: only integer and decimal columns add exactly")
     return _as_number(value, column) - Fraction(addend)
-
-
-def _as_naive(value: dt.date) -> dt.datetime:
-    return value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
 
 
 def _parse_temporal(text: str, column: BoundColumn, date_only: bool) -> dt.date:
@@ -501,8 +491,8 @@ def _as_micros(value: Any, column: BoundColumn, column_has_zone: bool) -> tuple[
             value = dt.datetime.fromisoformat(value.strip())
         except ValueError:
             raise _CannotCoerce(f"{column.name} is a timestamp but {value!r} is not a timestamp literal") from None
-    elif isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-        value = dt.datetime.combine(value, dt.time())
+    elif isinstance(value, dt.date):
+        value = as_datetime(value)
     if not isinstance(value, dt.datetime):
         raise _CannotCoerce(f"{column.name} is a timestamp but the literal is {type(value).__name__}")
     if isinstance(value.tzinfo, WrittenOffset) and column_has_zone:

@@ -5,9 +5,9 @@ Two readings, because pyiceberg's projections need different guarantees:
 
 * inclusive (`to_iceberg_filter`): a superset of the rows that match. Parts we cannot translate exactly become
   AlwaysTrue. Used with inclusive projection ("might a file in this partition match?").
-* strict (`to_strict_iceberg_filter`): a subset. Parts we cannot translate exactly become AlwaysFalse, and
-  `!=` gains `IS NOT NULL` because pyiceberg evaluates `null != v` as true where SQL says unknown. Used with strict
-  projection ("does every row in this partition match?").
+* strict (`to_strict_iceberg_filter`): exact where we can, AlwaysFalse elsewhere. Used with strict projection
+  ("does every row in this partition match?"); pyiceberg evaluates `null != v` as true where SQL says unknown, so
+  `partition_pruning` guards every negative leaf with `IS NOT NULL` before projecting.
 """
 
 from __future__ import annotations
@@ -65,8 +65,5 @@ def _translate(expr: Expr, strict: bool) -> ice.BooleanExpression:
     if isinstance(expr, BoundCompare) and not isinstance(expr.column.type, FloatType):
         # physical values (days, micros, Decimal, str, bytes, bool, double) bind to pyiceberg literals as they are;
         # float columns would round the double literal: not translated
-        leaf = _LEAF[expr.op](expr.column.name, expr.value)
-        if strict and expr.op == "!=":
-            return ice.And(ice.NotNull(expr.column.name), leaf)
-        return leaf
+        return _LEAF[expr.op](expr.column.name, expr.value)
     return unknown

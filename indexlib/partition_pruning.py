@@ -47,6 +47,8 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.types import DateType
 
+from indexlib.binding import BoundField, Widened
+from indexlib.predicate import COMPARE, And, Const, Expr, Or, leaves
 from indexlib.source import DataFileRef
 
 log = logging.getLogger(__name__)
@@ -204,7 +206,7 @@ class _NullGuard(BooleanExpressionVisitor[ice.BooleanExpression]):
         raise TypeError(f"expected an unbound row filter, got {predicate}")
 
 
-def calendar_field_verdict(table: Any, files: Sequence[DataFileRef], predicate: Any) -> tuple[np.ndarray, np.ndarray]:
+def calendar_field_verdict(table: Any, files: Sequence[DataFileRef], predicate: Expr) -> tuple[np.ndarray, np.ndarray]:
     """(might, all) of a bound predicate from its calendar-field leaves (`month/day/hour(c) op N`) alone.
 
     pyiceberg has no projection for month-of-year, but a file partitioned by month(c), day(c), hour(c) or identity(c)
@@ -212,54 +214,45 @@ def calendar_field_verdict(table: Any, files: Sequence[DataFileRef], predicate: 
     the file), so such a leaf is decided exactly. Every other leaf counts as unknown (might, not all), so the result
     is a sound superset / subset on its own and combines with the projection verdict by AND (might) / OR (all).
     """
-    from indexlib.binding import BoundField, Widened
-    from indexlib.predicate import And, Const, Or
-
-    specs, schema = table.specs(), table.schema()
     might = np.ones(len(files), dtype=bool)
     every = np.zeros(len(files), dtype=bool)
+    if not any(isinstance(leaf, BoundField) for leaf in leaves(predicate)):
+        return might, every
+    specs, schema = table.specs(), table.schema()
 
-    def evaluate(expr: Any, ref: DataFileRef) -> tuple[bool, bool]:
+    def evaluate(expr: Expr, spec: PartitionSpec | None, partition: Any) -> tuple[bool, bool]:
         if isinstance(expr, Const):
             return bool(expr.value), bool(expr.value)
         if isinstance(expr, (And, Or)):
-            (m1, a1), (m2, a2) = evaluate(expr.left, ref), evaluate(expr.right, ref)
+            (m1, a1), (m2, a2) = evaluate(expr.left, spec, partition), evaluate(expr.right, spec, partition)
             return (m1 and m2, a1 and a2) if isinstance(expr, And) else (m1 or m2, a1 or a2)
         if isinstance(expr, Widened):
-            return evaluate(expr.child, ref)[0], False
+            return evaluate(expr.child, spec, partition)[0], False
         if isinstance(expr, BoundField):
-            spec = specs.get(ref.spec_id)
-            moment = _partition_moment(schema, spec, ref.partition, expr.column.field_id, expr.field)
+            moment = _partition_moment(schema, spec, partition, expr.column.field_id, expr.field)
             if moment is _ALL_NULL:
                 return False, False
             if moment is not None:
                 value = {"month": moment.month, "day": moment.day, "hour": getattr(moment, "hour", 0)}[expr.field]
-                result = _COMPARE[expr.op](value, expr.value)
+                result = COMPARE[expr.op](value, expr.value)
                 return result, result
         return _UNKNOWN
 
-    if not any(isinstance(leaf, BoundField) for leaf in _leaves(predicate)):
-        return might, every
+    seen: dict[Any, tuple[bool, bool]] = {}
     for i, ref in enumerate(files):
-        if ref.partition is not None:
-            might[i], every[i] = evaluate(predicate, ref)
+        if ref.partition is None:
+            continue
+        key = (ref.spec_id, tuple(ref.partition))  # files share partitions: evaluate each tuple once
+        try:
+            result = seen.get(key)
+        except TypeError:  # an unhashable partition value: just evaluate
+            key, result = None, None
+        if result is None:
+            result = evaluate(predicate, specs.get(ref.spec_id), ref.partition)
+            if key is not None:
+                seen[key] = result
+        might[i], every[i] = result
     return might, every
-
-
-_COMPARE = {
-    "=": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-}
-
-
-def _leaves(expr: Any) -> list[Any]:
-    from indexlib.predicate import leaves
-
-    return leaves(expr)
 
 
 _NULL_PRESERVING = ("identity", "year", "month", "day", "hour")  # f(x) is NULL exactly when x is (void is not)

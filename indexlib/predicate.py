@@ -16,11 +16,21 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import operator
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
+COMPARE = {
+    "=": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
 NEGATED_COMPARISON = {"=": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 FLIPPED_COMPARISON = {"=": "=", "!=": "!=", "<": ">", ">": "<", "<=": ">=", ">=": "<="}
 
@@ -123,6 +133,16 @@ class Interval:
         return f"INTERVAL '{self.months} months {self.micros} microseconds'"
 
 
+def is_number(value: Any) -> bool:
+    """A numeric literal (bool is not one, although Python says it is an int)."""
+    return isinstance(value, (int, Decimal, Fraction, float)) and not isinstance(value, bool)
+
+
+def as_datetime(value: dt.date) -> dt.datetime:
+    """A date as its midnight (how SQL compares a date with a timestamp); a datetime unchanged."""
+    return value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
+
+
 def add_interval(value: dt.date, interval: Interval) -> dt.date:
     """Calendar months first (clamped to the month's end, as Spark and DuckDB do), then exact microseconds.
 
@@ -138,7 +158,7 @@ def add_interval(value: dt.date, interval: Interval) -> dt.date:
             raise ValueError(f"{value} + {interval} is out of range") from None
     if interval.micros:
         if not isinstance(value, dt.datetime) and interval.micros % 86_400_000_000:
-            value = dt.datetime.combine(value, dt.time())
+            value = as_datetime(value)
         try:
             value = value + dt.timedelta(microseconds=interval.micros)
         except OverflowError:

@@ -221,9 +221,12 @@ def _pattern(leaf: Pattern, stats: ColumnStatistics) -> Verdict:
 
 
 def _field(leaf: BoundField, stats: ColumnStatistics) -> Verdict:
-    timestamps = pa.date32() if isinstance(leaf.column.type, DateType) else pa.timestamp("us")
-    lower = stats.lower.cast(pa.int32() if timestamps == pa.date32() else pa.int64()).cast(timestamps)
-    upper = stats.upper.cast(pa.int32() if timestamps == pa.date32() else pa.int64()).cast(timestamps)
+    # physical bounds (days or micros) back to calendar values
+    is_date = isinstance(leaf.column.type, DateType)
+    temporal = pa.date32() if is_date else pa.timestamp("us")
+    lower, upper = (
+        bounds.cast(pa.int32() if is_date else pa.int64()).cast(temporal) for bounds in (stats.lower, stats.upper)
+    )
     period = {"month": "year", "day": "month", "hour": "day"}[leaf.field]
     same_period = pc.equal(pc.floor_temporal(lower, unit=period), pc.floor_temporal(upper, unit=period))
     extract = {"month": pc.month, "day": pc.day, "hour": pc.hour}[leaf.field]

@@ -28,6 +28,7 @@ from sqlglot.dialects.dialect import Dialect
 
 from indexlib.errors import UserError
 from indexlib.predicate import (
+    COMPARE,
     FALSE,
     FLIPPED_COMPARISON,
     NULL,
@@ -45,6 +46,8 @@ from indexlib.predicate import (
     WrittenOffset,
     add_interval,
     and_,
+    as_datetime,
+    is_number,
     or_,
 )
 
@@ -358,29 +361,20 @@ class _Converter:
 def _compare_constants(op: str, a: Any, b: Any, node: exp.Expression) -> Expr:
     if a is None or b is None:
         return NULL
-    if isinstance(a, dt.datetime) != isinstance(b, dt.datetime):  # a date meets a timestamp as its midnight
-        a, b = (_as_datetime(v) if isinstance(v, dt.date) else v for v in (a, b))
-    try:
-        result = {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
-    except TypeError:
-        return Unusable(node.sql(), "comparison of constants of different types")
     if isinstance(a, str) != isinstance(b, str):
         return Unusable(node.sql(), "comparison of a string with a non-string constant (engines cast differently)")
-    return TRUE if result else FALSE
-
-
-def _as_datetime(value: dt.date) -> dt.datetime:
-    return value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, Decimal, Fraction, float)) and not isinstance(value, bool)
+    if isinstance(a, dt.datetime) != isinstance(b, dt.datetime):  # a date meets a timestamp as its midnight
+        a, b = (as_datetime(v) if isinstance(v, dt.date) else v for v in (a, b))
+    try:
+        return TRUE if COMPARE[op](a, b) else FALSE
+    except TypeError:
+        return Unusable(node.sql(), "comparison of constants of different types")
 
 
 def _negate(value: Any, node: exp.Expression) -> Any:
     if value is None:
         return None
-    if _is_number(value) or isinstance(value, Interval):
+    if is_number(value) or isinstance(value, Interval):
         return -value
     raise _NotAConstant(f"{node.sql()} is not a number")
 
@@ -390,7 +384,7 @@ def _arithmetic(kind: type, a: Any, b: Any, node: exp.Expression) -> Any:
         return None
     if isinstance(a, dt.date) or isinstance(b, dt.date) or isinstance(a, Interval) or isinstance(b, Interval):
         return _temporal_arithmetic(kind, a, b, node)
-    if not (_is_number(a) and _is_number(b)):
+    if not (is_number(a) and is_number(b)):
         raise _NotAConstant(f"{node.sql()}: arithmetic on non-numbers")
     if isinstance(a, float) or isinstance(b, float):
         a, b = float(a), float(b)
@@ -441,7 +435,7 @@ def _interval(node: exp.Interval, amount: Any) -> Interval:
         raise _NotAConstant(f"{node.sql()}: cannot read the interval")
     months = micros = 0
     for count, name in parts:
-        key = name.lower().rstrip("s") if name.lower() not in ("s",) else name.lower()
+        key = name.lower().removesuffix("s")
         if key not in _INTERVAL_UNITS:
             raise _NotAConstant(f"{node.sql()}: unknown interval unit {name!r}")
         try:
@@ -475,22 +469,22 @@ def _cast(value: Any, node: exp.Cast) -> Any:
                     return value.replace(tzinfo=WrittenOffset(value.utcoffset()))
                 return value
             if isinstance(value, dt.date):
-                return _as_datetime(value)
+                return as_datetime(value)
         elif target in _INTEGER_TYPES:
             number = Decimal(text) if text is not None else value
-            if _is_number(number) and number == int(number):
+            if is_number(number) and number == int(number):
                 return int(number)
             raise _NotAConstant(f"{node.sql()}: engines round fractional values differently")
         elif target == exp.DataType.Type.DECIMAL:
             number = Decimal(text) if text is not None else value
-            if _is_number(number):
+            if is_number(number):
                 scale = int(node.to.expressions[1].name) if len(node.to.expressions) > 1 else 0
                 exact = Fraction(number) * 10**scale
                 if exact.denominator == 1:
                     return Decimal(int(exact)).scaleb(-scale)
             raise _NotAConstant(f"{node.sql()}: rounding to the decimal scale differs by engine")
         elif target in _FLOAT_TYPES:
-            if _is_number(value) or text is not None:
+            if is_number(value) or text is not None:
                 return float(Decimal(text) if text is not None else value)
         elif target in _STRING_TYPES:
             if isinstance(value, str):

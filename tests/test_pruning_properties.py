@@ -130,7 +130,11 @@ LITERALS = {
     "b": st.booleans().map(_sql_literal),
     "r": st.sampled_from(["0.1", "0.25", "1.0", "-1.5", "0.3"]),
     "ts": st.one_of(
-        timestamps_literals, dates.map(_sql_literal), st.just("TIMESTAMP '2024-01-01 00:00:00' - INTERVAL '1' HOUR")
+        timestamps_literals,
+        dates.map(_sql_literal),
+        st.sampled_from(
+            ["TIMESTAMP '2024-01-01 00:00:00' - INTERVAL '1' HOUR", "TIMESTAMP '2024-01-01 05:00:00+05:00'"]
+        ),
     ),
     "tz": st.one_of(timestamps_literals, st.just("TIMESTAMP '2024-01-01 00:00:00+05:00'")),
 }
