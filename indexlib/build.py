@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from indexlib.errors import UserError
-from indexlib.file_indexer import index_files_task
+from indexlib.file_indexer import index_files_task, settings_json
 from indexlib.index_table import ENTRY_ARROW_SCHEMA, IndexTable
 from indexlib.source import DataFileRef, Source, open_source
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from indexlib.config import Config
+    from indexlib.index_choice import IndexSettings
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,12 @@ class BuildResult:
 
 
 def index_new_files(
-    spark: SparkSession, source: Source, files: list[DataFileRef], version: int, files_per_task: int
+    spark: SparkSession,
+    source: Source,
+    files: list[DataFileRef],
+    version: int,
+    files_per_task: int,
+    column_settings: dict[int, IndexSettings] | None = None,
 ) -> pa.Table:
     """Entries for `files`, computed by Spark tasks."""
     if not files:
@@ -57,7 +63,13 @@ def index_new_files(
     rows = [(f.path, f.file_format, f.file_size_in_bytes) for f in files]
     tasks = max(1, -(-len(files) // files_per_task))
     frame = spark.createDataFrame(rows, _TASK_INPUT_SCHEMA).repartition(tasks)
-    task = index_files_task(source.schema.model_dump_json(), source.io_properties, source.name_mapping_json, version)
+    task = index_files_task(
+        source.schema.model_dump_json(),
+        source.io_properties,
+        source.name_mapping_json,
+        version,
+        settings_json(column_settings or {}),
+    )
     spark.sparkContext.setJobDescription(f"skipindex: index {len(files)} files of {source.name}")
     try:
         result = frame.mapInArrow(task, from_arrow_schema(ENTRY_ARROW_SCHEMA)).toArrow()
@@ -78,6 +90,7 @@ def build_index(config: Config, table_name: str, spark: SparkSession | None = No
     catalog = config.load_catalog()
     source = open_source(catalog, table_name)
     index = IndexTable(catalog, config.index_namespace, table_name)
+    column_settings = config.column_settings(table_name, source.schema)  # bad settings fail before any work
     version = source.current_version()
     watermark = index.watermark()
     if version is None or version == watermark:
@@ -91,7 +104,7 @@ def build_index(config: Config, table_name: str, spark: SparkSession | None = No
 
         spark = get_spark(config)
     entries = (
-        index_new_files(spark, source, new_files, version, config.files_per_task)
+        index_new_files(spark, source, new_files, version, config.files_per_task, column_settings)
         if new_files
         else ENTRY_ARROW_SCHEMA.empty_table()
     )

@@ -1,4 +1,4 @@
-"""`skipindex` command line: build, explain, demo. Bad input: one line on stderr, exit code 2."""
+"""`skipindex` command line: build, explain, stats, demo. Bad input: one line on stderr, exit code 2."""
 
 from __future__ import annotations
 
@@ -33,6 +33,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     explain.add_argument("--json", action="store_true", help="print one JSON object (see README)")
 
+    stats = command("stats", "Per column: NDV, the index kinds built, and index bytes.")
+    stats.add_argument("--table", required=True, help="source table, namespace.name in the configured catalog")
+    stats.add_argument("--where", help="count only the files this predicate keeps (e.g. one partition)")
+    stats.add_argument("--json", action="store_true", help="print one JSON object")
+
     demo = command("demo", "Generate TPC-H lineitem as a multi-snapshot Iceberg table, index it, compare pruning.")
     demo.add_argument("--scale", type=float, default=0.1, help="TPC-H scale factor (default: %(default)s)")
     demo.add_argument("--snapshots", type=int, default=4, help="append snapshots to commit (default: %(default)s)")
@@ -51,7 +56,7 @@ def _print_explain(result) -> None:  # noqa: ANN001 (LookupResult; imported lazi
     for note in result.unused or ["(every part of the predicate was used)"]:
         print(f"unused     {note}")
     print()
-    print("leaves (min/max stage)")
+    print("leaves (what the min/max and index stages read)")
     for leaf, statistics in result.leaves:
         print(f"  {leaf}\n      uses {statistics}")
     print("partition fields (partition stage)")
@@ -84,6 +89,11 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(result.as_json()))
         else:
             _print_explain(result)
+    elif args.command == "stats":
+        from indexlib.stats import format_report, table_stats
+
+        report = table_stats(config, args.table, args.where)
+        print(json.dumps(report.as_json()) if args.json else format_report(report))
     elif args.command == "demo":
         from indexlib.demo import run_demo
 

@@ -60,6 +60,9 @@ class ColumnStats:
     nan_count: int | None  # None for non-floating columns
     lower: bytes | None
     upper: bytes | None
+    distinct_count: int | None = None  # exact, over non-null non-NaN values; None where the type has no keys
+    ndv_sketch: bytes | None = None  # HLL sketch of the same values (ndv.py)
+    indexes: tuple[dict[str, Any], ...] = ()  # {"kind", "version", "payload"} per index kind built (index_kinds/)
 
 
 def supports_bounds(iceberg_type: IcebergType) -> bool:
@@ -213,17 +216,26 @@ def decode_bounds(stored_type: PrimitiveType, current_type: IcebergType, payload
     return pa.array([decode_bound(stored_type, current_type, p) for p in payloads.to_pylist()], type=target)
 
 
+def same_domain(stored_type: PrimitiveType, current_type: IcebergType) -> bool:
+    """Values written for `stored_type` read unchanged as `current_type` (a type promotion such as int -> long,
+    float -> double, or decimal precision widening at the same scale)."""
+    if not supports_bounds(current_type) or not supports_bounds(stored_type):
+        return False
+    if isinstance(stored_type, DecimalType) or isinstance(current_type, DecimalType):
+        return (
+            isinstance(stored_type, DecimalType)
+            and isinstance(current_type, DecimalType)
+            and stored_type.scale == current_type.scale
+        )
+    return physical_arrow_type(stored_type) == physical_arrow_type(current_type)
+
+
 def decode_bound(stored_type: PrimitiveType, current_type: IcebergType, payload: bytes | None) -> Any:
     """A stored bound as a value of `current_type`'s physical domain, or None when it cannot be used.
 
     Bounds written before a type promotion (int -> long, float -> double, decimal precision widening) stay valid;
     any other type change makes them unknown.
     """
-    if payload is None or not supports_bounds(current_type):
+    if payload is None or not same_domain(stored_type, current_type):
         return None
-    if physical_arrow_type(stored_type) != physical_arrow_type(current_type):
-        if not (isinstance(stored_type, DecimalType) and isinstance(current_type, DecimalType)):
-            return None
-        if stored_type.scale != current_type.scale:
-            return None
     return from_bytes(stored_type, payload)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from indexlib.errors import UserError
+from indexlib.index_choice import SETTING_NAMES, IndexSettings, can_build, parse_settings
 
 DEFAULT_CONF_PATH = Path("conf/local.toml")
 DEFAULT_INDEX_NAMESPACE = "skipindex"
@@ -31,6 +32,30 @@ class Config:
     files_per_task: int = 1
     time_zone: str | None = None  # session zone for CURRENT_DATE / NOW(); None: the machine's local zone
     dialect: str | None = None  # sqlglot dialect of WHERE clauses; None: ANSI quoting
+    index_defaults: IndexSettings = IndexSettings()
+    # [index.tables."ns.name"]: table-wide settings, and per column under `columns` (validated at load)
+    table_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def column_settings(self, table: str, schema: Any) -> dict[int, IndexSettings]:
+        """Index settings per field id of `table`'s top-level columns; UserError naming the setting when the
+        configuration names a column the table does not have or a kind the column's type cannot hold."""
+        raw = self.table_settings.get(table, {})
+        table_wide = parse_settings(
+            {k: v for k, v in raw.items() if k != "columns"}, self.index_defaults, f'index.tables."{table}"'
+        )
+        by_name = {f.name: f for f in schema.fields}
+        settings = {f.field_id: table_wide for f in schema.fields}
+        for name, column_raw in raw.get("columns", {}).items():
+            where = f'config file {self.path}: index.tables."{table}".columns.{name}'
+            if name not in by_name:
+                raise UserError(f"{where}: table {table} has no column {name!r}")
+            column = by_name[name]
+            column_settings = parse_settings(column_raw, table_wide, where)
+            for kind in column_settings.kinds or ():
+                if not can_build(kind, column.field_type):
+                    raise UserError(f"{where}: a {kind} index cannot be built on {name} ({column.field_type})")
+            settings[column.field_id] = column_settings
+        return settings
 
     def load_catalog(self) -> Any:
         from pyiceberg.catalog import load_catalog
@@ -93,6 +118,7 @@ def load_config(path: str | Path | None = None) -> Config:
             check_dialect(str(dialect))
         except UserError as exc:
             raise UserError(f"config file {conf_path}: lookup.dialect: {exc}") from None
+    defaults, table_settings = _index_settings(index, conf_path)
     return Config(
         path=conf_path,
         catalog_name=name,
@@ -104,4 +130,29 @@ def load_config(path: str | Path | None = None) -> Config:
         files_per_task=files_per_task,
         time_zone=None if time_zone is None else str(time_zone),
         dialect=None if dialect is None else str(dialect),
+        index_defaults=defaults,
+        table_settings=table_settings,
     )
+
+
+def _index_settings(index: dict[str, Any], conf_path: Path) -> tuple[IndexSettings, dict[str, dict[str, Any]]]:
+    """Defaults from `[index]`, per-table tables from `[index.tables."ns.name"]`, all validated now."""
+    known = {"namespace", "tables", *SETTING_NAMES}
+    for name in index:
+        if name not in known:
+            raise UserError(f"config file {conf_path}: index.{name}: unknown setting")
+    try:
+        defaults = parse_settings({k: v for k, v in index.items() if k in SETTING_NAMES}, IndexSettings(), "index")
+        tables = dict(index.get("tables", {}))
+        for table, raw in tables.items():
+            where = f'index.tables."{table}"'
+            if not isinstance(raw, dict):
+                raise ValueError(f"{where}: expected a table of settings")
+            table_wide = parse_settings({k: v for k, v in raw.items() if k != "columns"}, defaults, where)
+            for column, column_raw in dict(raw.get("columns", {})).items():
+                if not isinstance(column_raw, dict):
+                    raise ValueError(f"{where}.columns.{column}: expected a table of settings")
+                parse_settings(column_raw, table_wide, f"{where}.columns.{column}")
+    except ValueError as exc:
+        raise UserError(f"config file {conf_path}: {exc}") from None
+    return defaults, tables

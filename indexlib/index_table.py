@@ -17,7 +17,7 @@ from pyiceberg.types import BinaryType, IntegerType, ListType, LongType, NestedF
 from indexlib.column_stats import ColumnStats
 from indexlib.errors import UserError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: distinct_count, ndv_sketch and indexes per column (optional: version-1 entries read as unknown)
 WATERMARK_PROPERTY = "skipindex.source-version"
 SOURCE_PROPERTY = "skipindex.source-table"
 FORMAT_PROPERTY = "skipindex.format-version"
@@ -31,6 +31,22 @@ COLUMN_STATS_TYPE = StructType(
     NestedField(15, "nan_count", LongType(), required=False),
     NestedField(16, "lower", BinaryType(), required=False),
     NestedField(17, "upper", BinaryType(), required=False),
+    NestedField(18, "distinct_count", LongType(), required=False),
+    NestedField(19, "ndv_sketch", BinaryType(), required=False),
+    NestedField(
+        20,
+        "indexes",
+        ListType(
+            21,
+            StructType(
+                NestedField(22, "kind", StringType(), required=True),
+                NestedField(23, "version", IntegerType(), required=True),
+                NestedField(24, "payload", BinaryType(), required=True),
+            ),
+            element_required=True,
+        ),
+        required=False,
+    ),
 )
 
 INDEX_SCHEMA = Schema(
@@ -53,6 +69,24 @@ _COLUMN_STATS_ARROW = pa.struct(
         pa.field("nan_count", pa.int64()),
         pa.field("lower", pa.binary()),
         pa.field("upper", pa.binary()),
+        pa.field("distinct_count", pa.int64()),
+        pa.field("ndv_sketch", pa.binary()),
+        pa.field(
+            "indexes",
+            pa.list_(
+                pa.field(
+                    "element",
+                    pa.struct(
+                        [
+                            pa.field("kind", pa.string(), nullable=False),
+                            pa.field("version", pa.int32(), nullable=False),
+                            pa.field("payload", pa.binary(), nullable=False),
+                        ]
+                    ),
+                    nullable=False,
+                )
+            ),
+        ),
     ]
 )
 ENTRY_ARROW_SCHEMA = pa.schema(
@@ -85,7 +119,7 @@ def entry_row(
         "record_count": record_count,
         "source_version": source_version,
         "format_version": FORMAT_VERSION,
-        "columns": [stats.__dict__ for stats in columns],
+        "columns": [{**stats.__dict__, "indexes": list(stats.indexes)} for stats in columns],
     }
 
 
@@ -156,7 +190,18 @@ class IndexTable:
             return ENTRY_ARROW_SCHEMA.empty_table()
         return table.scan().to_arrow()
 
+    def _upgrade(self, table: Any) -> Any:
+        """Add the fields of newer formats to an older index table (all optional: old entries read as unknown)."""
+        if int(table.properties.get(FORMAT_PROPERTY, FORMAT_VERSION)) >= FORMAT_VERSION:
+            return table
+        with table.transaction() as transaction:
+            with transaction.update_schema() as update:
+                update.union_by_name(INDEX_SCHEMA)
+            transaction.set_properties({FORMAT_PROPERTY: str(FORMAT_VERSION)})
+        self._table = self.catalog.load_table(self.identifier)
+        return self._table
+
     def commit(self, entries: pa.Table, source_version: int) -> None:
         """Append `entries` and move the watermark to `source_version`, in one atomic Iceberg commit."""
-        table = self.load_or_create()
+        table = self._upgrade(self.load_or_create())
         table.append(entries.cast(ENTRY_ARROW_SCHEMA), snapshot_properties={WATERMARK_PROPERTY: str(source_version)})

@@ -2,9 +2,12 @@
 
 Stages run in order over the live files of the source's current snapshot, each over the files the previous one
 kept: "partition" (the source's own partition values, lifted through the partition transforms; covers every live
-file) then "minmax" (the index entries). A live file with no index entry (committed after the last build) passes
-the index stages: it is kept and counted in `files_unindexed`. Index entries of files that are no longer live are
-never returned. A file is in `all_match` when any stage proves every row of it matches the whole predicate.
+file), "minmax" (bounds and counts of the index entries), then one stage per index kind ("bloom", "automaton").
+Each index stage evaluates the whole predicate with everything known so far (a leaf's verdict combines min/max and
+every kind up to that stage), so the stages report how many files each kind removed. A live file with no index
+entry (committed after the last build) passes the index stages: it is kept and counted in `files_unindexed`.
+Index entries of files that are no longer live are never returned. A file is in `all_match` when any stage proves
+every row of it matches the whole predicate.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from indexlib.binding import bind
+from indexlib.binding import BoundCompare, bind
 from indexlib.config import Config
+from indexlib.index_kinds import IndexKind, registry
 from indexlib.index_table import IndexTable
-from indexlib.predicate import Expr, leaves, normalize, unusable_parts
-from indexlib.pruning import FileStatistics, evaluate, statistics_used
+from indexlib.predicate import Expr, Pattern, leaves, normalize, unusable_parts
+from indexlib.pruning import FileStatistics, ValueSet, evaluate, statistics_used
 from indexlib.source import open_source
 from indexlib.sql_frontend import Clock, parse_where
 
@@ -69,8 +73,28 @@ def bound_predicate(where: str, schema: Any, table: str, clock: Clock | None = N
     return bind(normalize(parse_where(where, clock)), schema, table)
 
 
-def prune(predicate: Expr, live_paths: list[str], entries: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(kept, all_match, indexed) masks over `live_paths`, given index entries (any superset of the live ones)."""
+@dataclass(frozen=True)
+class IndexVerdicts:
+    """Per live file: has an index entry, and per index stage (cumulative) kept / proven-all masks."""
+
+    indexed: np.ndarray
+    stages: list[tuple[str, np.ndarray, np.ndarray]]
+
+    @property
+    def kept(self) -> np.ndarray:
+        return self.stages[-1][1]
+
+    @property
+    def all_match(self) -> np.ndarray:
+        return self.stages[-1][2]  # stages are cumulative: the last knows what every earlier one proved
+
+
+def prune(
+    predicate: Expr, live_paths: list[str], entries: pa.Table, kinds: list[IndexKind] | None = None
+) -> IndexVerdicts:
+    """Index-stage verdicts over `live_paths`, given index entries (any superset of the live ones): "minmax", then
+    one stage per kind in `kinds` (default: every kind), each using min/max and every kind before it."""
+    kinds = list(registry().values()) if kinds is None else kinds
     entries = entries.filter(pc.is_in(entries.column("file_path"), value_set=pa.array(live_paths, pa.string())))
     # One entry per path: duplicates carry the same file's statistics, any one of them is valid.
     _, first = np.unique(entries.column("file_path").to_numpy(zero_copy_only=False), return_index=True)
@@ -78,12 +102,33 @@ def prune(predicate: Expr, live_paths: list[str], entries: pa.Table) -> tuple[np
     position = {path: i for i, path in enumerate(entries.column("file_path").to_pylist())}
     index_of = np.array([position.get(path, -1) for path in live_paths], dtype=np.int64)
     indexed = index_of >= 0
+    names = ["minmax", *(kind.name for kind in kinds)]
     if not indexed.any():
-        return np.ones(len(live_paths), dtype=bool), np.zeros(len(live_paths), dtype=bool), indexed
-    verdict = evaluate(predicate, FileStatistics(entries))
+        keep_all, none = np.ones(len(live_paths), dtype=bool), np.zeros(len(live_paths), dtype=bool)
+        return IndexVerdicts(indexed, [(name, keep_all, none) for name in names])
+    stats = FileStatistics(entries)
     at = np.where(indexed, index_of, 0)
-    kept = ~indexed | verdict.might[at]
-    return kept, indexed & verdict.all[at] & kept, indexed
+    stages = []
+    for used, name in enumerate(names):
+        verdict = evaluate(predicate, stats, kinds[:used])
+        kept = ~indexed | verdict.might[at]
+        stages.append((name, kept, indexed & verdict.all[at] & kept))
+    return IndexVerdicts(indexed, stages)
+
+
+def leaf_statistics(leaf: Expr, kinds: list[IndexKind]) -> str:
+    """For explain: what min/max and each index kind read for one bound leaf."""
+    used = [statistics_used(leaf)]
+    target = (
+        ValueSet(leaf.column, (leaf.value,), leaf.op == "!=")
+        if isinstance(leaf, BoundCompare) and leaf.op in ("=", "!=")
+        else leaf
+        if isinstance(leaf, Pattern)
+        else None
+    )
+    if target is not None:
+        used += [reads for kind in kinds if (reads := kind.reads(target)) is not None]
+    return "; ".join(used)
 
 
 def lookup(config: Config, table: str, where: str, clock: Clock | None = None) -> LookupResult:
@@ -102,9 +147,17 @@ def lookup(config: Config, table: str, where: str, clock: Clock | None = None) -
     partitions = source.prune_partitions(live, predicate)
     after_partition = np.asarray(partitions.might, dtype=bool)
     entries = IndexTable(catalog, config.index_namespace, table).entries()
-    kept, proven, indexed = prune(predicate, live_paths, entries)
-    kept &= after_partition
-    all_match = kept & (proven | np.asarray(partitions.all, dtype=bool))
+    kinds = list(registry().values())
+    verdicts = prune(predicate, live_paths, entries, kinds)
+    stages = [Stage("partition", len(live_paths), int(after_partition.sum()))]
+    proven = np.asarray(partitions.all, dtype=bool)
+    kept = after_partition
+    for name, stage_kept, stage_proven in verdicts.stages:
+        stage_kept = stage_kept & after_partition
+        stages.append(Stage(name, int(kept.sum()), int(stage_kept.sum())))
+        kept, proven = stage_kept, proven | stage_proven
+    indexed = verdicts.indexed
+    all_match = kept & proven
     return LookupResult(
         table=table,
         where=where,
@@ -112,13 +165,10 @@ def lookup(config: Config, table: str, where: str, clock: Clock | None = None) -
         files_total=len(live_paths),
         files_unindexed=int((kept & ~indexed).sum()),
         all_match=[path for path, every in zip(live_paths, all_match, strict=True) if every],
-        stages=[
-            Stage("partition", len(live_paths), int(after_partition.sum())),
-            Stage("minmax", int(after_partition.sum()), int(kept.sum())),
-        ],
+        stages=stages,
         parsed=str(parsed),
         predicate=str(predicate),
         unused=[f"{part.sql}: {part.reason}" for part in unusable_parts(predicate)],
-        leaves=[(str(leaf), statistics_used(leaf)) for leaf in leaves(predicate)],
+        leaves=[(str(leaf), leaf_statistics(leaf, kinds)) for leaf in leaves(predicate)],
         partition_fields=partitions.lifted,
     )

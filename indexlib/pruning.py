@@ -25,8 +25,10 @@ comparison with NaN false but !=). NaN rows are treated as matching `>`, `>=`, `
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -34,9 +36,12 @@ import pyarrow.compute as pc
 from pyiceberg.types import DateType, LongType
 
 from indexlib.binding import BoundColumn, BoundCompare, BoundField, Widened, literal_scalar
-from indexlib.column_stats import decode_bounds, parse_type, physical_arrow_type, supports_bounds
+from indexlib.column_stats import decode_bounds, parse_type, physical_arrow_type, same_domain, supports_bounds
 from indexlib.patterns import pattern_shape
 from indexlib.predicate import And, Const, Expr, IsNaN, IsNull, Or, Pattern, Unusable
+
+if TYPE_CHECKING:
+    from indexlib.index_kinds import IndexKind
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,25 @@ class FileStatistics:
         flat = pc.list_flatten(entries.column("columns"))
         self._parents = pc.list_parent_indices(entries.column("columns")).to_numpy()
         self._flat = pa.Table.from_struct_array(flat) if len(flat) else None
+
+    def payloads(self, column: BoundColumn, kind: str, version: int) -> list[bytes | None]:
+        """Per file, the payload of index `kind` for `column`; None where absent, newer than `version`, or written
+        for a column type of another physical domain (its keys would not be this type's keys)."""
+        found: list[bytes | None] = [None] * self.num_files
+        if self._flat is None or "indexes" not in self._flat.column_names:
+            return found  # entries written before index kinds existed
+        is_column = pc.equal(self._flat.column("field_id"), column.field_id).to_numpy(zero_copy_only=False)
+        rows = self._flat.filter(is_column)
+        parents = self._parents[is_column]
+        for parent, type_string, indexes in zip(
+            parents, rows.column("type").to_pylist(), rows.column("indexes").to_pylist(), strict=True
+        ):
+            if not indexes or not same_domain(parse_type(type_string), column.type):
+                continue
+            for index in indexes:
+                if index["kind"] == kind and index["version"] <= version and index["payload"] is not None:
+                    found[parent] = index["payload"]
+        return found
 
     def column(self, column: BoundColumn) -> ColumnStatistics:
         if column.field_id not in self._columns:
@@ -127,6 +151,38 @@ def _scatter(values: pa.Array, positions: np.ndarray, n: int, arrow_type: pa.Dat
 class Verdict:
     might: np.ndarray
     all: np.ndarray
+
+
+@dataclass(frozen=True)
+class ValueSet:
+    """`column IN values` (or `=`), or with `negated` `column NOT IN values` (or `!=`): what index kinds answer
+    for equality. Gathered from a disjunction of `=` / conjunction of `!=` on one column, so that NOT IN is judged
+    as a whole (a file holding only 'a' and 'b' matches no row of `NOT IN ('a', 'b')`, though it matches `!= 'a'`)."""
+
+    column: BoundColumn
+    values: tuple[Any, ...]
+    negated: bool = False
+
+
+def value_set(expr: Expr) -> ValueSet | None:
+    """The ValueSet `expr` is exactly (an OR of `=` or an AND of `!=` on one column), if any."""
+    first = expr
+    while isinstance(first, (And, Or)):
+        first = first.left
+    if not isinstance(first, BoundCompare) or first.op not in ("=", "!="):
+        return None
+    joiner = Or if first.op == "=" else And
+    values: list[Any] = []
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, joiner):
+            stack.extend((node.right, node.left))
+        elif isinstance(node, BoundCompare) and node.op == first.op and node.column == first.column:
+            values.append(node.value)
+        else:
+            return None
+    return ValueSet(first.column, tuple(values), negated=first.op == "!=")
 
 
 def _true_where_unknown(result: pa.Array) -> np.ndarray:
@@ -242,20 +298,31 @@ def _field(leaf: BoundField, stats: ColumnStatistics) -> Verdict:
     return _compare(BoundCompare(leaf.op, column, leaf.value), field_stats)
 
 
-def evaluate(expr: Expr, stats: FileStatistics) -> Verdict:
-    """Per-file might-match / all-match of a bound, normalised predicate (see module docstring)."""
+def evaluate(expr: Expr, stats: FileStatistics, kinds: Sequence[IndexKind] = ()) -> Verdict:
+    """Per-file might-match / all-match of a bound, normalised predicate (see module docstring), from min/max and
+    the payloads of `kinds`: for a value set or a pattern, each kind that can answer narrows `might` (both verdicts
+    are sound, so their conjunction is) and may prove `all`."""
     n = stats.num_files
+    target = (value_set(expr) or (expr if isinstance(expr, Pattern) else None)) if kinds else None
+    if target is not None:
+        verdict = evaluate(expr, stats)
+        column = stats.column(target.column)
+        for kind in kinds:
+            answer = kind.verdict(target, stats.payloads(target.column, kind.name, kind.version), column)
+            if answer is not None:
+                verdict = Verdict(verdict.might & answer.might, verdict.all | answer.all)
+        return verdict
     if isinstance(expr, Const):
         return Verdict(np.full(n, bool(expr.value)), np.full(n, bool(expr.value)))
     if isinstance(expr, Unusable):
         return Verdict(np.ones(n, dtype=bool), np.zeros(n, dtype=bool))  # not evaluable: might match, unproven
     if isinstance(expr, Widened):
-        return Verdict(evaluate(expr.child, stats).might, np.zeros(n, dtype=bool))
+        return Verdict(evaluate(expr.child, stats, kinds).might, np.zeros(n, dtype=bool))
     if isinstance(expr, And):
-        left, right = evaluate(expr.left, stats), evaluate(expr.right, stats)
+        left, right = evaluate(expr.left, stats, kinds), evaluate(expr.right, stats, kinds)
         return Verdict(left.might & right.might, left.all & right.all)
     if isinstance(expr, Or):
-        left, right = evaluate(expr.left, stats), evaluate(expr.right, stats)
+        left, right = evaluate(expr.left, stats, kinds), evaluate(expr.right, stats, kinds)
         return Verdict(left.might | right.might, left.all | right.all)
     if isinstance(expr, BoundCompare):
         return _compare(expr, stats.column(expr.column))

@@ -51,8 +51,9 @@ def catalog(config: Config):
     return catalog
 
 
-def write_and_index(directory, tables, schema):
-    """Write each Arrow table as a real Parquet file and index it with the build's per-file code."""
+def write_and_index(directory, tables, schema, settings=None):
+    """Write each Arrow table as a real Parquet file and index it with the build's per-file code (`settings`: one
+    IndexSettings for every column; default: the automatic choice)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -63,7 +64,8 @@ def write_and_index(directory, tables, schema):
     for n, table in enumerate(tables):
         path = f"{directory}/file-{n}.parquet"
         pq.write_table(table, path)
-        record_count, stats = index_file(path, "PARQUET", schema, {}, None)
+        per_column = {field.field_id: settings for field in schema.fields} if settings is not None else None
+        record_count, stats = index_file(path, "PARQUET", schema, {}, None, per_column)
         paths.append(path)
         entries.append(entry_row(path, 0, record_count, 1, stats))
     return paths, pa.Table.from_pylist(entries, schema=ENTRY_ARROW_SCHEMA)

@@ -5,7 +5,9 @@ row that is not TRUE.
 Ground truth is DuckDB evaluating the same SQL (transpiled by sqlglot) over the same rows: SQL three-valued logic,
 NaN ordered above every number, a random session time zone for the timestamptz column. Parsing, constant folding,
 NOT push-down, temporal unwrapping, literal coercion, pattern prefixes and the min/max algebra are all under test.
-Files are real Parquet files written with Iceberg field ids and indexed by the build's own per-file code.
+Files are real Parquet files written with Iceberg field ids and indexed by the build's own per-file code, with
+either the automatic index choice or every kind forced with tiny budgets (trimmed automata, Bloom filters with a 30 %
+false-positive rate), so the Bloom and automaton stages are under the same oracle.
 
 Each example checks PREDICATES_PER_EXAMPLE predicates against one random set of files: EXAMPLES x
 PREDICATES_PER_EXAMPLE >= 10,000 (file set, predicate) cases per run. Set SKIPINDEX_PROPERTY_EXAMPLES to run more.
@@ -38,6 +40,7 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
+from indexlib.index_choice import IndexSettings
 from indexlib.lookup import bound_predicate, prune
 
 EXAMPLES = int(os.environ.get("SKIPINDEX_PROPERTY_EXAMPLES", "2500"))
@@ -152,8 +155,19 @@ TRANSFORMS = {
 }
 PATTERNS = st.sampled_from(
     ["a%", "a", "", "%", "%b", "a_", "a_c", "ab%", "a\\%", "Ω%", "é", "_", "%%", "a%c", "z%", "(x%", "\U0001f600%"]
+    + ["%b%", "%c", "_b%", "%.%", "%é", "a%b%c", "__", "%\\%", "%(%", "Ω", "ab"]
 )
-REGEXES = st.sampled_from(["^a", "^ab", "^a.c", "^a\\.c", "a", "^$", "^\\(x", "^ab*", "^a|z", "b$", "^Ω"])
+REGEXES = st.sampled_from(
+    ["^a", "^ab", "^a.c", "^a\\.c", "a", "^$", "^\\(x", "^ab*", "^a|z", "b$", "^Ω"]
+    + ["c$", "[bz]", "^(a|é)$", "a.c", "\\d", "^[^a]", "^.$", "b|Ω", "^a+b?$", "%", "\\\\", "_c", "^\\x{1F600}"]
+)
+INDEX_SETTINGS = st.sampled_from(
+    [
+        IndexSettings(),
+        IndexSettings(kinds=("bloom", "automaton"), bloom_fpp=0.3, automaton_max_states=2, automaton_max_bytes=16),
+        IndexSettings(kinds=("bloom", "automaton"), bloom_fpp=0.3, automaton_max_states=4, automaton_max_bytes=64),
+    ]
+)
 
 
 def _maybe_null(literals: st.SearchStrategy) -> st.SearchStrategy:
@@ -238,12 +252,13 @@ def duck():
     file_rows=files,
     wheres=st.lists(predicates, min_size=PREDICATES_PER_EXAMPLE, max_size=PREDICATES_PER_EXAMPLE),
     zone=st.sampled_from(ZONES),
+    index_settings=INDEX_SETTINGS,
 )
 def test_lookup_never_skips_a_matching_file_and_never_overclaims_all_match(
-    tmp_path_factory, duck, file_rows, wheres, zone
+    tmp_path_factory, duck, file_rows, wheres, zone, index_settings
 ):
     tables = [pa.Table.from_pylist(r, schema=ARROW_SCHEMA) for r in file_rows]
-    paths, entries = write_and_index(tmp_path_factory.mktemp("files"), tables, SCHEMA)
+    paths, entries = write_and_index(tmp_path_factory.mktemp("files"), tables, SCHEMA, index_settings)
     rows = pa.concat_tables(
         [t.append_column("file", pa.array([n] * t.num_rows, pa.int32())) for n, t in enumerate(tables)]
     )
@@ -256,7 +271,8 @@ def test_lookup_never_skips_a_matching_file_and_never_overclaims_all_match(
     duck.unregister("t")
 
     for k, where in enumerate(wheres):
-        kept, all_match, _ = prune(bound_predicate(where, SCHEMA, "db.t"), paths, entries)
+        verdicts = prune(bound_predicate(where, SCHEMA, "db.t"), paths, entries)
+        kept, all_match = verdicts.kept, verdicts.all_match
         for n, table in enumerate(tables):
             total, *matched = truth.get(n, (0,) + (0,) * len(wheres))
             assert kept[n] or matched[k] == 0, (

@@ -73,7 +73,8 @@ CLOCK = Clock(now=dt.datetime(2024, 1, 21, 6, 0, tzinfo=dt.UTC), time_zone=dt.UT
 
 def verdict(indexed_file, where: str) -> tuple[bool, bool]:
     path, entries = indexed_file
-    kept, all_match, _ = prune(bound_predicate(where, SCHEMA, "db.t", CLOCK), [path], entries)
+    verdicts = prune(bound_predicate(where, SCHEMA, "db.t", CLOCK), [path], entries)
+    kept, all_match = verdicts.kept, verdicts.all_match
     return bool(kept[0]), bool(all_match[0])
 
 

@@ -1,0 +1,124 @@
+"""Canonical keys: one text form per value of a column's physical domain, shared by the build and the lookup.
+
+Bloom filters and NDV sketches hash values, so a stored value and a query literal must become the same key whatever
+type the file or the literal arrived in. Keys are built in the physical domain of column_stats (the binder already
+turns `int_col = 5.0` into 5 and `int_col = '5'` into "unused"), one form per domain:
+
+    int, long, date, time, timestamp[tz] -> decimal text of the int64 (days or microseconds; UTC for timestamptz)
+    float, double -> repr() of the float64, with -0.0 as 0.0 (SQL: -0.0 = 0.0); NaN has no key (never hashed)
+    decimal(p, s) -> decimal text of the unscaled integer at the table's scale (1.5 and 1.50 alike)
+    string -> the string itself (code points, no Unicode normalisation: SQL `=` compares code points)
+    binary -> lower-case hex            boolean -> "true" / "false"
+
+Nanosecond timestamps that are not whole microseconds get two keys (floor and ceiling), so an engine that truncates
+and one that rounds both find theirs. A file whose temporal zone-ness differs from the table, or a decimal that cannot
+be cast to the table's scale, gets no keys (no Bloom, no sketch): the lookup keeps it.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+    TimeType,
+)
+
+_INTEGRAL = (IntegerType, LongType, DateType, TimeType, TimestampType, TimestamptzType)
+_KEYED = (BooleanType, *_INTEGRAL, FloatType, DoubleType, DecimalType, StringType, BinaryType)
+_UNIT_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+_MILLIS_PER_DAY = 86_400_000
+
+
+def has_keys(iceberg_type: IcebergType) -> bool:
+    return isinstance(iceberg_type, _KEYED)
+
+
+def distinct_keys(values: pa.Array, iceberg_type: IcebergType) -> list[str] | None:
+    """Sorted canonical keys of the distinct non-null, non-NaN values; None when the values cannot be keyed."""
+    if not has_keys(iceberg_type):
+        return None
+    values = values.drop_null()
+    if isinstance(iceberg_type, _INTEGRAL):
+        integers = _as_int64(values, iceberg_type)
+        if integers is None:
+            return None
+        return [str(v) for v in np.unique(integers).tolist()]
+    if isinstance(iceberg_type, (FloatType, DoubleType)):
+        floats = values.cast(pa.float64()).to_numpy(zero_copy_only=False)
+        floats = floats[~np.isnan(floats)] + 0.0  # -0.0 + 0.0 == +0.0
+        return [repr(v) for v in np.unique(floats).tolist()]
+    if isinstance(iceberg_type, DecimalType):
+        try:
+            decimals = values.cast(pa.decimal128(iceberg_type.precision, iceberg_type.scale))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        return sorted({_unscaled(d, iceberg_type.scale) for d in pc.unique(decimals).to_pylist()})
+    if isinstance(iceberg_type, StringType):
+        return sorted(pc.unique(values.cast(pa.large_string())).to_pylist())
+    if isinstance(iceberg_type, BinaryType):
+        return sorted(b.hex() for b in pc.unique(values.cast(pa.large_binary())).to_pylist())
+    return sorted({"true" if v else "false" for v in pc.unique(values).to_pylist()})  # boolean
+
+
+def literal_key(iceberg_type: IcebergType, value: Any) -> str | None:
+    """The key of a bound literal (a value of the column's physical domain); None when it has none (NaN)."""
+    if isinstance(iceberg_type, BooleanType):
+        return "true" if value else "false"
+    if isinstance(iceberg_type, _INTEGRAL):
+        return str(int(value))
+    if isinstance(iceberg_type, (FloatType, DoubleType)):
+        number = float(value)
+        return None if math.isnan(number) else repr(number + 0.0)
+    if isinstance(iceberg_type, DecimalType):
+        return _unscaled(Decimal(value), iceberg_type.scale)
+    if isinstance(iceberg_type, StringType):
+        return str(value)
+    if isinstance(iceberg_type, BinaryType):
+        return bytes(value).hex()
+    return None
+
+
+def _unscaled(value: Decimal, scale: int) -> str:
+    # 1.5 at scale 2 -> "150"; a literal with more digits than the scale has no equal value in the column
+    unscaled = value.scaleb(scale)
+    return str(int(unscaled)) if unscaled == unscaled.to_integral_value() else f"{value}!"
+
+
+def _as_int64(values: pa.Array, iceberg_type: IcebergType) -> np.ndarray | None:
+    """Days / microseconds / plain integers as int64; both neighbours for sub-microsecond timestamps."""
+    arrow_type = values.type
+    if pa.types.is_date32(arrow_type):
+        return values.cast(pa.int32()).cast(pa.int64()).to_numpy(zero_copy_only=False)
+    if pa.types.is_integer(arrow_type):
+        return values.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    if pa.types.is_date64(arrow_type):
+        return values.cast(pa.int64()).to_numpy(zero_copy_only=False) // _MILLIS_PER_DAY
+    if pa.types.is_timestamp(arrow_type) or pa.types.is_time(arrow_type):
+        if pa.types.is_timestamp(arrow_type) and (arrow_type.tz is not None) != isinstance(
+            iceberg_type, TimestamptzType
+        ):
+            return None  # the table reads these values in another zone sense: no key is right
+        raw = values.cast(pa.int64()).to_numpy(zero_copy_only=False)
+        per_second = _UNIT_PER_SECOND[arrow_type.unit]
+        if per_second >= 1_000_000:
+            factor = per_second // 1_000_000
+            return np.concatenate([raw // factor, -(-raw // factor)]) if factor > 1 else raw
+        return raw * (1_000_000 // per_second)
+    return None

@@ -1,0 +1,62 @@
+"""Index kinds beyond min/max: one module per kind behind one small interface, and the registry of kinds.
+
+A kind builds one payload from one file's distinct column values (canonical keys, see canonical.py), stores it with
+its format version in the entry's `indexes` list, and answers, for all files at once, two questions about a leaf
+(as pruning.evaluate does for min/max): might some row match (False only when the payload proves none can), and do
+all rows match (True only when proven). A file without a payload of the kind, with a payload of a newer version, or
+written for a column type of another physical domain, answers "might match, not proven": unknown means keep.
+
+Leaves a kind sees: `ValueSet` (`=`, `!=`, IN, NOT IN on one column, gathered from the predicate tree so that NOT IN
+can be answered as a whole) and `Pattern` (LIKE, starts_with, RLIKE).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from pyiceberg.types import IcebergType
+
+from indexlib.index_choice import IndexSettings
+from indexlib.predicate import Pattern
+from indexlib.pruning import ColumnStatistics, ValueSet, Verdict
+
+
+@dataclass(frozen=True)
+class BuiltIndex:
+    payload: bytes
+    exact: bool = False  # the payload describes exactly the file's values (no false positives)
+
+
+class IndexKind(ABC):
+    name: ClassVar[str]
+    version: ClassVar[int]  # format version of the payload; readers ignore payloads newer than theirs
+
+    @abstractmethod
+    def build(self, keys: list[str], iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex:
+        """The payload for one file's column: `keys` are the sorted canonical keys of its distinct values."""
+
+    @abstractmethod
+    def verdict(
+        self, leaf: ValueSet | Pattern, payloads: Sequence[bytes | None], stats: ColumnStatistics
+    ) -> Verdict | None:
+        """Per-file verdict from `payloads` (None where a file has none), or None when the kind cannot use `leaf`."""
+
+    @abstractmethod
+    def reads(self, leaf: ValueSet | Pattern) -> str | None:
+        """For explain: what the kind checks for `leaf`, or None when it does not answer it."""
+
+
+def unknown(n: int) -> Verdict:
+    return Verdict(np.ones(n, dtype=bool), np.zeros(n, dtype=bool))
+
+
+def registry() -> dict[str, IndexKind]:
+    """Every kind, in lookup order (cheap and precise first)."""
+    from indexlib.index_kinds.automaton import AutomatonIndex
+    from indexlib.index_kinds.bloom import BloomIndex
+
+    return {kind.name: kind for kind in (BloomIndex(), AutomatonIndex())}

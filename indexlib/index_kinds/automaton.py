@@ -1,0 +1,96 @@
+"""Husky-style trimmed automaton per (file, string column): an anchored regex whose language holds every distinct
+value of the file, exactly when the minimal automaton fits the budget, a superset otherwise (indexlib/automaton).
+
+Safety: the language L contains every non-null value of the file. So `col IN S` cannot match when no string of S is
+in L; `col NOT IN S` cannot match when L is a subset of S; a pattern cannot match when L and the pattern's language
+are disjoint (decided by automaton product, never by running user regexes; over the work caps: "might match"). All
+rows match when the column has no NULLs and L is included in the predicate's language (L non-empty since the file
+has values). NULL rows make every leaf NULL, so negated leaves prove "all" only without NULLs.
+
+Payload, version 1: UTF-8 JSON `{"regex": "^(?:compactor|reader|writer)$", "exact": true, "states": 17}`; the
+regex reads the same in Python `re` and Java `Pattern`, so other engines can use the index too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from pyiceberg.types import IcebergType
+
+from indexlib.automaton import TagAutomaton, build_tag_regex
+from indexlib.index_choice import IndexSettings
+from indexlib.index_kinds import BuiltIndex, IndexKind
+from indexlib.predicate import Pattern
+from indexlib.pruning import ColumnStatistics, ValueSet, Verdict
+
+
+class AutomatonIndex(IndexKind):
+    name = "automaton"
+    version = 1
+
+    def build(self, keys: list[str], iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex:
+        tag = build_tag_regex(keys, max_states=settings.automaton_max_states, max_bytes=settings.automaton_max_bytes)
+        payload = json.dumps({"regex": tag.regex, "exact": tag.exact, "states": tag.states}, ensure_ascii=False)
+        return BuiltIndex(payload.encode(), exact=tag.exact)
+
+    def verdict(
+        self, leaf: ValueSet | Pattern, payloads: Sequence[bytes | None], stats: ColumnStatistics
+    ) -> Verdict | None:
+        if isinstance(leaf, ValueSet):
+            values = leaf.values
+            if not all(isinstance(value, str) for value in values):
+                return None
+
+            def some_in(automaton: TagAutomaton) -> bool:
+                return any(automaton.accepts(value) for value in values)
+
+            def only_in(automaton: TagAutomaton) -> bool:
+                return automaton.subset_of(values)
+
+            if leaf.negated:  # NOT IN: might = L not within the set; all = no value of the set in L
+                return self._judge(payloads, stats, might=lambda a: not only_in(a), proven=lambda a: not some_in(a))
+            return self._judge(payloads, stats, might=some_in, proven=only_in)
+        args = (leaf.kind, leaf.pattern, leaf.escape)
+        if leaf.negated:
+            return self._judge(
+                payloads, stats, might=lambda a: not a.all_match(*args), proven=lambda a: not a.might_match(*args)
+            )
+        return self._judge(payloads, stats, might=lambda a: a.might_match(*args), proven=lambda a: a.all_match(*args))
+
+    def _judge(
+        self,
+        payloads: Sequence[bytes | None],
+        stats: ColumnStatistics,
+        might: Callable[[TagAutomaton], bool],
+        proven: Callable[[TagAutomaton], bool],
+    ) -> Verdict:
+        """Apply the two tests to each file's automaton; files sharing a payload are judged once."""
+        n = len(payloads)
+        might_out = np.ones(n, dtype=bool)
+        proven_out = np.zeros(n, dtype=bool)
+        answers: dict[bytes, tuple[bool, bool]] = {}
+        for i, payload in enumerate(payloads):
+            if payload is None:
+                continue
+            if payload not in answers:
+                automaton = _load(payload)
+                answers[payload] = (True, False) if automaton is None else (might(automaton), proven(automaton))
+            might_out[i], proven_out[i] = answers[payload]
+        no_nulls = stats.known & (stats.null_count == 0) & (stats.comparable_values > 0)
+        return Verdict(might_out, proven_out & no_nulls)
+
+    def reads(self, leaf: ValueSet | Pattern) -> str | None:
+        if isinstance(leaf, ValueSet):
+            if not all(isinstance(v, str) for v in leaf.values):
+                return None
+            return "automaton: is L within the set" if leaf.negated else "automaton: is any value in L"
+        return "automaton: product of L with the pattern (emptiness, inclusion)"
+
+
+def _load(payload: bytes) -> TagAutomaton | None:
+    try:
+        return TagAutomaton.from_regex(json.loads(payload)["regex"])
+    except Exception:  # a corrupt payload proves nothing: the file is kept
+        return None

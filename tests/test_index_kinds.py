@@ -1,0 +1,404 @@
+"""Rules of the index kinds beyond min/max: canonical keys, Bloom filters, automata, the automatic choice.
+
+Each case writes real Parquet files (in the file's own Arrow types, which may differ from the table's), indexes them
+with the build's per-file code and asks the lookup's index stages. A SKIP case also checks that min/max alone keeps
+the file, so the skip is the kind's doing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import re
+import string
+from decimal import Decimal
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from conftest import write_and_index
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyiceberg.schema import Schema
+from pyiceberg.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    IcebergType,
+    LongType,
+    NestedField,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+)
+
+from indexlib.canonical import distinct_keys, literal_key
+from indexlib.file_indexer import index_column
+from indexlib.index_choice import IndexSettings
+from indexlib.index_kinds.bloom import BloomIndex, load_filter
+from indexlib.lookup import bound_predicate, prune
+
+BLOOM = IndexSettings(kinds=("bloom",))
+AUTOMATON = IndexSettings(kinds=("automaton",))
+UTC = dt.UTC
+
+
+def _schema(iceberg_type: IcebergType) -> Schema:
+    return Schema(NestedField(1, "c", iceberg_type))
+
+
+def _file(values, arrow_type) -> pa.Table:
+    """One column `c` with Iceberg field id 1, in the file's own Arrow type."""
+    field = pa.field("c", arrow_type, metadata={b"PARQUET:field_id": b"1"})
+    return pa.Table.from_arrays([pa.array(values, arrow_type)], schema=pa.schema([field]))
+
+
+def _stages(tmp_path, iceberg_type, arrow_type, values, where, index_settings):
+    table = _file(values, arrow_type)
+    schema = _schema(iceberg_type)
+    paths, entries = write_and_index(tmp_path, [table], schema, index_settings)
+    verdicts = prune(bound_predicate(where, schema, "db.t"), paths, entries)
+    return {name: bool(kept[0]) for name, kept, _ in verdicts.stages}
+
+
+KEEP, SKIP = "keep", "skip"
+# (rule, iceberg type, file's Arrow type, file values, WHERE, settings, expected)
+CANONICAL_CASES = [
+    (
+        "an int file in a long table hashes like the long literal",
+        LongType(),
+        pa.int32(),
+        [1, 5, 9],
+        "c = 5",
+        BLOOM,
+        KEEP,
+    ),
+    ("5.0 is the long 5", LongType(), pa.int32(), [1, 5, 9], "c = 5.0", BLOOM, KEEP),
+    ("'5' is the long 5", LongType(), pa.int64(), [1, 5, 9], "c = '5'", BLOOM, KEEP),
+    ("an absent long inside the bounds is skipped", LongType(), pa.int64(), [1, 5, 9], "c = 6", BLOOM, SKIP),
+    ("IN with one present value keeps", LongType(), pa.int64(), [1, 5, 9], "c IN (2, 9)", BLOOM, KEEP),
+    ("IN with only absent values skips", LongType(), pa.int64(), [1, 5, 9], "c IN (2, 3, 8)", BLOOM, SKIP),
+    ("-0.0 in the file equals the literal 0", DoubleType(), pa.float64(), [-0.0, 3.0], "c = 0", BLOOM, KEEP),
+    ("0.0 in the file equals the literal -0.0", DoubleType(), pa.float64(), [0.0, 3.0], "c = -0.0", BLOOM, KEEP),
+    ("an absent double is skipped", DoubleType(), pa.float64(), [0.0, 3.0], "c = 1.5", BLOOM, SKIP),
+    ("NaN literal proves nothing", DoubleType(), pa.float64(), [0.0, float("nan"), 3.0], "c = 'NaN'", BLOOM, KEEP),
+    (
+        "decimal(4,1) file values hash like the table's decimal(6,2) literal",
+        DecimalType(6, 2),
+        pa.decimal128(4, 1),
+        [Decimal("1.5"), Decimal("3.0")],
+        "c = 1.50",
+        BLOOM,
+        KEEP,
+    ),
+    (
+        "decimal 1.5 is 1.50",
+        DecimalType(6, 2),
+        pa.decimal128(6, 2),
+        [Decimal("1.50"), Decimal("3.00")],
+        "c = 1.5",
+        BLOOM,
+        KEEP,
+    ),
+    (
+        "an absent decimal is skipped",
+        DecimalType(6, 2),
+        pa.decimal128(6, 2),
+        [Decimal("1.50"), Decimal("3.00")],
+        "c = 2",
+        BLOOM,
+        SKIP,
+    ),
+    (
+        "a millisecond file hashes like a microsecond literal",
+        TimestampType(),
+        pa.timestamp("ms"),
+        [dt.datetime(2024, 1, 1, 0, 0, 0, 5000), dt.datetime(2024, 1, 3)],
+        "c = TIMESTAMP '2024-01-01 00:00:00.005'",
+        BLOOM,
+        KEEP,
+    ),
+    (
+        "a nanosecond value keeps the microsecond below it (engines that truncate)",
+        TimestampType(),
+        pa.timestamp("ns"),
+        [pa.scalar(1_704_067_200_000_001_500, pa.timestamp("ns")).as_py(), dt.datetime(2024, 1, 3)],
+        "c = TIMESTAMP '2024-01-01 00:00:00.000001'",
+        BLOOM,
+        KEEP,
+    ),
+    (
+        "a nanosecond value keeps the microsecond above it (engines that round)",
+        TimestampType(),
+        pa.timestamp("ns"),
+        [pa.scalar(1_704_067_200_000_001_500, pa.timestamp("ns")).as_py(), dt.datetime(2024, 1, 3)],
+        "c = TIMESTAMP '2024-01-01 00:00:00.000002'",
+        BLOOM,
+        KEEP,
+    ),
+    (
+        "an absent timestamp is skipped",
+        TimestampType(),
+        pa.timestamp("us"),
+        [dt.datetime(2024, 1, 1), dt.datetime(2024, 1, 3)],
+        "c = TIMESTAMP '2024-01-02 00:00:00'",
+        BLOOM,
+        SKIP,
+    ),
+    (
+        "a timestamptz literal with an offset is the same instant",
+        TimestamptzType(),
+        pa.timestamp("us", tz="UTC"),
+        [dt.datetime(2024, 1, 1, tzinfo=UTC), dt.datetime(2024, 1, 3, tzinfo=UTC)],
+        "c = CAST('2024-01-01 05:30:00+05:30' AS TIMESTAMPTZ)",
+        BLOOM,
+        KEEP,
+    ),
+    (
+        "an absent date is skipped",
+        DateType(),
+        pa.date32(),
+        [dt.date(2024, 1, 1), dt.date(2024, 1, 3)],
+        "c = DATE '2024-01-02'",
+        BLOOM,
+        SKIP,
+    ),
+    ("the empty string is a value", StringType(), pa.string(), ["", "b"], "c = ''", BLOOM, KEEP),
+    (
+        "precomposed é is not e + combining accent (SQL compares code points)",
+        StringType(),
+        pa.string(),
+        ["a", "\u00e9"],
+        "c = 'e\u0301'",
+        BLOOM,
+        SKIP,
+    ),
+    ("precomposed é finds itself", StringType(), pa.string(), ["\u00e9", "z"], "c = '\u00e9'", BLOOM, KEEP),
+    (
+        "emoji keys are whole code points",
+        StringType(),
+        pa.string(),
+        ["\U0001f600", "z"],
+        "c = '\U0001f600'",
+        BLOOM,
+        KEEP,
+    ),
+    ("LIKE without wildcards is an equality", StringType(), pa.string(), ["ab", "z"], "c LIKE 'b'", BLOOM, SKIP),
+    ("NOT IN is never decided by a Bloom filter", LongType(), pa.int64(), [1, 9], "c NOT IN (1, 9)", BLOOM, KEEP),
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "iceberg_type", "arrow_type", "values", "where", "index_settings", "expected"),
+    CANONICAL_CASES,
+    ids=[case[0] for case in CANONICAL_CASES],
+)
+def test_bloom_rule(tmp_path, rule, iceberg_type, arrow_type, values, where, index_settings, expected):
+    stages = _stages(tmp_path, iceberg_type, arrow_type, values, where, index_settings)
+    if expected == KEEP:
+        assert stages["bloom"], f"Should keep: {rule} ({where} over {values})"
+    else:
+        assert stages["minmax"], f"min/max alone should keep the file for {where} (so the case tests the Bloom)"
+        assert not stages["bloom"], f"Should skip: {rule} ({where} over {values})"
+
+
+SERVICES = ["compactor", "reader", "writer"]
+# (rule, file values, WHERE, expected after the automaton stage, expected all-match)
+AUTOMATON_CASES = [
+    ("Husky's reference: metadata is not in compactor|reader|writer", SERVICES, "c = 'metadata'", SKIP, False),
+    ("a present tag keeps", SERVICES, "c = 'reader'", KEEP, False),
+    ("IN of absent tags skips", SERVICES, "c IN ('metadata', 'query')", SKIP, False),
+    ("IN covering every tag proves all rows", SERVICES, "c IN ('compactor', 'reader', 'writer', 'x')", KEEP, True),
+    ("NOT IN covering every tag skips", SERVICES, "c NOT IN ('compactor', 'reader', 'writer')", SKIP, False),
+    ("NOT IN missing one tag keeps", SERVICES, "c NOT IN ('compactor', 'reader')", KEEP, False),
+    ("!= an absent tag proves all rows", SERVICES, "c != 'metadata'", KEEP, True),
+    ("a prefix no tag has skips", SERVICES, "c LIKE 'meta%'", SKIP, False),
+    ("starts_with a tag prefix keeps", SERVICES, "starts_with(c, 'comp')", KEEP, False),
+    ("an infix no tag has skips", SERVICES, "c LIKE '%ada%'", SKIP, False),
+    ("an infix some tag has keeps", SERVICES, "c LIKE '%ead%'", KEEP, False),
+    ("a suffix every tag has proves all rows", SERVICES, "c LIKE '%r'", KEEP, True),
+    ("NOT LIKE a suffix every tag has skips", SERVICES, "c NOT LIKE '%r'", SKIP, False),
+    ("a regex no tag matches skips", SERVICES, "c RLIKE '^(meta|query)'", SKIP, False),
+    ("a regex matching inside a tag keeps", SERVICES, "c RLIKE 'ct.r'", KEEP, False),
+    ("regex metacharacters in values are literal", ["a.c", "(x)"], "c = 'abc'", SKIP, False),
+    ("a value with metacharacters finds itself", ["a.c", "(x)"], "c = '(x)'", KEEP, False),
+    ("LIKE's _ is one character", ["a.c", "(x)"], "c LIKE 'a_c'", KEEP, True),
+    ("the empty string is a tag", ["", "b"], "c = ''", KEEP, False),
+    ("a backslash LIKE keeps under either engine's reading", ["a\\b", "z"], "c LIKE 'a\\\\b'", KEEP, False),
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "values", "where", "expected", "expected_all"), AUTOMATON_CASES, ids=[c[0] for c in AUTOMATON_CASES]
+)
+def test_automaton_rule(tmp_path, rule, values, where, expected, expected_all):
+    table = _file(values, pa.string())
+    schema = _schema(StringType())
+    paths, entries = write_and_index(tmp_path, [table], schema, AUTOMATON)
+    verdicts = prune(bound_predicate(where, schema, "db.t"), paths, entries)
+    stages = {name: bool(kept[0]) for name, kept, _ in verdicts.stages}
+    if expected == KEEP:
+        assert stages["automaton"], f"Should keep: {rule} ({where} over {values})"
+    else:
+        assert not stages["automaton"], f"Should skip: {rule} ({where} over {values})"
+    assert bool(verdicts.all_match[0]) == expected_all, f"all-match should be {expected_all}: {rule} ({where})"
+
+
+def test_automaton_proves_nothing_with_nulls(tmp_path):
+    table = _file(["reader", None], pa.string())
+    schema = _schema(StringType())
+    paths, entries = write_and_index(tmp_path, [table], schema, AUTOMATON)
+    verdicts = prune(bound_predicate("c != 'metadata'", schema, "db.t"), paths, entries)
+    assert verdicts.kept[0] and not verdicts.all_match[0], "a NULL row is not TRUE for != : no all-match"
+
+
+def test_minmax_cannot_skip_the_husky_case_but_the_automaton_can(tmp_path):
+    table = _file(SERVICES * 3, pa.string())
+    schema = _schema(StringType())
+    paths, entries = write_and_index(tmp_path, [table], schema)  # automatic choice
+    stages = prune(bound_predicate("c = 'metadata'", schema, "db.t"), paths, entries).stages
+    kept = {name: bool(mask[0]) for name, mask, _ in stages}
+    assert kept == {"minmax": True, "bloom": True, "automaton": False}, kept
+
+
+# ---------------------------------------------------------------- property: zero false negatives per kind
+TEXT = st.text(
+    st.sampled_from(list("ab.*+?()[]{}|\\^$-%_ \n") + ["é", "\u0301", "ß", "😀", "\u2028", "\x00"]), max_size=6
+)
+TYPED_VALUES = {
+    "long": (LongType(), pa.int64(), st.integers(-(2**63), 2**63 - 1)),
+    "int-file": (LongType(), pa.int32(), st.integers(-(2**31), 2**31 - 1)),
+    "double": (DoubleType(), pa.float64(), st.floats(allow_nan=True, allow_infinity=True)),
+    "decimal": (DecimalType(9, 3), pa.decimal128(9, 3), st.decimals("-999999.999", "999999.999", places=3)),
+    "string": (StringType(), pa.string(), TEXT),
+    "binary": (BinaryType(), pa.binary(), st.binary(max_size=4)),
+    "timestamp-ns": (
+        TimestampType(),
+        pa.timestamp("ns"),
+        st.integers(0, 2**62).map(lambda n: pa.scalar(n, pa.timestamp("ns")).as_py()),
+    ),
+    "boolean": (BooleanType(), pa.bool_(), st.booleans()),
+}
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), name=st.sampled_from(sorted(TYPED_VALUES)))
+def test_every_stored_value_is_found_by_its_literal_key(data, name):
+    """Bloom soundness at the key level: the key of each value as a query literal (in the physical domain the
+    binder produces) is among the file's keys, and so in its Bloom filter."""
+    iceberg_type, arrow_type, values = TYPED_VALUES[name]
+    column = data.draw(st.lists(st.one_of(st.none(), values), min_size=1, max_size=30))
+    array = pa.array(column, arrow_type)
+    keys = distinct_keys(array, iceberg_type)
+    assert keys is not None
+    bloom = BloomIndex()
+    payload = bloom.build(keys, iceberg_type, IndexSettings(bloom_fpp=0.2)).payload
+    loaded = load_filter(payload)
+    for value in array.drop_null().to_pylist():
+        if isinstance(value, float) and np.isnan(value):
+            assert literal_key(iceberg_type, value) is None, "NaN has no key: a NaN literal proves nothing"
+            continue
+        literal = _physical_literal(iceberg_type, value)
+        key = literal_key(iceberg_type, literal)
+        assert key in keys and key in loaded, f"{name}: value {value!r} (literal {literal!r}) lost its key"
+
+
+def _physical_literal(iceberg_type: IcebergType, value):
+    """The bound literal the binder makes for a value equal to `value` (days / micros for temporal columns)."""
+    if isinstance(iceberg_type, TimestampType):
+        return (value - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
+    return value
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    values=st.lists(st.one_of(st.none(), TEXT), min_size=1, max_size=40),
+    max_states=st.sampled_from([2, 3, 8, 32, 256]),
+)
+def test_automaton_index_accepts_every_value_within_its_budget(values, max_states):
+    index_settings = IndexSettings(kinds=("automaton",), automaton_max_states=max_states, automaton_max_bytes=256)
+    stats = index_column(1, "c", StringType(), pa.chunked_array([pa.array(values, pa.string())]), index_settings)
+    present = [v for v in values if v is not None]
+    if not present:
+        assert stats.indexes == (), "no values, no automaton"
+        return
+    (index,) = stats.indexes
+    payload = json.loads(index["payload"])
+    assert payload["states"] <= max_states, f"state budget {max_states} exceeded: {payload}"
+    assert len(payload["regex"].encode()) <= 256, f"byte budget exceeded: {payload}"
+    pattern = re.compile(payload["regex"])
+    for value in present:
+        assert pattern.match(value), f"stored regex {payload['regex']!r} rejects the file's value {value!r}"
+
+
+# ---------------------------------------------------------------- Bloom false-positive rate
+@pytest.mark.parametrize("fpp", [0.01, 0.001])
+def test_bloom_false_positive_rate_is_within_one_and_a_half_times_the_configured_rate(fpp):
+    rng = random.Random(7)
+    stored = sorted({"".join(rng.choices(string.ascii_lowercase, k=12)) for _ in range(10_000)})
+    probes = {"".join(rng.choices(string.ascii_lowercase, k=11)) for _ in range(200_000)}
+    bloom = load_filter(BloomIndex().build(stored, StringType(), IndexSettings(bloom_fpp=fpp)).payload)
+    assert all(key in bloom for key in stored), "a Bloom filter has no false negatives"
+    rate = sum(probe in bloom for probe in probes) / len(probes)
+    assert rate <= 1.5 * fpp, f"measured false-positive rate {rate:.5f} above 1.5 x {fpp}"
+
+
+# ---------------------------------------------------------------- automatic choice
+AUTO = IndexSettings()
+
+
+def _kinds(iceberg_type, arrow_type, values, index_settings=AUTO):
+    stats = index_column(1, "c", iceberg_type, pa.chunked_array([pa.array(values, arrow_type)]), index_settings)
+    return sorted(index["kind"] for index in stats.indexes), stats
+
+
+CHOICE_CASES = [
+    ("booleans get no index (min/max answers both values)", BooleanType(), pa.bool_(), [True, False], []),
+    ("a single distinct value gets none (min = max is exact)", LongType(), pa.int64(), [7, 7, None], []),
+    ("dense integers get none (every value in range is present)", LongType(), pa.int64(), list(range(50)), []),
+    ("sparse integers get a Bloom filter", LongType(), pa.int64(), list(range(0, 100, 2)), ["bloom"]),
+    ("few strings get an exact automaton only", StringType(), pa.string(), SERVICES, ["automaton"]),
+    (
+        "many distinct strings get a Bloom filter only",
+        StringType(),
+        pa.string(),
+        [f"trace-{i:05d}" for i in range(1_500)],
+        ["bloom"],
+    ),
+    ("doubles get a Bloom filter", DoubleType(), pa.float64(), [0.5, 1.5, 9.25], ["bloom"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "iceberg_type", "arrow_type", "values", "expected"), CHOICE_CASES, ids=[c[0] for c in CHOICE_CASES]
+)
+def test_automatic_choice(rule, iceberg_type, arrow_type, values, expected):
+    kinds, _ = _kinds(iceberg_type, arrow_type, values)
+    assert kinds == expected, f"{rule}: got {kinds}"
+
+
+def test_a_trimmed_automaton_gets_a_bloom_filter_too():
+    values = [f"host-{i:04d}.eu" for i in range(0, 900, 7)]
+    kinds, stats = _kinds(StringType(), pa.string(), values, IndexSettings(automaton_max_states=8))
+    assert kinds == ["automaton", "bloom"], "a trimmed automaton no longer answers = exactly: add a Bloom filter"
+    automaton = next(index for index in stats.indexes if index["kind"] == "automaton")
+    assert json.loads(automaton["payload"])["exact"] is False
+
+
+def test_configured_kinds_override_the_choice():
+    assert _kinds(LongType(), pa.int64(), list(range(50)), IndexSettings(kinds=("bloom",)))[0] == ["bloom"]
+    assert _kinds(StringType(), pa.string(), SERVICES, IndexSettings(kinds=()))[0] == []
+
+
+def test_every_column_gets_its_distinct_count_and_a_mergeable_sketch():
+    from indexlib.ndv import merged_estimate
+
+    _, first = _kinds(LongType(), pa.int64(), list(range(0, 3000)) + [None])
+    _, second = _kinds(LongType(), pa.int32(), list(range(2000, 5000)))
+    assert (first.distinct_count, second.distinct_count) == (3000, 3000)
+    estimate, merged = merged_estimate([first.ndv_sketch, second.ndv_sketch, None])
+    assert merged == 2
+    assert abs(estimate - 5000) / 5000 < 0.05, f"int and long files of one column merge: {estimate} ~ 5000"
