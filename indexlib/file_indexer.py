@@ -60,11 +60,13 @@ def index_column(
     exact_automaton = False
     if wants_automaton(settings, iceberg_type, len(keys)):
         built = kinds["automaton"].build(keys, iceberg_type, settings)
-        exact_automaton = built.exact
-        indexes.append({"kind": "automaton", "version": kinds["automaton"].version, "payload": built.payload})
+        if built is not None:
+            exact_automaton = built.exact
+            indexes.append({"kind": "automaton", "version": kinds["automaton"].version, "payload": built.payload})
     if wants_bloom(settings, iceberg_type, keys, exact_automaton):
         built = kinds["bloom"].build(keys, iceberg_type, settings)
-        indexes.append({"kind": "bloom", "version": kinds["bloom"].version, "payload": built.payload})
+        if built is not None:
+            indexes.append({"kind": "bloom", "version": kinds["bloom"].version, "payload": built.payload})
     return replace(stats, distinct_count=len(keys), ndv_sketch=sketch_keys(keys), indexes=tuple(indexes))
 
 

@@ -30,7 +30,7 @@ KIND_NAMES = ("bloom", "automaton")
 class IndexSettings:
     kinds: tuple[str, ...] | None = None  # None: automatic choice
     bloom_fpp: float = 0.01
-    automaton_max_ndv: int = 1000
+    automaton_max_ndv: int = 256
     automaton_max_states: int = 256
     automaton_max_bytes: int = 2048
 

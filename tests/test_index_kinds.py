@@ -35,9 +35,11 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
+from indexlib.automaton import build_tag_regex
 from indexlib.canonical import distinct_keys, literal_key
 from indexlib.file_indexer import index_column
 from indexlib.index_choice import IndexSettings
+from indexlib.index_kinds.automaton import ANY_STRING
 from indexlib.index_kinds.bloom import BloomIndex, load_filter
 from indexlib.lookup import bound_predicate, prune
 
@@ -225,7 +227,8 @@ AUTOMATON_CASES = [
     ("a regex matching inside a tag keeps", SERVICES, "c RLIKE 'ct.r'", KEEP, False),
     ("regex metacharacters in values are literal", ["a.c", "(x)"], "c = 'abc'", SKIP, False),
     ("a value with metacharacters finds itself", ["a.c", "(x)"], "c = '(x)'", KEEP, False),
-    ("LIKE's _ is one character", ["a.c", "(x)"], "c LIKE 'a_c'", KEEP, True),
+    ("LIKE's _ is one character", ["a.c", "(x)"], "c LIKE 'a_c'", KEEP, False),
+    ("LIKE's _ matching every tag proves all rows", ["a.c", "abc"], "c LIKE 'a_c'", KEEP, True),
     ("the empty string is a tag", ["", "b"], "c = ''", KEEP, False),
     ("a backslash LIKE keeps under either engine's reading", ["a\\b", "z"], "c LIKE 'a\\\\b'", KEEP, False),
 ]
@@ -324,6 +327,10 @@ def test_automaton_index_accepts_every_value_within_its_budget(values, max_state
     present = [v for v in values if v is not None]
     if not present:
         assert stats.indexes == (), "no values, no automaton"
+        return
+    if not stats.indexes:
+        universal = build_tag_regex(present, max_states=max_states, max_bytes=256).regex
+        assert universal == ANY_STRING, "only an automaton accepting every string is left out"
         return
     (index,) = stats.indexes
     payload = json.loads(index["payload"])

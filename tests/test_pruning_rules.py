@@ -22,6 +22,7 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
+from indexlib.index_choice import IndexSettings
 from indexlib.lookup import bound_predicate, prune
 from indexlib.sql_frontend import Clock
 
@@ -63,7 +64,8 @@ ROWS = [
 @pytest.fixture(scope="module")
 def indexed_file(tmp_path_factory):
     table = pa.Table.from_pylist(ROWS, schema=SCHEMA.as_arrow())
-    paths, entries = write_and_index(tmp_path_factory.mktemp("rules"), [table], SCHEMA)
+    # min/max rules: the file gets no Bloom filter or automaton (their rules are in test_index_kinds.py)
+    paths, entries = write_and_index(tmp_path_factory.mktemp("rules"), [table], SCHEMA, IndexSettings(kinds=()))
     return paths[0], entries
 
 

@@ -36,8 +36,9 @@ class IndexKind(ABC):
     version: ClassVar[int]  # format version of the payload; readers ignore payloads newer than theirs
 
     @abstractmethod
-    def build(self, keys: list[str], iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex:
-        """The payload for one file's column: `keys` are the sorted canonical keys of its distinct values."""
+    def build(self, keys: list[str], iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex | None:
+        """The payload for one file's column (`keys`: the sorted canonical keys of its distinct values), or None
+        when it could not prune anything (e.g. an automaton generalised to every string)."""
 
     @abstractmethod
     def verdict(

@@ -25,13 +25,17 @@ from indexlib.index_kinds import BuiltIndex, IndexKind
 from indexlib.predicate import Pattern
 from indexlib.pruning import ColumnStatistics, ValueSet, Verdict
 
+ANY_STRING = r"^[\s\S]*$"
+
 
 class AutomatonIndex(IndexKind):
     name = "automaton"
     version = 1
 
-    def build(self, keys: list[str], iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex:
+    def build(self, keys: list[str], iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex | None:
         tag = build_tag_regex(keys, max_states=settings.automaton_max_states, max_bytes=settings.automaton_max_bytes)
+        if tag.regex == ANY_STRING:
+            return None  # generalised to every string: it would only cost bytes
         payload = json.dumps({"regex": tag.regex, "exact": tag.exact, "states": tag.states}, ensure_ascii=False)
         return BuiltIndex(payload.encode(), exact=tag.exact)
 
