@@ -1,8 +1,9 @@
-"""Lookup cost as the index grows: parse + bind, and the min/max stage over N index entries.
+"""Lookup cost as the index grows: parse + bind, the min/max stage alone, and all index stages (min/max, Bloom,
+automaton) over N index entries.
 
-Not a test: prints a Markdown table for docs/benchmarks.md. Entries are built with the build's own per-column
-statistics code from synthetic columns (one sorted key, one random key, a tag, a timestamp), so the decoded
-statistics have the real layout; no Parquet or catalog is involved, to time the algorithm alone.
+Not a test: prints a Markdown table for docs/benchmarks.md. Entries are built with the build's own per-column code
+(statistics, automatic index choice) from synthetic columns (one sorted key, one random key, a tag, a timestamp),
+so they have the real layout and payloads; no Parquet or catalog is involved, to time the algorithm alone.
 
     .venv/bin/python benchmarks/bench_lookup.py [--files 1000 10000 100000]
 """
@@ -18,7 +19,7 @@ import pyarrow as pa
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType, TimestampType
 
-from indexlib.column_stats import compute_column_stats
+from indexlib.file_indexer import DEFAULT_SETTINGS, index_column
 from indexlib.index_table import ENTRY_ARROW_SCHEMA, entry_row
 from indexlib.lookup import bound_predicate, prune
 from indexlib.sql_frontend import Clock
@@ -52,7 +53,7 @@ def _entries(files: int, rng: np.random.Generator) -> tuple[list[str], pa.Table]
         ts = start + (n * 3_600_000_000 + rng.integers(0, 3_600_000_000, ROWS_PER_FILE)).astype("timedelta64[us]")
         columns = [pa.array(order), pa.array(part), pa.array(mode), pa.array(ts)]
         stats = [
-            compute_column_stats(f.field_id, f.name, f.field_type, column)
+            index_column(f.field_id, f.name, f.field_type, pa.chunked_array([column]), DEFAULT_SETTINGS)
             for f, column in zip(SCHEMA.fields, columns, strict=True)
         ]
         path = f"s3://bucket/table/data/file-{n:07d}.parquet"
@@ -75,18 +76,20 @@ def main() -> None:
     parser.add_argument("--files", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     args = parser.parse_args()
     rng = np.random.default_rng(7)
-    print("| files | query | parse+bind ms | min/max stage ms | files/s | kept |")
-    print("|---:|---|---:|---:|---:|---:|")
+    print("| files | query | parse+bind ms | min/max ms | kept | all index stages ms | files/s | kept |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
     for files in args.files:
         paths, entries = _entries(files, rng)
         for where in QUERIES:
             bind_s = _best_of(5, lambda w=where: bound_predicate(w, SCHEMA, "db.t", CLOCK))
             predicate = bound_predicate(where, SCHEMA, "db.t", CLOCK)
-            kept = prune(predicate, paths, entries)[0]
+            minmax_kept = prune(predicate, paths, entries, kinds=[]).kept
+            minmax_s = _best_of(3, lambda p=predicate, f=paths, e=entries: prune(p, f, e, kinds=[]))
+            kept = prune(predicate, paths, entries).kept
             prune_s = _best_of(3, lambda p=predicate, f=paths, e=entries: prune(p, f, e))
             print(
-                f"| {files:,} | `{where}` | {bind_s * 1e3:.1f} | {prune_s * 1e3:.1f} | "
-                f"{files / prune_s:,.0f} | {int(kept.sum()):,} |"
+                f"| {files:,} | `{where}` | {bind_s * 1e3:.1f} | {minmax_s * 1e3:.1f} | {int(minmax_kept.sum()):,} | "
+                f"{prune_s * 1e3:.1f} | {files / prune_s:,.0f} | {int(kept.sum()):,} |"
             )
 
 

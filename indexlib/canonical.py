@@ -69,7 +69,11 @@ def distinct_keys(values: pa.Array, iceberg_type: IcebergType) -> list[str] | No
             decimals = values.cast(pa.decimal128(iceberg_type.precision, iceberg_type.scale))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return None
-        return sorted({_unscaled(d, iceberg_type.scale) for d in pc.unique(decimals).to_pylist()})
+        distinct = pc.unique(decimals)
+        if iceberg_type.precision <= 18:  # the unscaled value fits int64: drop the point and parse, vectorised
+            digits = pc.replace_substring(distinct.cast(pa.string()), pattern=".", replacement="")
+            return sorted(str(v) for v in digits.cast(pa.int64()).to_pylist())
+        return sorted({_unscaled(d, iceberg_type.scale) for d in distinct.to_pylist()})
     if isinstance(iceberg_type, StringType):
         return sorted(pc.unique(values.cast(pa.large_string())).to_pylist())
     if isinstance(iceberg_type, BinaryType):

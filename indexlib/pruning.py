@@ -71,6 +71,7 @@ class FileStatistics:
         self.entries = entries
         self.num_files = entries.num_rows
         self._columns: dict[int, ColumnStatistics] = {}
+        self._payloads: dict[tuple[int, str, int], list[bytes | None]] = {}
         flat = pc.list_flatten(entries.column("columns"))
         self._parents = pc.list_parent_indices(entries.column("columns")).to_numpy()
         self._flat = pa.Table.from_struct_array(flat) if len(flat) else None
@@ -78,20 +79,34 @@ class FileStatistics:
     def payloads(self, column: BoundColumn, kind: str, version: int) -> list[bytes | None]:
         """Per file, the payload of index `kind` for `column`; None where absent, newer than `version`, or written
         for a column type of another physical domain (its keys would not be this type's keys)."""
+        key = (column.field_id, kind, version)
+        if key not in self._payloads:
+            self._payloads[key] = self._find_payloads(column, kind, version)
+        return self._payloads[key]
+
+    def _find_payloads(self, column: BoundColumn, kind: str, version: int) -> list[bytes | None]:
         found: list[bytes | None] = [None] * self.num_files
         if self._flat is None or "indexes" not in self._flat.column_names:
             return found  # entries written before index kinds existed
         is_column = pc.equal(self._flat.column("field_id"), column.field_id).to_numpy(zero_copy_only=False)
         rows = self._flat.filter(is_column)
-        parents = self._parents[is_column]
-        for parent, type_string, indexes in zip(
-            parents, rows.column("type").to_pylist(), rows.column("indexes").to_pylist(), strict=True
-        ):
-            if not indexes or not same_domain(parse_type(type_string), column.type):
-                continue
-            for index in indexes:
-                if index["kind"] == kind and index["version"] <= version and index["payload"] is not None:
-                    found[parent] = index["payload"]
+        indexes = _binary(rows.column("indexes"))
+        if indexes.null_count == len(indexes) or not len(pc.list_flatten(indexes)):
+            return found
+        types = rows.column("type")
+        usable_types = [t for t in pc.unique(types).to_pylist() if same_domain(parse_type(t), column.type)]
+        usable_row = pc.is_in(types, value_set=pa.array(usable_types, pa.string())).to_numpy(zero_copy_only=False)
+        flat = pa.Table.from_struct_array(pc.list_flatten(indexes))
+        row_of = pc.list_parent_indices(indexes).to_numpy()
+        wanted = (
+            pc.and_(pc.equal(flat.column("kind"), kind), pc.less_equal(flat.column("version"), version)).to_numpy(
+                zero_copy_only=False
+            )
+            & usable_row[row_of]
+        )
+        parents = self._parents[is_column][row_of[wanted]]
+        for parent, payload in zip(parents, flat.column("payload").filter(pa.array(wanted)).to_pylist(), strict=True):
+            found[parent] = payload
         return found
 
     def column(self, column: BoundColumn) -> ColumnStatistics:
@@ -308,7 +323,10 @@ def evaluate(expr: Expr, stats: FileStatistics, kinds: Sequence[IndexKind] = ())
         verdict = evaluate(expr, stats)
         column = stats.column(target.column)
         for kind in kinds:
-            answer = kind.verdict(target, stats.payloads(target.column, kind.name, kind.version), column)
+            payloads = stats.payloads(target.column, kind.name, kind.version)
+            # files already ruled out need no payload read: their verdict stays "cannot match"
+            payloads = [p if keep else None for p, keep in zip(payloads, verdict.might, strict=True)]
+            answer = kind.verdict(target, payloads, column)
             if answer is not None:
                 verdict = Verdict(verdict.might & answer.might, verdict.all | answer.all)
         return verdict
