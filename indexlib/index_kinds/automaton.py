@@ -20,12 +20,11 @@ import numpy as np
 from pyiceberg.types import IcebergType
 
 from indexlib.automaton import TagAutomaton, build_tag_regex
+from indexlib.automaton.emit import ANY_STRING_REGEX
 from indexlib.index_choice import IndexSettings
 from indexlib.index_kinds import BuiltIndex, IndexKind
 from indexlib.predicate import Pattern
 from indexlib.pruning import ColumnStatistics, ValueSet, Verdict
-
-ANY_STRING = r"^[\s\S]*$"
 
 
 class AutomatonIndex(IndexKind):
@@ -34,7 +33,7 @@ class AutomatonIndex(IndexKind):
 
     def build(self, keys: list[str], iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex | None:
         tag = build_tag_regex(keys, max_states=settings.automaton_max_states, max_bytes=settings.automaton_max_bytes)
-        if tag.regex == ANY_STRING:
+        if tag.regex == ANY_STRING_REGEX:
             return None  # generalised to every string: it would only cost bytes
         payload = json.dumps({"regex": tag.regex, "exact": tag.exact, "states": tag.states}, ensure_ascii=False)
         return BuiltIndex(payload.encode(), exact=tag.exact)
