@@ -21,6 +21,8 @@ test: $(STAMP) lint
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_lookup.py
+	$(BIN)/python benchmarks/bench_build.py
+	$(BIN)/python benchmarks/bench_automaton.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check indexlib jobs tests benchmarks
