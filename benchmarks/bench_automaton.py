@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import random
 import statistics
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from timing import best_of
 
 from indexlib.automaton import TagAutomaton, build_tag_regex
 from indexlib.automaton.query import _pattern_nfa, _stored_automaton
@@ -100,12 +101,7 @@ class Stored:
 
 
 def best_ms(runs: int, function: Callable[..., object], *arguments: object) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        function(*arguments)
-        best = min(best, time.perf_counter() - start)
-    return best * 1e3
+    return best_of(runs, lambda: function(*arguments)) * 1e3
 
 
 def parse_cold(regex: str) -> TagAutomaton:

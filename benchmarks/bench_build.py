@@ -12,14 +12,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.schema import Schema
+from timing import best_of
 
 from indexlib.canonical import distinct_keys
 from indexlib.column_stats import compute_column_stats
@@ -29,15 +28,6 @@ from indexlib.index_kinds import registry
 from indexlib.ndv import sketch_keys
 
 SETTINGS = IndexSettings()
-
-
-def _best_of(runs: int, action: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        started = time.perf_counter()
-        action()
-        best = min(best, time.perf_counter() - started)
-    return best
 
 
 def _lineitem_file() -> pa.Table:
@@ -56,25 +46,25 @@ def _rows(name: str, table: pa.Table) -> list[str]:
     for field in schema.fields:
         values = table.column(field.name).combine_chunks()
         n = len(values)
-        stats_s = _best_of(3, lambda v=values, f=field: compute_column_stats(f.field_id, f.name, f.field_type, v))
+        stats_s = best_of(3, lambda v=values, f=field: compute_column_stats(f.field_id, f.name, f.field_type, v))
         keys = distinct_keys(values, field.field_type)
-        keys_s = _best_of(3, lambda v=values, f=field: distinct_keys(v, f.field_type))
+        keys_s = best_of(3, lambda v=values, f=field: distinct_keys(v, f.field_type))
         if keys is None:
             continue
-        ndv_s = _best_of(3, lambda k=keys: sketch_keys(k))
+        ndv_s = best_of(3, lambda k=keys: sketch_keys(k))
         sketch = sketch_keys(keys)
         cells = {"automaton": "-", "bloom": "-"}
         exact = False
         if wants_automaton(SETTINGS, field.field_type, len(keys)):
             kind = kinds["automaton"]
-            seconds = _best_of(3, lambda k=keys, f=field, kd=kind: kd.build(k, f.field_type, SETTINGS))
+            seconds = best_of(3, lambda k=keys, f=field, kd=kind: kd.build(k, f.field_type, SETTINGS))
             built = kind.build(keys, field.field_type, SETTINGS)
             exact = built is not None and built.exact
             size = len(built.payload) if built is not None else 0
             cells["automaton"] = f"{seconds * 1e3:.1f} ms, {size:,} B" + (" exact" if exact else "")
         if wants_bloom(SETTINGS, field.field_type, keys, exact):
             kind = kinds["bloom"]
-            seconds = _best_of(3, lambda k=keys, f=field, kd=kind: kd.build(k, f.field_type, SETTINGS))
+            seconds = best_of(3, lambda k=keys, f=field, kd=kind: kd.build(k, f.field_type, SETTINGS))
             built = kind.build(keys, field.field_type, SETTINGS)
             cells["bloom"] = (
                 f"{seconds * 1e3:.1f} ms, {len(built.payload):,} B ({len(keys) / seconds / 1e3:.0f}k keys/s)"

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import time
 
 import numpy as np
 import pyarrow as pa
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType, TimestampType
+from timing import best_of
 
 from indexlib.file_indexer import DEFAULT_SETTINGS, index_column
 from indexlib.index_table import ENTRY_ARROW_SCHEMA, entry_row
@@ -62,15 +62,6 @@ def _entries(files: int, rng: np.random.Generator) -> tuple[list[str], pa.Table]
     return paths, pa.Table.from_pylist(rows, schema=ENTRY_ARROW_SCHEMA)
 
 
-def _best_of(runs: int, action) -> float:  # noqa: ANN001
-    best = float("inf")
-    for _ in range(runs):
-        started = time.perf_counter()
-        action()
-        best = min(best, time.perf_counter() - started)
-    return best
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, nargs="+", default=[1_000, 10_000, 100_000])
@@ -81,12 +72,12 @@ def main() -> None:
     for files in args.files:
         paths, entries = _entries(files, rng)
         for where in QUERIES:
-            bind_s = _best_of(5, lambda w=where: bound_predicate(w, SCHEMA, "db.t", CLOCK))
+            bind_s = best_of(5, lambda w=where: bound_predicate(w, SCHEMA, "db.t", CLOCK))
             predicate = bound_predicate(where, SCHEMA, "db.t", CLOCK)
             minmax_kept = prune(predicate, paths, entries, kinds=[]).kept
-            minmax_s = _best_of(3, lambda p=predicate, f=paths, e=entries: prune(p, f, e, kinds=[]))
+            minmax_s = best_of(3, lambda p=predicate, f=paths, e=entries: prune(p, f, e, kinds=[]))
             kept = prune(predicate, paths, entries).kept
-            prune_s = _best_of(3, lambda p=predicate, f=paths, e=entries: prune(p, f, e))
+            prune_s = best_of(3, lambda p=predicate, f=paths, e=entries: prune(p, f, e))
             print(
                 f"| {files:,} | `{where}` | {bind_s * 1e3:.1f} | {minmax_s * 1e3:.1f} | {int(minmax_kept.sum()):,} | "
                 f"{prune_s * 1e3:.1f} | {files / prune_s:,.0f} | {int(kept.sum()):,} |"

@@ -27,27 +27,22 @@ import pyarrow.compute as pc
 from pyiceberg.types import (
     BinaryType,
     BooleanType,
-    DateType,
     DecimalType,
     DoubleType,
     FloatType,
     IcebergType,
-    IntegerType,
-    LongType,
     StringType,
-    TimestampType,
     TimestamptzType,
-    TimeType,
 )
 
-_INTEGRAL = (IntegerType, LongType, DateType, TimeType, TimestampType, TimestamptzType)
-_KEYED = (BooleanType, *_INTEGRAL, FloatType, DoubleType, DecimalType, StringType, BinaryType)
-_UNIT_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+from indexlib.column_stats import INTEGRAL_TYPES, UNIT_PER_SECOND, supports_bounds
+
 _MILLIS_PER_DAY = 86_400_000
 
 
 def has_keys(iceberg_type: IcebergType) -> bool:
-    return isinstance(iceberg_type, _KEYED)
+    """Keys exist for exactly the types that have bounds."""
+    return supports_bounds(iceberg_type)
 
 
 def distinct_keys(values: pa.Array, iceberg_type: IcebergType) -> list[str] | None:
@@ -55,7 +50,7 @@ def distinct_keys(values: pa.Array, iceberg_type: IcebergType) -> list[str] | No
     if not has_keys(iceberg_type):
         return None
     values = values.drop_null()
-    if isinstance(iceberg_type, _INTEGRAL):
+    if isinstance(iceberg_type, INTEGRAL_TYPES):
         integers = _as_int64(values, iceberg_type)
         if integers is None:
             return None
@@ -85,7 +80,7 @@ def literal_key(iceberg_type: IcebergType, value: Any) -> str | None:
     """The key of a bound literal (a value of the column's physical domain); None when it has none (NaN)."""
     if isinstance(iceberg_type, BooleanType):
         return "true" if value else "false"
-    if isinstance(iceberg_type, _INTEGRAL):
+    if isinstance(iceberg_type, INTEGRAL_TYPES):
         return str(int(value))
     if isinstance(iceberg_type, (FloatType, DoubleType)):
         number = float(value)
@@ -120,7 +115,7 @@ def _as_int64(values: pa.Array, iceberg_type: IcebergType) -> np.ndarray | None:
         ):
             return None  # the table reads these values in another zone sense: no key is right
         raw = values.cast(pa.int64()).to_numpy(zero_copy_only=False)
-        per_second = _UNIT_PER_SECOND[arrow_type.unit]
+        per_second = UNIT_PER_SECOND[arrow_type.unit]
         if per_second >= 1_000_000:
             factor = per_second // 1_000_000
             return np.concatenate([raw // factor, -(-raw // factor)]) if factor > 1 else raw

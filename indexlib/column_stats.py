@@ -43,10 +43,10 @@ from pyiceberg.utils.truncate import truncate_upper_bound_binary_string, truncat
 # Longer string/binary bounds are truncated (lower: prefix; upper: prefix with its last character incremented).
 MAX_BOUND_LENGTH = 256
 
-_INTEGRAL = (IntegerType, LongType, DateType, TimeType, TimestampType, TimestamptzType)
+INTEGRAL_TYPES = (IntegerType, LongType, DateType, TimeType, TimestampType, TimestamptzType)
 _FLOATING = (FloatType, DoubleType)
-_BOUNDED = (BooleanType, *_INTEGRAL, *_FLOATING, DecimalType, StringType, BinaryType)
-_UNIT_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+_BOUNDED = (BooleanType, *INTEGRAL_TYPES, *_FLOATING, DecimalType, StringType, BinaryType)
+UNIT_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _MICROS_PER_DAY = 86_400_000_000
 
 
@@ -73,7 +73,7 @@ def physical_arrow_type(iceberg_type: IcebergType) -> pa.DataType:
     """The Arrow type that bounds of `iceberg_type` are compared in (see module docstring)."""
     if isinstance(iceberg_type, BooleanType):
         return pa.bool_()
-    if isinstance(iceberg_type, _INTEGRAL):
+    if isinstance(iceberg_type, INTEGRAL_TYPES):
         return pa.int64()
     if isinstance(iceberg_type, _FLOATING):
         return pa.float64()
@@ -107,7 +107,7 @@ def _temporal_min_max(values: pa.Array, iceberg_type: IcebergType) -> tuple[int,
             return None  # zone-ness differs between file and table: we cannot say what the table reads
         extremes = pc.min_max(values.cast(pa.int64()))
         low, high = extremes["min"].as_py(), extremes["max"].as_py()
-        per_second = _UNIT_PER_SECOND[arrow_type.unit]
+        per_second = UNIT_PER_SECOND[arrow_type.unit]
         if per_second >= 1_000_000:
             factor = per_second // 1_000_000
             return low // factor, _ceil_div(high, factor)
