@@ -279,4 +279,4 @@ def test_explain_details_name_the_partition_field_and_the_statistics(module_conf
     assert uses["s LIKE '%x'"].startswith("null counts of s only (no literal prefix)"), (
         "a pattern without prefix says so"
     )
-    assert "automaton" in uses["s LIKE '%x'"], "and names the index kinds that can answer it"
+    assert "automata" in uses["s LIKE '%x'"], "and names the index kinds that can answer it"

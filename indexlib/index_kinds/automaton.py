@@ -88,8 +88,12 @@ class AutomatonIndex(IndexKind):
         if isinstance(leaf, ValueSet):
             if not all(isinstance(v, str) for v in leaf.values):
                 return None
-            return "automaton: is L within the set" if leaf.negated else "automaton: is any value in L"
-        return "automaton: product of L with the pattern (emptiness, inclusion)"
+            return (
+                "automata L (where built): is L within the set"
+                if leaf.negated
+                else "automata L (where built): is a literal in L"
+            )
+        return "automata L (where built): product of L with the pattern (emptiness, inclusion)"
 
 
 def _load(payload: bytes) -> TagAutomaton | None:

@@ -66,7 +66,7 @@ class BloomIndex(IndexKind):
     def reads(self, leaf: ValueSet | Pattern) -> str | None:
         if self._keys(leaf) is None or (isinstance(leaf, Pattern) and leaf.negated):
             return None
-        return "Bloom filter: is any value's key present"
+        return "Bloom filters (where built): is any literal's key present"
 
 
 _HEADER = struct.Struct(BloomFilter.FILE_FMT)
