@@ -68,7 +68,7 @@ def distinct_keys(values: pa.Array, iceberg_type: IcebergType) -> list[str] | No
         if iceberg_type.precision <= 18:  # the unscaled value fits int64: drop the point and parse, vectorised
             digits = pc.replace_substring(distinct.cast(pa.string()), pattern=".", replacement="")
             return sorted(str(v) for v in digits.cast(pa.int64()).to_pylist())
-        return sorted({_unscaled(d, iceberg_type.scale) for d in distinct.to_pylist()})
+        return sorted({str(int(d.scaleb(iceberg_type.scale))) for d in distinct.to_pylist()})
     if isinstance(iceberg_type, StringType):
         return sorted(pc.unique(values.cast(pa.large_string())).to_pylist())
     if isinstance(iceberg_type, BinaryType):
@@ -86,7 +86,7 @@ def literal_key(iceberg_type: IcebergType, value: Any) -> str | None:
         number = float(value)
         return None if math.isnan(number) else repr(number + 0.0)
     if isinstance(iceberg_type, DecimalType):
-        return _unscaled(Decimal(value), iceberg_type.scale)
+        return _unscaled(Decimal(value), iceberg_type.scale)  # None when it has more digits than the scale
     if isinstance(iceberg_type, StringType):
         return str(value)
     if isinstance(iceberg_type, BinaryType):
@@ -94,10 +94,10 @@ def literal_key(iceberg_type: IcebergType, value: Any) -> str | None:
     return None
 
 
-def _unscaled(value: Decimal, scale: int) -> str:
-    # 1.5 at scale 2 -> "150"; a literal with more digits than the scale has no equal value in the column
+def _unscaled(value: Decimal, scale: int) -> str | None:
+    """1.5 at scale 2 -> "150". The binder already makes `= 1.005` on a scale-2 column FALSE; None keeps it safe."""
     unscaled = value.scaleb(scale)
-    return str(int(unscaled)) if unscaled == unscaled.to_integral_value() else f"{value}!"
+    return str(int(unscaled)) if unscaled == unscaled.to_integral_value() else None
 
 
 def _as_int64(values: pa.Array, iceberg_type: IcebergType) -> np.ndarray | None:

@@ -19,12 +19,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from indexlib.binding import BoundCompare, bind
+from indexlib.binding import bind
 from indexlib.config import Config
 from indexlib.index_kinds import IndexKind, registry
 from indexlib.index_table import IndexTable
 from indexlib.predicate import Expr, Pattern, leaves, normalize, unusable_parts
-from indexlib.pruning import FileStatistics, ValueSet, evaluate, statistics_used
+from indexlib.pruning import FileStatistics, evaluate, statistics_used, value_set
 from indexlib.source import open_source
 from indexlib.sql_frontend import Clock, parse_where
 
@@ -119,13 +119,7 @@ def prune(
 def leaf_statistics(leaf: Expr, kinds: list[IndexKind]) -> str:
     """For explain: what min/max and each index kind read for one bound leaf."""
     used = [statistics_used(leaf)]
-    target = (
-        ValueSet(leaf.column, (leaf.value,), leaf.op == "!=")
-        if isinstance(leaf, BoundCompare) and leaf.op in ("=", "!=")
-        else leaf
-        if isinstance(leaf, Pattern)
-        else None
-    )
+    target = value_set(leaf) or (leaf if isinstance(leaf, Pattern) else None)
     if target is not None:
         used += [reads for kind in kinds if (reads := kind.reads(target)) is not None]
     return "; ".join(used)

@@ -72,6 +72,7 @@ class FileStatistics:
         self.num_files = entries.num_rows
         self._columns: dict[int, ColumnStatistics] = {}
         self._payloads: dict[tuple[int, str, int], list[bytes | None]] = {}
+        self._kind_verdicts: dict[tuple[str, Any], Verdict | None] = {}
         flat = pc.list_flatten(entries.column("columns"))
         self._parents = pc.list_parent_indices(entries.column("columns")).to_numpy()
         self._flat = pa.Table.from_struct_array(flat) if len(flat) else None
@@ -84,6 +85,19 @@ class FileStatistics:
             self._payloads[key] = self._find_payloads(column, kind, version)
         return self._payloads[key]
 
+    def kind_verdict(
+        self, kind: IndexKind, target: ValueSet | Pattern, column: ColumnStatistics, candidates: np.ndarray
+    ) -> Verdict | None:
+        """`kind`'s verdict on `target`, reading payloads only of `candidates` (files not ruled out yet; the others
+        answer "might match", which is sound whatever the candidates were, so the answer is cached: each lookup
+        stage evaluates the predicate again with one more kind)."""
+        key = (kind.name, target)
+        if key not in self._kind_verdicts:
+            payloads = self.payloads(target.column, kind.name, kind.version)
+            payloads = [p if keep else None for p, keep in zip(payloads, candidates, strict=True)]
+            self._kind_verdicts[key] = kind.verdict(target, payloads, column)
+        return self._kind_verdicts[key]
+
     def _find_payloads(self, column: BoundColumn, kind: str, version: int) -> list[bytes | None]:
         found: list[bytes | None] = [None] * self.num_files
         if self._flat is None or "indexes" not in self._flat.column_names:
@@ -91,12 +105,13 @@ class FileStatistics:
         is_column = pc.equal(self._flat.column("field_id"), column.field_id).to_numpy(zero_copy_only=False)
         rows = self._flat.filter(is_column)
         indexes = _binary(rows.column("indexes"))
-        if indexes.null_count == len(indexes) or not len(pc.list_flatten(indexes)):
+        flat_indexes = pc.list_flatten(indexes)
+        if not len(flat_indexes):
             return found
         types = rows.column("type")
         usable_types = [t for t in pc.unique(types).to_pylist() if same_domain(parse_type(t), column.type)]
         usable_row = pc.is_in(types, value_set=pa.array(usable_types, pa.string())).to_numpy(zero_copy_only=False)
-        flat = pa.Table.from_struct_array(pc.list_flatten(indexes))
+        flat = pa.Table.from_struct_array(flat_indexes)
         row_of = pc.list_parent_indices(indexes).to_numpy()
         wanted = (
             pc.and_(pc.equal(flat.column("kind"), kind), pc.less_equal(flat.column("version"), version)).to_numpy(
@@ -323,10 +338,7 @@ def evaluate(expr: Expr, stats: FileStatistics, kinds: Sequence[IndexKind] = ())
         verdict = evaluate(expr, stats)
         column = stats.column(target.column)
         for kind in kinds:
-            payloads = stats.payloads(target.column, kind.name, kind.version)
-            # files already ruled out need no payload read: their verdict stays "cannot match"
-            payloads = [p if keep else None for p, keep in zip(payloads, verdict.might, strict=True)]
-            answer = kind.verdict(target, payloads, column)
+            answer = stats.kind_verdict(kind, target, column, verdict.might)
             if answer is not None:
                 verdict = Verdict(verdict.might & answer.might, verdict.all | answer.all)
         return verdict

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -68,31 +69,55 @@ def table_stats(config: Config, table: str, where: str | None = None) -> TableRe
         wanted = lookup(config, table, where).files
     entries = IndexTable(catalog, config.index_namespace, table).entries()
     entries = entries.filter(pc.is_in(entries.column("file_path"), value_set=pa.array(wanted, pa.string())))
-    seen: set[str] = set()
+    # a path indexed twice holds the same statistics: count it once
+    _, first = np.unique(entries.column("file_path").to_numpy(zero_copy_only=False), return_index=True)
+    entries = entries.take(pa.array(np.sort(first), pa.int64()))
     reports = {f.field_id: ColumnReport(f.name, str(f.field_type)) for f in source.schema.fields}
-    sketches: dict[int, list[bytes | None]] = {fid: [] for fid in reports}
-    for path, columns in zip(
-        entries.column("file_path").to_pylist(), entries.column("columns").to_pylist(), strict=True
-    ):
-        if path in seen:  # a path indexed twice holds the same statistics
-            continue
-        seen.add(path)
-        for column in columns:
-            report = reports.get(column["field_id"])
-            if report is None:  # a column dropped from the table since
-                continue
-            report.files += 1
-            report.max_file_ndv = max(report.max_file_ndv, column.get("distinct_count") or 0)
-            sketch = column.get("ndv_sketch")
-            report.sketch_bytes += len(sketch or b"")
-            sketches[column["field_id"]].append(sketch)
-            for index in column.get("indexes") or ():
-                files_and_bytes = report.kinds.setdefault(index["kind"], [0, 0])
-                files_and_bytes[0] += 1
-                files_and_bytes[1] += len(index["payload"])
+    columns = pc.list_flatten(entries.column("columns"))
+    if len(columns):
+        _fill_reports(reports, pa.Table.from_struct_array(columns))
+    return TableReport(table, where, len(live), entries.num_rows, list(reports.values()))
+
+
+def _fill_reports(reports: dict[int, ColumnReport], columns: pa.Table) -> None:
+    """Per field id: files, largest distinct count, sketch bytes, merged NDV, and files and bytes per index kind."""
+    if "ndv_sketch" not in columns.column_names:  # format-1 entries: counts and bounds only
+        columns = columns.append_column("ndv_sketch", pa.nulls(columns.num_rows, pa.binary()))
+        columns = columns.append_column("distinct_count", pa.nulls(columns.num_rows, pa.int64()))
+    per_column = (
+        columns.append_column("sketch_bytes", pc.binary_length(columns.column("ndv_sketch")))
+        .group_by("field_id")
+        .aggregate([("field_id", "count"), ("distinct_count", "max"), ("sketch_bytes", "sum")])
+    )
+    for fid, files, largest, sketch_bytes in zip(*(per_column.column(i).to_pylist() for i in range(4)), strict=True):
+        if fid in reports:  # else a column dropped from the table since
+            report = reports[fid]
+            report.files, report.max_file_ndv, report.sketch_bytes = files, largest or 0, sketch_bytes or 0
+    field_ids = columns.column("field_id").combine_chunks()
+    sketches = columns.column("ndv_sketch").combine_chunks()
     for fid, report in reports.items():
-        report.ndv, _ = merged_estimate(sketches[fid])
-    return TableReport(table, where, len(live), len(seen), list(reports.values()))
+        report.ndv, _ = merged_estimate(sketches.filter(pc.equal(field_ids, fid)).to_pylist())
+    if "indexes" not in columns.column_names:
+        return
+    indexes = columns.column("indexes").combine_chunks()
+    flat = pc.list_flatten(indexes)
+    if not len(flat):
+        return
+    kinds = pa.Table.from_struct_array(flat)
+    per_kind = (
+        pa.table(
+            {
+                "field_id": field_ids.take(pc.list_parent_indices(indexes)),
+                "kind": kinds.column("kind"),
+                "bytes": pc.binary_length(kinds.column("payload")),
+            }
+        )
+        .group_by(["field_id", "kind"])
+        .aggregate([("bytes", "count"), ("bytes", "sum")])
+    )
+    for row in per_kind.to_pylist():
+        if row["field_id"] in reports:
+            reports[row["field_id"]].kinds[row["kind"]] = [row["bytes_count"], row["bytes_sum"]]
 
 
 def format_report(report: TableReport) -> str:

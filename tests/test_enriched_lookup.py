@@ -221,6 +221,8 @@ def test_a_format_1_index_table_is_upgraded_in_place_and_its_old_entries_still_p
         snapshot_properties={"skipindex.source-version": str(source.current_snapshot().snapshot_id)},
     )
     assert lookup(config, "db.events", "service = 'zebra'").files == [], "format-1 bounds still prune"
+    old_stats = {c.name: c for c in table_stats(config, "db.events").columns}
+    assert (old_stats["service"].files, old_stats["service"].kinds) == (1, {}), "stats read format-1 entries"
 
     source.append(_shard(1))
     build_index(config, "db.events", spark)

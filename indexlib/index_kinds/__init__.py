@@ -15,6 +15,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import ClassVar
 
 import numpy as np
@@ -55,8 +56,9 @@ def unknown(n: int) -> Verdict:
     return Verdict(np.ones(n, dtype=bool), np.zeros(n, dtype=bool))
 
 
+@cache
 def registry() -> dict[str, IndexKind]:
-    """Every kind, in lookup order (cheap and precise first)."""
+    """Every kind, in lookup order (cheap and precise first). Kinds hold no state: one instance each."""
     from indexlib.index_kinds.automaton import AutomatonIndex
     from indexlib.index_kinds.bloom import BloomIndex
 
