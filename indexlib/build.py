@@ -1,21 +1,24 @@
-"""The incremental build: index the files committed since the watermark, commit entries + watermark at once.
+"""The incremental build: index the files committed since the watermark, drop the entries of removed files, and
+commit both with the new watermark at once.
 
-The driver lists new files (metadata only), Spark runs one task per file (or per `files_per_task` files),
-each task reads only the indexed columns of its files, and the driver appends the entries with the new
-watermark in one Iceberg commit. A crash before that commit leaves the index as it was.
+The driver lists the changes (metadata only), Spark runs one task per file (or per `files_per_task` files), each
+task reads only the indexed columns of its files, and the driver commits. A crash before the commit leaves the index
+as it was; a commit that races another writer is re-planned (index_table.py), and when another build moved the
+watermark in the meantime this one starts over from the new watermark.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from indexlib.errors import UserError
-from indexlib.file_indexer import index_files_task, settings_json
-from indexlib.index_table import ENTRY_ARROW_SCHEMA, IndexTable
+from indexlib.file_indexer import TASK_OUTPUT_SCHEMA, config_version, index_files_task, settings_json
+from indexlib.index_table import ENTRY_ARROW_SCHEMA, IndexTable, WatermarkMoved
 from indexlib.source import DataFileRef, Source, open_source
 
 if TYPE_CHECKING:
@@ -27,6 +30,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _TASK_INPUT_SCHEMA = "path string, file_format string, file_size_in_bytes long"
+_RESTARTS = 5
+
+
+@dataclass(frozen=True)
+class IndexedFiles:
+    """What Spark computed for a list of files: entries, and the files skipped as unreadable (path, reason)."""
+
+    entries: pa.Table
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -37,14 +49,21 @@ class BuildResult:
     rows_indexed: int
     source_version: int | None
     committed: bool
+    entries_dropped: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
     def message(self) -> str:
         if not self.committed:
             return f"{self.table}: index {self.index_table} is up to date (source version {self.source_version}); nothing committed"
-        return (
+        lines = [
             f"{self.table}: indexed {self.files_indexed} new files ({self.rows_indexed} rows) into {self.index_table}, "
-            f"watermark now source version {self.source_version}"
-        )
+            f"dropped {self.entries_dropped} entries of removed files, watermark now source version {self.source_version}"
+        ]
+        lines += [
+            f"{self.table}: skipped unreadable file (left unindexed, always kept): {reason}"
+            for _, reason in self.skipped
+        ]
+        return "\n".join(lines)
 
 
 def index_new_files(
@@ -54,12 +73,14 @@ def index_new_files(
     version: int,
     files_per_task: int,
     column_settings: dict[int, IndexSettings] | None = None,
-) -> pa.Table:
+    skip_unreadable: bool = False,
+) -> IndexedFiles:
     """Entries for `files`, computed by Spark tasks."""
     if not files:
-        return ENTRY_ARROW_SCHEMA.empty_table()
+        return IndexedFiles(ENTRY_ARROW_SCHEMA.empty_table())
     from pyspark.sql.pandas.types import from_arrow_schema
 
+    settings = column_settings or {}
     rows = [(f.path, f.file_format, f.file_size_in_bytes) for f in files]
     tasks = max(1, -(-len(files) // files_per_task))
     frame = spark.createDataFrame(rows, _TASK_INPUT_SCHEMA).repartition(tasks)
@@ -68,14 +89,22 @@ def index_new_files(
         source.io_properties,
         source.name_mapping_json,
         version,
-        settings_json(column_settings or {}),
+        settings_json(settings),
+        config_version(settings),
+        skip_unreadable,
     )
     spark.sparkContext.setJobDescription(f"skipindex: index {len(files)} files of {source.name}")
     try:
-        result = frame.mapInArrow(task, from_arrow_schema(ENTRY_ARROW_SCHEMA)).toArrow()
+        result = frame.mapInArrow(task, from_arrow_schema(TASK_OUTPUT_SCHEMA)).toArrow()
     except Exception as exc:
         raise UserError(_task_failure_line(exc, source.name)) from exc
-    return result.cast(ENTRY_ARROW_SCHEMA)
+    failed = pc.is_valid(result.column("error"))
+    skipped = result.filter(failed)
+    entries = result.filter(pc.invert(failed)).drop_columns(["error"]).cast(ENTRY_ARROW_SCHEMA)
+    return IndexedFiles(
+        entries,
+        list(zip(skipped.column("file_path").to_pylist(), skipped.column("error").to_pylist(), strict=True)),
+    )
 
 
 def _task_failure_line(exc: Exception, table: str) -> str:
@@ -88,28 +117,66 @@ def _task_failure_line(exc: Exception, table: str) -> str:
 
 def build_index(config: Config, table_name: str, spark: SparkSession | None = None) -> BuildResult:
     catalog = config.load_catalog()
-    source = open_source(catalog, table_name)
-    index = IndexTable(catalog, config.index_namespace, table_name)
-    column_settings = config.column_settings(table_name, source.schema)  # bad settings fail before any work
+    for _ in range(_RESTARTS):
+        source = open_source(config, table_name, catalog)
+        index = IndexTable(catalog, config.index_namespace, source.name)
+        try:
+            return _build_once(config, source, index, spark)
+        except WatermarkMoved as moved:
+            log.warning("%s; planning again from the new watermark", moved)
+    raise UserError(f"{table_name}: other builds kept moving the watermark; gave up after {_RESTARTS} attempts")
+
+
+def _build_once(config: Config, source: Source, index: IndexTable, spark: SparkSession | None) -> BuildResult:
+    column_settings = config.column_settings(source.name, source.schema)  # bad settings fail before any work
     version = source.current_version()
     watermark = index.watermark()
     if version is None or version == watermark:
-        return BuildResult(table_name, index.identifier, 0, 0, version, committed=False)
+        return BuildResult(source.name, index.identifier, 0, 0, version, committed=False)
 
-    already = index.indexed_paths()
-    new_files = [f for f in source.files_added_since(watermark) if f.path not in already]
-    log.info("%s: %d new data files since source version %s", table_name, len(new_files), watermark)
+    if watermark is None and not config.index_existing_files:
+        # Start indexing from now: older files wait for `skipindex backfill`.
+        index.commit(ENTRY_ARROW_SCHEMA.empty_table(), watermark=version, expected_watermark=None)
+        log.info("%s: index starts at source version %s; backfill indexes older files", source.name, version)
+        return BuildResult(source.name, index.identifier, 0, 0, version, committed=True)
+
+    changes = source.changes_since(watermark)
+    indexed = index.indexed_paths()
+    new_files = [f for f in changes.added if f.path not in indexed]
+    removed = sorted(indexed - changes.live_paths) if changes.live_paths is not None else []
+    log.info(
+        "%s: %d new data files, %d removed since source version %s",
+        source.name,
+        len(new_files),
+        len(removed),
+        watermark,
+    )
     if new_files and spark is None:
         from indexlib.spark import get_spark
 
         spark = get_spark(config)
-    entries = (
-        index_new_files(spark, source, new_files, version, config.files_per_task, column_settings)
+    computed = (
+        index_new_files(
+            spark,
+            source,
+            new_files,
+            version,
+            config.files_per_task,
+            column_settings,
+            skip_unreadable=config.on_unreadable_file == "skip",
+        )
         if new_files
-        else ENTRY_ARROW_SCHEMA.empty_table()
+        else IndexedFiles(ENTRY_ARROW_SCHEMA.empty_table())
     )
-    # An empty append still moves the watermark, so the next run does not rescan these snapshots.
-    index.commit(entries, version)
+    result = index.commit(computed.entries, drop_paths=removed, watermark=version, expected_watermark=watermark)
+    indexed_rows = sum(computed.entries.column("record_count").to_pylist())
     return BuildResult(
-        table_name, index.identifier, entries.num_rows, sum(f.record_count for f in new_files), version, True
+        source.name,
+        index.identifier,
+        computed.entries.num_rows,
+        indexed_rows,
+        version,
+        True,
+        result.dropped,
+        computed.skipped,
     )

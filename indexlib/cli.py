@@ -1,4 +1,7 @@
-"""`skipindex` command line: build, explain, stats, demo. Bad input: one line on stderr, exit code 2."""
+"""`skipindex` command line: build, backfill, explain, stats, compact, verify, demo.
+
+Bad input: one line on stderr, exit code 2. `verify` exits 1 when it finds stale entries.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +15,13 @@ from indexlib.config import DEFAULT_CONF_PATH, load_config
 from indexlib.errors import UserError
 
 EXIT_USER_ERROR = 2
+EXIT_STALE = 1
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="skipindex", description="Enriched skip indexes for Iceberg tables.")
+    parser = argparse.ArgumentParser(
+        prog="skipindex", description="Enriched skip indexes for Iceberg and Delta tables."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -23,20 +29,38 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--conf", default=str(DEFAULT_CONF_PATH), help="TOML config (default: %(default)s)")
         return p
 
-    build = command("build", "Index the data files committed to a table since the last build.")
-    build.add_argument("--table", required=True, help="source table, namespace.name in the configured catalog")
+    table_help = "source table: namespace.name in the configured catalog, or the path/URI of a Delta table"
+    build = command("build", "Index the data files committed to a table since the last build; drop removed ones.")
+    build.add_argument("--table", required=True, help=table_help)
+
+    backfill = command(
+        "backfill",
+        "Index live files the builds never saw (older than the index, or skipped) and rebuild entries of an older "
+        "index configuration, partition by partition; safe to rerun after a crash.",
+    )
+    backfill.add_argument("--table", required=True, help=table_help)
+    backfill.add_argument("--where", help="partition predicate, e.g. \"ts_day < DATE '2024-01-01'\" (default: all)")
 
     explain = command("explain", "Show the files a predicate might match, and how each stage pruned.")
-    explain.add_argument("--table", required=True, help="source table, namespace.name in the configured catalog")
+    explain.add_argument("--table", required=True, help=table_help)
     explain.add_argument(
         "--where", required=True, help="SQL boolean expression, e.g. \"l_shipdate >= DATE '1995-01-01'\""
     )
     explain.add_argument("--json", action="store_true", help="print one JSON object (see README)")
 
     stats = command("stats", "Per column: NDV, the index kinds built, and index bytes.")
-    stats.add_argument("--table", required=True, help="source table, namespace.name in the configured catalog")
+    stats.add_argument("--table", required=True, help=table_help)
     stats.add_argument("--where", help="count only the files this predicate keeps (e.g. one partition)")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
+
+    compact = command("compact", "Rewrite index tables into few files: one entry per live data file.")
+    compact.add_argument("--table", help=table_help + " (default: every indexed table)")
+
+    verify = command("verify", "Recompute a sample of entries from the data; report stale, missing, orphaned ones.")
+    verify.add_argument("--table", required=True, help=table_help)
+    verify.add_argument("--sample", type=int, default=20, help="entries to recompute (default: %(default)s)")
+    verify.add_argument("--seed", type=int, help="random seed of the sample (default: a new sample each run)")
+    verify.add_argument("--json", action="store_true", help="print one JSON object")
 
     demo = command("demo", "Generate TPC-H lineitem as a multi-snapshot Iceberg table, index it, compare pruning.")
     demo.add_argument("--scale", type=float, default=0.1, help="TPC-H scale factor (default: %(default)s)")
@@ -81,6 +105,23 @@ def run(args: argparse.Namespace) -> int:
         from indexlib.build import build_index
 
         print(build_index(config, args.table).message())
+    elif args.command == "backfill":
+        from indexlib.backfill import backfill
+
+        print(backfill(config, args.table, args.where).message())
+    elif args.command == "compact":
+        from indexlib.maintenance import compact, indexed_sources
+
+        for table in [args.table] if args.table else indexed_sources(config):
+            print(compact(config, table).message())
+    elif args.command == "verify":
+        from indexlib.maintenance import verify
+
+        if args.sample < 0:
+            raise UserError(f"--sample must be >= 0, got {args.sample}")
+        report = verify(config, args.table, args.sample, args.seed)
+        print(json.dumps(report.as_json()) if args.json else report.message())
+        return 0 if report.ok else EXIT_STALE
     elif args.command == "explain":
         from indexlib.lookup import lookup
 

@@ -38,6 +38,7 @@ from pyiceberg.types import (
     TimestamptzType,
     TimeType,
 )
+from pyiceberg.utils.decimal import decimal_required_bytes
 from pyiceberg.utils.truncate import truncate_upper_bound_binary_string, truncate_upper_bound_text_string
 
 # Longer string/binary bounds are truncated (lower: prefix; upper: prefix with its last character incremented).
@@ -194,25 +195,29 @@ _FIXED_WIDTH = {  # Iceberg single-value serialisation of fixed-width types: lit
 
 
 def decode_bounds(stored_type: PrimitiveType, current_type: IcebergType, payloads: pa.Array) -> pa.Array:
-    """`decode_bound` over an array of payloads (null where unknown), vectorised for the common types."""
+    """`decode_bound` over an array of payloads (null where unknown), vectorised for the common types.
+
+    Raises (ValueError, struct.error or pyarrow.ArrowInvalid) when any payload is malformed; the caller decides
+    what that means for which file (pruning.FileStatistics: that file's bounds are unknown).
+    """
     target = physical_arrow_type(current_type)
-    usable = supports_bounds(current_type) and (
-        physical_arrow_type(stored_type) == target or isinstance(stored_type, DecimalType)
-    )
+    if not same_domain(stored_type, current_type):
+        return pa.nulls(len(payloads), target)
     width = _FIXED_WIDTH.get(type(stored_type))
-    if usable and width is not None and physical_arrow_type(stored_type) == target:
+    if width is not None:
         present = payloads.is_valid().to_numpy(zero_copy_only=False)
         sizes = pc.binary_length(payloads).to_numpy(zero_copy_only=False)
-        if np.all(sizes[present] == np.dtype(width).itemsize):
-            joined = b"".join(payloads.filter(payloads.is_valid()).to_pylist())
-            values = np.zeros(len(payloads), dtype=np.dtype(width).newbyteorder("="))
-            values[present] = np.frombuffer(joined, dtype=width)
-            return pa.array(values, mask=~present).cast(target)
-    if usable and isinstance(stored_type, StringType):
-        try:
-            return payloads.cast(pa.large_binary()).cast(pa.large_string())
-        except pa.ArrowInvalid:  # not UTF-8: decode one by one below, where a bad bound becomes unknown
-            pass
+        if not np.all(sizes[present] == np.dtype(width).itemsize):
+            wrong = sorted({int(size) for size in sizes[present]} - {np.dtype(width).itemsize})
+            raise ValueError(f"{stored_type} bound of {wrong[0]} bytes (expected {np.dtype(width).itemsize})")
+        joined = b"".join(payloads.filter(payloads.is_valid()).to_pylist())
+        values = np.zeros(len(payloads), dtype=np.dtype(width).newbyteorder("="))
+        values[present] = np.frombuffer(joined, dtype=width)
+        return pa.array(values, mask=~present).cast(target)
+    if isinstance(stored_type, StringType):
+        return payloads.cast(pa.large_binary()).cast(pa.large_string())  # raises ArrowInvalid on invalid UTF-8
+    if isinstance(stored_type, BinaryType):
+        return payloads.cast(pa.large_binary())
     return pa.array([decode_bound(stored_type, current_type, p) for p in payloads.to_pylist()], type=target)
 
 
@@ -235,7 +240,19 @@ def decode_bound(stored_type: PrimitiveType, current_type: IcebergType, payload:
 
     Bounds written before a type promotion (int -> long, float -> double, decimal precision widening) stay valid;
     any other type change makes them unknown.
+
+    Raises ValueError (or struct.error) when `payload` is not a value of `stored_type` (the wrong length, not UTF-8,
+    a decimal outside its precision).
     """
     if payload is None or not same_domain(stored_type, current_type):
         return None
+    if isinstance(stored_type, BooleanType) and payload not in (b"\x00", b"\x01"):
+        raise ValueError(f"boolean bound {payload!r} is not 0x00 or 0x01")
+    if isinstance(stored_type, DecimalType):
+        if not 0 < len(payload) <= decimal_required_bytes(stored_type.precision):
+            raise ValueError(f"{stored_type} bound of {len(payload)} bytes")
+        value = from_bytes(stored_type, payload)
+        if len(value.as_tuple().digits) > stored_type.precision:
+            raise ValueError(f"{stored_type} bound {value} has more than {stored_type.precision} digits")
+        return value
     return from_bytes(stored_type, payload)

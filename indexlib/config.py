@@ -30,6 +30,10 @@ class Config:
     spark_app_name: str = "skipindex"
     spark_options: dict[str, str] = field(default_factory=dict)
     files_per_task: int = 1
+    index_existing_files: bool = True  # first build: index every live file (False: start now, backfill the rest)
+    on_unreadable_file: str = "fail"  # "fail": name the file, commit nothing; "skip": leave it unindexed, report it
+    backfill_files_per_commit: int = 500
+    delta_storage_options: dict[str, str] = field(default_factory=dict)  # [delta.storage_options] for delta-rs
     time_zone: str | None = None  # session zone for CURRENT_DATE / NOW(); None: the machine's local zone
     dialect: str | None = None  # sqlglot dialect of WHERE clauses; None: ANSI quoting
     index_defaults: IndexSettings = IndexSettings()
@@ -98,9 +102,20 @@ def load_config(path: str | Path | None = None) -> Config:
     index = raw.get("index", {})
     spark = dict(raw.get("spark", {}))
     build = raw.get("build", {})
-    files_per_task = int(build.get("files_per_task", 1))
-    if files_per_task < 1:
-        raise UserError(f"config file {conf_path}: build.files_per_task must be >= 1, got {files_per_task}")
+    files_per_task = _positive_int(build, "files_per_task", 1, conf_path)
+    files_per_commit = _positive_int(build, "backfill_files_per_commit", 500, conf_path)
+    on_unreadable = str(build.get("on_unreadable_file", "fail"))
+    if on_unreadable not in ("fail", "skip"):
+        raise UserError(
+            f'config file {conf_path}: build.on_unreadable_file must be "fail" or "skip", got {on_unreadable!r}'
+        )
+    existing = build.get("index_existing_files", True)
+    if not isinstance(existing, bool):
+        raise UserError(f"config file {conf_path}: build.index_existing_files must be true or false, got {existing!r}")
+    unknown = set(build) - {"files_per_task", "backfill_files_per_commit", "on_unreadable_file", "index_existing_files"}
+    if unknown:
+        raise UserError(f"config file {conf_path}: build.{sorted(unknown)[0]}: unknown setting")
+    delta = raw.get("delta", {})
     lookup = raw.get("lookup", {})
     time_zone = lookup.get("time_zone")
     if time_zone is not None:
@@ -128,11 +143,22 @@ def load_config(path: str | Path | None = None) -> Config:
         spark_app_name=str(spark.pop("app_name", "skipindex")),
         spark_options={key: str(value) for key, value in spark.pop("options", {}).items()},
         files_per_task=files_per_task,
+        index_existing_files=existing,
+        on_unreadable_file=on_unreadable,
+        backfill_files_per_commit=files_per_commit,
+        delta_storage_options={key: str(value) for key, value in delta.get("storage_options", {}).items()},
         time_zone=None if time_zone is None else str(time_zone),
         dialect=None if dialect is None else str(dialect),
         index_defaults=defaults,
         table_settings=table_settings,
     )
+
+
+def _positive_int(section: dict[str, Any], name: str, default: int, conf_path: Path) -> int:
+    value = section.get(name, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise UserError(f"config file {conf_path}: build.{name} must be an integer >= 1, got {value!r}")
+    return value
 
 
 def _index_settings(index: dict[str, Any], conf_path: Path) -> tuple[IndexSettings, dict[str, dict[str, Any]]]:

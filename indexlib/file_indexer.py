@@ -8,6 +8,7 @@ Beyond min/max, each column gets its exact distinct count, an NDV sketch, and th
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import replace
@@ -25,7 +26,7 @@ from indexlib.canonical import distinct_keys
 from indexlib.column_stats import ColumnStats, compute_column_stats
 from indexlib.index_choice import IndexSettings, wants_automaton, wants_bloom
 from indexlib.index_kinds import registry
-from indexlib.index_table import ENTRY_ARROW_SCHEMA, entry_row
+from indexlib.index_table import ENTRY_ARROW_SCHEMA, FORMAT_VERSION, entry_row
 from indexlib.ndv import sketch_keys
 
 DEFAULT_SETTINGS = IndexSettings()
@@ -98,7 +99,21 @@ def index_file(
 
 def settings_json(settings: dict[int, IndexSettings]) -> str:
     """Per-column settings as text for Spark tasks (field id -> settings)."""
-    return json.dumps({str(fid): s.to_json() for fid, s in settings.items()})
+    return json.dumps({str(fid): s.to_json() for fid, s in settings.items()}, sort_keys=True)
+
+
+def config_version(settings: dict[int, IndexSettings]) -> str:
+    """What an entry was built with: the column settings, every kind's payload version and the entry format.
+
+    An entry whose configuration version differs from the current one is stale: a backfill rebuilds it.
+    """
+    kinds = {name: kind.version for name, kind in sorted(registry().items())}
+    text = json.dumps({"settings": settings_json(settings), "kinds": kinds, "format": FORMAT_VERSION}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# Spark task output: an entry, or (with `error` set and no columns) a file that could not be read and was skipped.
+TASK_OUTPUT_SCHEMA = ENTRY_ARROW_SCHEMA.append(pa.field("error", pa.string()))
 
 
 def settings_from_json(text: str) -> dict[int, IndexSettings]:
@@ -111,8 +126,14 @@ def index_files_task(
     name_mapping_json: str | None,
     source_version: int,
     column_settings_json: str = "{}",
+    config_version: str | None = None,
+    skip_unreadable: bool = False,
 ) -> Any:
-    """The function Spark's `mapInArrow` runs: batches of (path, format, size) in, entry rows out."""
+    """The function Spark's `mapInArrow` runs: batches of (path, format, size) in, rows of TASK_OUTPUT_SCHEMA out.
+
+    A file that cannot be read fails the task with a line naming it, or with `skip_unreadable` comes back as an
+    error row (no entry is written for it, so it stays unindexed and every lookup keeps it).
+    """
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         schema = Schema.model_validate_json(schema_json)
@@ -130,8 +151,14 @@ def index_files_task(
                         path, file_format, schema, io_properties, name_mapping_json, settings
                     )
                 except Exception as exc:  # name the file: the driver turns this into a one-line error
-                    raise RuntimeError(f"skipindex: cannot index data file {path}: {exc}") from exc
-                rows.append(entry_row(path, size, record_count, source_version, stats))
-            yield pa.RecordBatch.from_pylist(rows, schema=ENTRY_ARROW_SCHEMA)
+                    reason = f"cannot index data file {path}: {' '.join(str(exc).split()) or type(exc).__name__}"
+                    if not skip_unreadable:
+                        raise RuntimeError(f"skipindex: {reason}") from exc
+                    rows.append({**entry_row(path, size, 0, source_version, [], config_version), "error": reason})
+                    continue
+                rows.append(
+                    {**entry_row(path, size, record_count, source_version, stats, config_version), "error": None}
+                )
+            yield pa.RecordBatch.from_pylist(rows, schema=TASK_OUTPUT_SCHEMA)
 
     return run

@@ -131,7 +131,7 @@ def lookup(config: Config, table: str, where: str, clock: Clock | None = None) -
     `clock` fixes what CURRENT_DATE / CURRENT_TIMESTAMP / NOW() mean (default: now, in `[lookup] time_zone`).
     """
     catalog = config.load_catalog()
-    source = open_source(catalog, table)
+    source = open_source(config, table, catalog)
     clock = clock or Clock.system(config.time_zone)
     parsed = parse_where(where, clock, config.dialect)
     predicate = bind(normalize(parsed), source.schema, table)
@@ -140,7 +140,7 @@ def lookup(config: Config, table: str, where: str, clock: Clock | None = None) -
 
     partitions = source.prune_partitions(live, predicate)
     after_partition = np.asarray(partitions.might, dtype=bool)
-    entries = IndexTable(catalog, config.index_namespace, table).entries()
+    entries = IndexTable(catalog, config.index_namespace, source.name).entries()
     kinds = list(registry().values())
     verdicts = prune(predicate, live_paths, entries, kinds)
     stages = [Stage("partition", len(live_paths), int(after_partition.sum()))]

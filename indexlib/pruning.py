@@ -25,10 +25,11 @@ comparison with NaN false but !=). NaN rows are treated as matching `>`, `>=`, `
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -41,7 +42,12 @@ from indexlib.patterns import pattern_shape
 from indexlib.predicate import And, Const, Expr, IsNaN, IsNull, Or, Pattern, Unusable
 
 if TYPE_CHECKING:
+    from pyiceberg.types import PrimitiveType
+
     from indexlib.index_kinds import IndexKind
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -63,9 +69,35 @@ class ColumnStatistics:
         """Rows that are neither NULL nor NaN (the ones bounds describe); -1 where unknown."""
         return np.where(self.known, self.value_count - self.null_count - self.nan_count, -1)
 
+    def window(self, start: int, stop: int) -> ColumnStatistics:
+        """Files start..stop-1 only."""
+        return ColumnStatistics(
+            lower=self.lower.slice(start, stop - start),
+            upper=self.upper.slice(start, stop - start),
+            value_count=self.value_count[start:stop],
+            null_count=self.null_count[start:stop],
+            nan_count=self.nan_count[start:stop],
+        )
+
 
 class FileStatistics:
-    """Per-file statistics of the entries in an index-table scan, decoded lazily per column."""
+    """Per-file statistics of the entries in an index-table scan, decoded lazily per column.
+
+    Corrupt statistics. A stored byte string may be damaged: a bound of the wrong length for its type, not UTF-8,
+    or tagged with a type name that does not parse; a Bloom filter that is truncated or not one pybloom-live wrote;
+    an automaton payload that is not JSON, lacks its regex, or whose regex does not parse. The decoders and the
+    index kinds raise on such a value instead of guessing. Bounds are decoded, and each kind judges, for all files
+    at once (the fast path); only when that raises is the step redone over halves of the files, down to single
+    files (`_isolate`), and each file that still fails alone gets that statistic as unknown: both bounds null, or
+    the kind's "might match, not proven" for it. One warning per lookup and (column, kind or "bounds") names the
+    column, how many files and one of them.
+    Safe: unknown is what a missing statistic already means, it only turns "cannot match" into "might match" and
+    "all match" into "not proven" for the damaged file, so no matching file is skipped and no residual filter is
+    wrongly dropped; every other file gets exactly the answer it gets without the damaged one (each file's answer
+    depends only on its own entry); the query answers. Free on healthy data: the halving runs only after the fast
+    path raised. Not covered: damage that still reads as a well-formed value (a flipped bit inside an 8-byte bound
+    or a Bloom bit array, a string bound cut at a character boundary) cannot be told from data without checksums.
+    """
 
     def __init__(self, entries: pa.Table) -> None:
         self.entries = entries
@@ -73,6 +105,7 @@ class FileStatistics:
         self._columns: dict[int, ColumnStatistics] = {}
         self._payloads: dict[tuple[int, str, int], list[bytes | None]] = {}
         self._kind_verdicts: dict[tuple[str, Any], Verdict | None] = {}
+        self._reported: set[tuple[int, str]] = set()
         flat = pc.list_flatten(entries.column("columns"))
         self._parents = pc.list_parent_indices(entries.column("columns")).to_numpy()
         self._flat = pa.Table.from_struct_array(flat) if len(flat) else None
@@ -95,8 +128,34 @@ class FileStatistics:
         if key not in self._kind_verdicts:
             payloads = self.payloads(target.column, kind.name, kind.version)
             payloads = [p if keep else None for p, keep in zip(payloads, candidates, strict=True)]
-            self._kind_verdicts[key] = kind.verdict(target, payloads, column)
+            try:
+                self._kind_verdicts[key] = kind.verdict(target, payloads, column)
+            except Exception as error:  # a damaged payload: isolate it (see the class docstring)
+
+                def judge(start: int, stop: int) -> Verdict:
+                    answer = kind.verdict(target, payloads[start:stop], column.window(start, stop))
+                    return answer if answer is not None else _unknown(stop - start)
+
+                parts, bad, error = _isolate(self.num_files, judge, _unknown, error)
+                self._report(target.column, kind.name, np.flatnonzero(bad), error)
+                self._kind_verdicts[key] = Verdict(
+                    np.concatenate([part.might for part in parts]), np.concatenate([part.all for part in parts])
+                )
         return self._kind_verdicts[key]
+
+    def _report(self, column: BoundColumn, what: str, files: np.ndarray, error: Exception) -> None:
+        """Warn once per lookup and (column, what) about the files (entry rows) whose `what` could not be read."""
+        if not len(files) or (column.field_id, what) in self._reported:
+            return
+        self._reported.add((column.field_id, what))
+        log.warning(
+            "ignoring %d corrupt %s payload(s) of column %s, read as unknown (e.g. data file %s): %s",
+            len(files),
+            what,
+            column.name,
+            self.entries.column("file_path")[int(files[0])].as_py(),
+            error,
+        )
 
     def _find_payloads(self, column: BoundColumn, kind: str, version: int) -> list[bytes | None]:
         found: list[bytes | None] = [None] * self.num_files
@@ -109,7 +168,11 @@ class FileStatistics:
         if not len(flat_indexes):
             return found
         types = rows.column("type")
-        usable_types = [t for t in pc.unique(types).to_pylist() if same_domain(parse_type(t), column.type)]
+        usable_types = [
+            t
+            for t in pc.unique(types).to_pylist()
+            if (stored := _parsed(t)) is not None and same_domain(stored, column.type)
+        ]
         usable_row = pc.is_in(types, value_set=pa.array(usable_types, pa.string())).to_numpy(zero_copy_only=False)
         flat = pa.Table.from_struct_array(flat_indexes)
         row_of = pc.list_parent_indices(indexes).to_numpy()
@@ -149,10 +212,13 @@ class FileStatistics:
                 types = rows.column("type").combine_chunks()
                 for type_string in pc.unique(types).to_pylist():  # usually one: the type the bounds were written for
                     same = pc.equal(types, type_string)
-                    stored = parse_type(type_string)
-                    lower_parts.append(decode_bounds(stored, column.type, _binary(rows.column("lower").filter(same))))
-                    upper_parts.append(decode_bounds(stored, column.type, _binary(rows.column("upper").filter(same))))
-                    positions.append(parents[same.to_numpy(zero_copy_only=False)])
+                    files = parents[same.to_numpy(zero_copy_only=False)]
+                    lower_bytes = _binary(rows.column("lower").filter(same))
+                    upper_bytes = _binary(rows.column("upper").filter(same))
+                    lower, upper = self._decode_bounds(column, type_string, lower_bytes, upper_bytes, files)
+                    lower_parts.append(lower)
+                    upper_parts.append(upper)
+                    positions.append(files)
                 order = np.concatenate(positions)
                 lower = _scatter(pa.concat_arrays(lower_parts), order, n, arrow_type)
                 upper = _scatter(pa.concat_arrays(upper_parts), order, n, arrow_type)
@@ -163,6 +229,78 @@ class FileStatistics:
             null_count=null_count,
             nan_count=nan_count,
         )
+
+    def _decode_bounds(
+        self, column: BoundColumn, type_string: str, lower: pa.Array, upper: pa.Array, files: np.ndarray
+    ) -> tuple[pa.Array, pa.Array]:
+        """Lower and upper bounds written for `type_string` (one entry row each, of data files `files`), decoded
+        into `column`'s domain; a damaged pair reads as unknown (see the class docstring)."""
+        arrow_type = physical_arrow_type(column.type)
+
+        def unknown(n: int) -> tuple[pa.Array, pa.Array]:
+            return pa.nulls(n, arrow_type), pa.nulls(n, arrow_type)
+
+        parsed = _parsed(type_string)
+        if parsed is None:
+            self._report(column, "bounds", files, ValueError(f"unknown type {type_string!r}"))
+            return unknown(len(files))
+        stored: PrimitiveType = parsed
+
+        def decode(start: int, stop: int) -> tuple[pa.Array, pa.Array]:
+            length = stop - start
+            return (
+                decode_bounds(stored, column.type, lower.slice(start, length)),
+                decode_bounds(stored, column.type, upper.slice(start, length)),
+            )
+
+        try:
+            return decode(0, len(files))
+        except Exception as error:  # a damaged bound: isolate it
+            parts, bad, error = _isolate(len(files), decode, unknown, error)
+            self._report(column, "bounds", files[bad], error)
+            return pa.concat_arrays([p[0] for p in parts]), pa.concat_arrays([p[1] for p in parts])
+
+
+def _parsed(type_string: str) -> PrimitiveType | None:
+    """The stored type, or None when the name does not parse (damaged, or a type this reader does not know)."""
+    try:
+        return parse_type(type_string)
+    except Exception:
+        return None
+
+
+def _unknown(n: int) -> Verdict:
+    return Verdict(np.ones(n, dtype=bool), np.zeros(n, dtype=bool))
+
+
+def _isolate(
+    n: int, run: Callable[[int, int], T], unknown: Callable[[int], T], error: Exception
+) -> tuple[list[T], np.ndarray, Exception]:
+    """After `run(0, n)` raised `error`: `run` over halves of 0..n-1, recursively, down to single items; each item
+    that fails alone gets `unknown(1)`. Returns the parts in order (covering 0..n-1), the failed items, and the
+    first of their errors (else `error`). k bad items among n cost O(k log n) calls of `run`."""
+    parts: list[T] = []
+    bad = np.zeros(n, dtype=bool)
+    errors: list[Exception] = []
+
+    def failed(start: int, stop: int, exc: Exception) -> None:
+        if stop - start <= 1:
+            if stop > start:
+                bad[start] = True
+                errors.append(exc)
+                parts.append(unknown(1))
+            return
+        middle = (start + stop) // 2
+        for low, high in ((start, middle), (middle, stop)):
+            try:
+                part = run(low, high)
+            except Exception as sub:
+                failed(low, high, sub)
+            else:
+                parts.append(part)
+
+    failed(0, n, error)
+    return parts, bad, errors[0] if errors else error
 
 
 def _binary(column: pa.ChunkedArray) -> pa.Array:

@@ -1,6 +1,7 @@
-"""Source tables behind one interface: what is live now, and what was added since a watermark.
+"""Source tables behind one interface: what is live now, and what changed since a watermark.
 
-Only Iceberg is implemented (through pyiceberg). A table is named by its identifier in the configured catalog.
+Iceberg tables (through pyiceberg) are named by their identifier in the configured catalog; Delta tables (through
+delta-rs, delta_source.py) by their path or URI.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError, ValidationError
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.table.snapshots import Operation
 
 from indexlib.errors import UserError
 
@@ -19,6 +21,8 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
+
+    from indexlib.config import Config
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,15 @@ class DataFileRef:
     partition: Any = field(default=None, compare=False)
 
 
+@dataclass(frozen=True)
+class SourceChanges:
+    """Since a watermark: the live files added after it, and the live paths now when files may have been removed
+    (None when only appends happened, so nothing was removed)."""
+
+    added: list[DataFileRef]
+    live_paths: frozenset[str] | None
+
+
 class Source(Protocol):
     name: str
     schema: Schema
@@ -48,7 +61,9 @@ class Source(Protocol):
 
     def live_files(self) -> list[DataFileRef]: ...
 
-    def files_added_since(self, watermark: int | None) -> list[DataFileRef]: ...
+    def changes_since(self, watermark: int | None) -> SourceChanges: ...
+
+    def partition_label(self, ref: DataFileRef) -> str: ...
 
     def prune_partitions(self, files: list[DataFileRef], predicate: Any) -> PartitionPruning: ...
 
@@ -130,27 +145,58 @@ class IcebergSource:
             return []
         return [_ref(task.file) for task in self.table.scan().plan_files()]
 
-    def files_added_since(self, watermark: int | None) -> list[DataFileRef]:
-        """Data files appended after `watermark` (all live files when there is none).
+    def changes_since(self, watermark: int | None) -> SourceChanges:
+        """Live files added after snapshot `watermark`, and the live paths when a snapshot since may have removed
+        files (overwrite, delete, replace/compaction) or the watermark is no longer an ancestor (rollback).
 
-        When the watermark is no longer an ancestor of the current snapshot (rollback, expiry), fall back to
-        all live files; the caller drops the ones it already indexed.
+        Appends only: pyiceberg's incremental append scan reads just the new manifests. Otherwise the files added
+        are the ones live now that were not live at the watermark (all live files when that snapshot expired: the
+        caller skips the ones it already indexed).
         """
         current = self.current_version()
         if current is None:
-            return []
-        if watermark is None:
-            return self.live_files()
-        try:
-            scan = self.table.incremental_append_scan(
-                from_snapshot_id_exclusive=watermark, to_snapshot_id_inclusive=current
-            )
-            return [_ref(task.file) for task in scan.plan_files()]
-        except (ValueError, ValidationError):
-            return self.live_files()
+            return SourceChanges([], frozenset())
+        if watermark is not None and self._only_appends_since(watermark):
+            try:
+                scan = self.table.incremental_append_scan(
+                    from_snapshot_id_exclusive=watermark, to_snapshot_id_inclusive=current
+                )
+                return SourceChanges([_ref(task.file) for task in scan.plan_files()], None)
+            except (ValueError, ValidationError):
+                pass
+        live = self.live_files()
+        was_live = self._paths_at(watermark) if watermark is not None else set()
+        return SourceChanges([f for f in live if f.path not in was_live], frozenset(f.path for f in live))
+
+    def _only_appends_since(self, watermark: int) -> bool:
+        snapshot = self.table.current_snapshot()
+        while snapshot is not None and snapshot.snapshot_id != watermark:
+            if snapshot.summary is None or snapshot.summary.operation != Operation.APPEND:
+                return False
+            parent = snapshot.parent_snapshot_id
+            snapshot = self.table.snapshot_by_id(parent) if parent is not None else None
+        return snapshot is not None
+
+    def _paths_at(self, snapshot_id: int) -> set[str]:
+        if self.table.snapshot_by_id(snapshot_id) is None:
+            return set()
+        return {task.file.file_path for task in self.table.scan(snapshot_id=snapshot_id).plan_files()}
+
+    def partition_label(self, ref: DataFileRef) -> str:
+        spec = self.partition_specs.get(ref.spec_id)
+        if spec is None or spec.is_unpartitioned() or ref.partition is None:
+            return "(unpartitioned)"
+        return spec.partition_to_path(ref.partition, self.schema)
 
 
-def open_source(catalog: Any, name: str) -> Source:
+def open_source(config: Config, name: str, catalog: Any = None) -> Source:
+    """The source table `name`: a Delta table when named by a path or URI, else `ns.name` in the catalog."""
+    from indexlib.delta_source import DeltaSource, is_delta_name
+
+    if is_delta_name(name):
+        return DeltaSource(name, config.delta_storage_options, config.catalog_properties)
     if "." not in name:
-        raise UserError(f"table {name!r} must be named namespace.table in the configured catalog")
-    return IcebergSource(catalog, name)
+        raise UserError(
+            f"table {name!r} must be named namespace.table in the configured catalog, or be a Delta table path"
+        )
+    return IcebergSource(catalog if catalog is not None else config.load_catalog(), name)

@@ -60,14 +60,14 @@ class TableReport:
 
 def table_stats(config: Config, table: str, where: str | None = None) -> TableReport:
     catalog = config.load_catalog()
-    source = open_source(catalog, table)
+    source = open_source(config, table, catalog)
     live = [f.path for f in source.live_files()]
     wanted = live
     if where is not None:
         from indexlib.lookup import lookup
 
         wanted = lookup(config, table, where).files
-    entries = IndexTable(catalog, config.index_namespace, table).entries()
+    entries = IndexTable(catalog, config.index_namespace, source.name).entries()
     entries = entries.filter(pc.is_in(entries.column("file_path"), value_set=pa.array(wanted, pa.string())))
     # a path indexed twice holds the same statistics: count it once
     _, first = np.unique(entries.column("file_path").to_numpy(zero_copy_only=False), return_index=True)

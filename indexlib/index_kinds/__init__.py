@@ -5,6 +5,8 @@ its format version in the entry's `indexes` list, and answers, for all files at 
 (as pruning.evaluate does for min/max): might some row match (False only when the payload proves none can), and do
 all rows match (True only when proven). A file without a payload of the kind, with a payload of a newer version, or
 written for a column type of another physical domain, answers "might match, not proven": unknown means keep.
+A payload the kind cannot read (damaged) makes `verdict` raise ValueError rather than guess; the lookup then reads
+that one file's payload as unknown and warns (pruning.FileStatistics).
 
 Leaves a kind sees: `ValueSet` (`=`, `!=`, IN, NOT IN on one column, gathered from the predicate tree so that NOT IN
 can be answered as a whole) and `Pattern` (LIKE, starts_with, RLIKE).
@@ -45,7 +47,8 @@ class IndexKind(ABC):
     def verdict(
         self, leaf: ValueSet | Pattern, payloads: Sequence[bytes | None], stats: ColumnStatistics
     ) -> Verdict | None:
-        """Per-file verdict from `payloads` (None where a file has none), or None when the kind cannot use `leaf`."""
+        """Per-file verdict from `payloads` (None where a file has none), or None when the kind cannot use `leaf`.
+        Raises when a payload is not one this kind wrote."""
 
     @abstractmethod
     def reads(self, leaf: ValueSet | Pattern) -> str | None:

@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 import numpy as np
 from pyiceberg.types import IcebergType
 
 from indexlib.automaton import TagAutomaton, build_tag_regex
 from indexlib.automaton.emit import ANY_STRING_REGEX
+from indexlib.automaton.limits import Unsupported
+from indexlib.automaton.parse import parse_stored_regex
+from indexlib.automaton.query import STORED_CACHE_SIZE
 from indexlib.index_choice import IndexSettings
 from indexlib.index_kinds import BuiltIndex, IndexKind
 from indexlib.predicate import Pattern
@@ -79,7 +83,7 @@ class AutomatonIndex(IndexKind):
                 continue
             if payload not in answers:
                 automaton = _load(payload)
-                answers[payload] = (True, False) if automaton is None else (might(automaton), proven(automaton))
+                answers[payload] = might(automaton), proven(automaton)
             might_out[i], proven_out[i] = answers[payload]
         no_nulls = stats.known & (stats.null_count == 0) & (stats.comparable_values > 0)
         return Verdict(might_out, proven_out & no_nulls)
@@ -96,8 +100,19 @@ class AutomatonIndex(IndexKind):
         return "automata L (where built): product of L with the pattern (emptiness, inclusion)"
 
 
-def _load(payload: bytes) -> TagAutomaton | None:
+@lru_cache(maxsize=STORED_CACHE_SIZE)
+def _load(payload: bytes) -> TagAutomaton:
+    """The automaton of one payload. Raises ValueError when the payload is not one this kind wrote (not JSON, no
+    string "regex", or a regex emit.py cannot have written): the lookup then reads the file's automaton as unknown
+    (pruning.FileStatistics), never as the language of whatever the damaged regex still parses to."""
     try:
-        return TagAutomaton.from_regex(json.loads(payload)["regex"])
-    except Exception:  # a corrupt payload proves nothing: the file is kept
-        return None
+        regex = json.loads(payload)["regex"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"automaton payload is not its JSON: {error}") from None
+    if not isinstance(regex, str):
+        raise ValueError(f"automaton payload's regex is a {type(regex).__name__}")
+    try:
+        parse_stored_regex(regex)  # what from_regex would silently widen to every string
+    except (Unsupported, RecursionError) as error:
+        raise ValueError(f"automaton regex {regex[:60]!r} does not parse: {error}") from None
+    return TagAutomaton.from_regex(regex)

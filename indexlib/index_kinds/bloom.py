@@ -9,12 +9,15 @@ xxh128 or SHA (chosen by filter size), never Python's `hash()`, so a filter buil
 Payload, version 1: pybloom-live's own serialisation (`BloomFilter.tofile`: a header of error rate, slice count,
 bits per slice, capacity, count, then the bit array, little-endian bit order). The lookup probes payloads in place
 (`might_contain`) with pybloom-live's own hash functions, cached per filter shape, instead of building a filter
-object per file: tested to agree with `key in BloomFilter.fromfile(...)`.
+object per file: tested to agree with `key in BloomFilter.fromfile(...)`. A payload whose length or header is not
+what pybloom-live writes raises ValueError (the lookup then reads that file's filter as unknown, see
+pruning.FileStatistics).
 """
 
 from __future__ import annotations
 
 import io
+import math
 import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
@@ -84,19 +87,35 @@ def _bit_positions(num_slices: int, bits_per_slice: int, key: str) -> tuple[int,
 
 
 def might_contain(payload: bytes, keys: Iterable[str]) -> bool:
-    """Whether the serialised filter might hold one of `keys`; True when the payload is malformed."""
+    """Whether the serialised filter might hold one of `keys`. Raises ValueError when the payload is not a filter
+    pybloom-live wrote (see `_bit_array_size`)."""
     try:
-        _, num_slices, bits_per_slice, _, _ = _HEADER.unpack_from(payload)
+        error_rate, num_slices, bits_per_slice, capacity, _ = _HEADER.unpack_from(payload)
     except struct.error:
-        return True
-    if len(payload) < _HEADER.size + (num_slices * bits_per_slice + 7) // 8 or not 0 < num_slices < 64:
-        return True
+        raise ValueError(f"Bloom filter of {len(payload)} bytes has no header") from None
+    size = _HEADER.size + _bit_array_size(error_rate, num_slices, bits_per_slice, capacity)
+    if len(payload) != size:
+        raise ValueError(f"Bloom filter of {len(payload)} bytes, its header says {size}")
     start = _HEADER.size
     for key in keys:
         positions = _bit_positions(num_slices, bits_per_slice, key)
         if all(payload[start + (p >> 3)] >> (p & 7) & 1 for p in positions):
             return True
     return False
+
+
+@lru_cache(maxsize=256)
+def _bit_array_size(error_rate: float, num_slices: int, bits_per_slice: int, capacity: int) -> int:
+    """Bytes of the bit array of a filter with this header. Raises ValueError unless the shape is the one
+    pybloom-live derives from the error rate and capacity (a damaged header would probe other bits)."""
+    if not (2.0**-64 < error_rate < 1 and capacity > 0 and 0 < num_slices < 64):
+        raise ValueError(f"Bloom filter header out of range: rate {error_rate}, {num_slices} slices")
+    expected = int(math.ceil(math.log(1.0 / error_rate, 2)))
+    if num_slices == expected:  # BloomFilter.__init__'s formulas
+        expected = int(math.ceil((capacity * abs(math.log(error_rate))) / (num_slices * (math.log(2) ** 2))))
+        if bits_per_slice == expected:
+            return (num_slices * bits_per_slice + 7) // 8
+    raise ValueError(f"Bloom filter header inconsistent: {num_slices} x {bits_per_slice} bits for rate {error_rate}")
 
 
 def load_filter(payload: bytes) -> BloomFilter | None:

@@ -1,0 +1,149 @@
+"""Backfill: index the live files the incremental build never saw (files older than the index, files skipped as
+unreadable) and rebuild entries written with another index configuration, partition by partition.
+
+Each batch of whole partitions is one commit, so a crash loses at most the batch in flight and a rerun picks up
+what is still missing: the work list is recomputed from the index itself (no entry, or an entry of another
+configuration version), never from a progress file. Commits keep the watermark as they find it, so a backfill and
+the scheduled build can run at the same time (index_table.py re-plans a commit that lost a race).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import groupby
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from indexlib.build import index_new_files
+from indexlib.errors import UserError
+from indexlib.file_indexer import config_version
+from indexlib.index_table import IndexTable
+from indexlib.source import DataFileRef, Source, open_source
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from indexlib.config import Config
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BackfillResult:
+    table: str
+    index_table: str
+    files_considered: int  # live files the --where predicate selects
+    files_indexed: int  # entries written for files that had none
+    files_rebuilt: int  # entries rewritten because their configuration version was not the current one
+    partitions: int
+    commits: int
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def message(self) -> str:
+        lines = [
+            f"{self.table}: backfill indexed {self.files_indexed} files and rebuilt {self.files_rebuilt} "
+            f"of {self.files_considered} selected files in {self.partitions} partitions ({self.commits} commits) "
+            f"into {self.index_table}"
+        ]
+        lines += [f"{self.table}: skipped unreadable file (left unindexed, always kept): {r}" for _, r in self.skipped]
+        return "\n".join(lines)
+
+
+def select_files(source: Source, where: str | None, config: Config) -> list[DataFileRef]:
+    """Live files whose partition might satisfy `where` (all live files without one)."""
+    live = source.live_files()
+    if where is None:
+        return live
+    from indexlib.lookup import bound_predicate
+    from indexlib.sql_frontend import Clock
+
+    predicate = bound_predicate(where, source.schema, source.name, Clock.system(config.time_zone))
+    pruning = source.prune_partitions(live, predicate)
+    if not pruning.lifted:
+        raise UserError(
+            f"{source.name}: backfill --where {where!r} restricts no partition field; "
+            "name partition columns (or omit --where to backfill every file)"
+        )
+    return [f for f, keep in zip(live, np.asarray(pruning.might, dtype=bool), strict=True) if keep]
+
+
+def batches_of_partitions(
+    files: list[DataFileRef], label: Callable[[DataFileRef], str], files_per_commit: int
+) -> list[tuple[list[str], list[DataFileRef]]]:
+    """Whole partitions grouped into batches of about `files_per_commit` files (a bigger partition is split)."""
+    batches: list[tuple[list[str], list[DataFileRef]]] = []
+    labels: list[str] = []
+    current: list[DataFileRef] = []
+    for name, group in groupby(sorted(files, key=lambda f: (label(f), f.path)), key=label):
+        members = list(group)
+        if current and len(current) + len(members) > files_per_commit:
+            batches.append((labels, current))
+            labels, current = [], []
+        for start in range(0, len(members), files_per_commit):
+            chunk = members[start : start + files_per_commit]
+            if current and len(current) + len(chunk) > files_per_commit:
+                batches.append((labels, current))
+                labels, current = [], []
+            labels.append(name)
+            current.extend(chunk)
+    if current:
+        batches.append((labels, current))
+    return batches
+
+
+def backfill(
+    config: Config, table_name: str, where: str | None = None, spark: SparkSession | None = None
+) -> BackfillResult:
+    catalog = config.load_catalog()
+    source = open_source(config, table_name, catalog)
+    index = IndexTable(catalog, config.index_namespace, source.name)
+    settings = config.column_settings(source.name, source.schema)  # bad settings fail before any work
+    current = config_version(settings)
+    selected = select_files(source, where, config)
+    state = index.indexed()
+    versions = dict(zip(state.column("file_path").to_pylist(), state.column("config_version").to_pylist(), strict=True))
+    todo = [f for f in selected if versions.get(f.path, "") != current]
+    rebuilt = sum(1 for f in todo if f.path in versions)
+    batches = batches_of_partitions(todo, source.partition_label, config.backfill_files_per_commit)
+    partitions = len({source.partition_label(f) for f in todo})
+    log.info(
+        "%s: backfill of %d selected files: %d to index, %d to rebuild, %d partitions, %d commits",
+        source.name,
+        len(selected),
+        len(todo) - rebuilt,
+        rebuilt,
+        partitions,
+        len(batches),
+    )
+    if batches and spark is None:
+        from indexlib.spark import get_spark
+
+        spark = get_spark(config)
+    version = source.current_version() or 0
+    done, written, rebuilt_done, skipped, commits = 0, 0, 0, [], 0
+    for number, (labels, files) in enumerate(batches, start=1):
+        computed = index_new_files(
+            spark,
+            source,
+            files,
+            version,
+            config.files_per_task,
+            settings,
+            skip_unreadable=config.on_unreadable_file == "skip",
+        )
+        result = index.commit(computed.entries)  # keeps the watermark as it finds it
+        commits += int(result.committed)
+        written += result.added - result.replaced
+        rebuilt_done += result.replaced
+        skipped += computed.skipped
+        done += len(files)
+        span = labels[0] if len(labels) == 1 else f"{labels[0]} .. {labels[-1]}"
+        log.info(
+            "%s: backfill batch %d/%d (%s): %d/%d files done", source.name, number, len(batches), span, done, len(todo)
+        )
+    return BackfillResult(
+        source.name, index.identifier, len(selected), written, rebuilt_done, partitions, commits, skipped
+    )

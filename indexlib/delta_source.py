@@ -1,0 +1,166 @@
+"""Delta Lake tables as sources, read through delta-rs (`deltalake`); no Delta jars are needed anywhere.
+
+A Delta table is named by its path or URI. Its versions are the watermark: the files to index after version W are
+the add actions of the versions after W that are still live (live now and not live at W), and any file live at W
+but not now was removed (delete, overwrite, OPTIMIZE). Spark tasks then read the data files as plain Parquet.
+
+Delta keeps partition columns out of the data files, so the file indexer finds no statistics for them (unknown:
+kept). The partition stage uses the partition values of the add actions instead, as min = max statistics.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+from functools import cached_property
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import numpy as np
+import pyarrow as pa
+from pyiceberg.io.pyarrow import _pyarrow_to_schema_without_ids, schema_to_pyarrow
+from pyiceberg.schema import Schema, assign_fresh_schema_ids
+
+from indexlib.errors import UserError
+from indexlib.source import DataFileRef, PartitionPruning, SourceChanges
+
+log = logging.getLogger(__name__)
+
+# pyiceberg FileIO reads the data files in Spark tasks; these [catalog] keys configure its storage access.
+_FILE_IO_PREFIXES = ("s3.", "gcs.", "adls.", "hdfs.", "oss.", "py-io-impl")
+
+
+def is_delta_name(name: str) -> bool:
+    """A path or URI names a Delta table; `ns.name` names an Iceberg table in the catalog."""
+    return "/" in name or "://" in name or os.path.isdir(os.path.join(name, "_delta_log"))
+
+
+def normalize_delta_name(name: str) -> str:
+    """One spelling per table: local paths absolute, no trailing slash (the index table is derived from it)."""
+    if "://" in name and not name.startswith("file://"):
+        return name.rstrip("/")
+    path = urlparse(name).path if name.startswith("file://") else name
+    return os.path.abspath(path)
+
+
+def delta_index_table_name(name: str) -> str:
+    """`/data/lake/events` -> `delta__events__<hash of the full name>`: readable and unique per table."""
+    last = re.sub(r"[^0-9A-Za-z_]", "_", name.rstrip("/").rsplit("/", 1)[-1]) or "table"
+    return f"delta__{last}__{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+
+
+class DeltaSource:
+    """A Delta table; the watermark is a table version."""
+
+    def __init__(
+        self, name: str, storage_options: dict[str, str] | None = None, io_properties: dict[str, str] | None = None
+    ) -> None:
+        from deltalake import DeltaTable
+
+        self.name = normalize_delta_name(name)
+        self.storage_options = dict(storage_options or {})
+        try:
+            self.table = DeltaTable(self.name, storage_options=self.storage_options or None)
+        except Exception as exc:  # delta-rs raises TableNotFoundError, OSError or DeltaError here
+            raise UserError(f"no Delta table at {self.name!r} (cannot read its _delta_log: {exc})") from None
+        mapping = self.table.metadata().configuration.get("delta.columnMapping.mode", "none")
+        if mapping != "none":
+            raise UserError(f"Delta table {self.name}: column mapping mode {mapping!r} is not supported yet")
+        arrow_schema = pa.schema(self.table.schema().to_arrow())
+        # Ids by position of the Delta schema: stable while columns are only added at the end (Delta without
+        # column mapping can neither drop nor rename columns).
+        self.schema: Schema = assign_fresh_schema_ids(_pyarrow_to_schema_without_ids(arrow_schema))
+        self.name_mapping_json = self.schema.name_mapping.model_dump_json()
+        self.io_properties = {k: v for k, v in (io_properties or {}).items() if k.startswith(_FILE_IO_PREFIXES)}
+        self.partition_columns = list(self.table.metadata().partition_columns)
+
+    @cached_property
+    def _root(self) -> str:
+        uri = self.table.table_uri.rstrip("/")
+        return urlparse(uri).path if uri.startswith("file://") else uri
+
+    def current_version(self) -> int | None:
+        return int(self.table.version())
+
+    def _files(self, table: Any) -> list[DataFileRef]:
+        actions = pa.table(table.get_add_actions(flatten=True))
+        columns = {
+            c: actions.column(f"partition.{c}").to_pylist() if f"partition.{c}" in actions.column_names else None
+            for c in self.partition_columns
+        }
+        counts = actions.column("num_records").to_pylist() if "num_records" in actions.column_names else None
+        refs = []
+        for i, (path, size) in enumerate(
+            zip(actions.column("path").to_pylist(), actions.column("size_bytes").to_pylist(), strict=True)
+        ):
+            partition = tuple((c, v[i]) for c, v in columns.items() if v is not None)
+            count = counts[i] if counts is not None and counts[i] is not None else -1
+            refs.append(DataFileRef(self._absolute(path), count, int(size), "PARQUET", 0, partition))
+        return refs
+
+    def _absolute(self, path: str) -> str:
+        """The data file as delta-rs's `file_uris()` spells it: the log's path is a percent-encoded URI reference."""
+        path = unquote(path)
+        return path if "://" in path or path.startswith("/") else f"{self._root}/{path}"
+
+    def live_files(self) -> list[DataFileRef]:
+        return self._files(self.table)
+
+    def changes_since(self, watermark: int | None) -> SourceChanges:
+        live = self.live_files()
+        live_paths = frozenset(f.path for f in live)
+        if watermark is None:
+            return SourceChanges(live, live_paths)
+        try:
+            from deltalake import DeltaTable
+
+            before = DeltaTable(self.name, version=watermark, storage_options=self.storage_options or None)
+            was_live = {f.path for f in self._files(before)}
+        except Exception:  # version W vacuumed from the log: every live file is a candidate, indexed ones are skipped
+            log.warning("%s: version %s is no longer in the Delta log; comparing all live files", self.name, watermark)
+            return SourceChanges(live, live_paths)
+        return SourceChanges([f for f in live if f.path not in was_live], live_paths)
+
+    def partition_label(self, ref: DataFileRef) -> str:
+        return "/".join(f"{c}={v}" for c, v in ref.partition or ()) or "(unpartitioned)"
+
+    def prune_partitions(self, files: list[DataFileRef], predicate: Any) -> PartitionPruning:
+        """Identity partitions: each file's partition value is its column's min and max (NULL: every row NULL), so
+        the min/max rules of pruning.py decide the predicate on them."""
+        from indexlib.index_table import ENTRY_ARROW_SCHEMA, entry_row
+        from indexlib.predicate import leaves
+        from indexlib.pruning import FileStatistics, evaluate
+
+        by_name = {f.name: f for f in self.schema.fields}
+        used = {getattr(getattr(leaf, "column", None), "field_id", None) for leaf in leaves(predicate)}
+        lifted = [f"{c} (identity)" for c in self.partition_columns if c in by_name and by_name[c].field_id in used]
+        if not lifted or not files:
+            return PartitionPruning(np.ones(len(files), dtype=bool), np.zeros(len(files), dtype=bool), [])
+        rows = [
+            entry_row(f.path, f.file_size_in_bytes, max(f.record_count, 0), 0, self._partition_stats(f, by_name))
+            for f in files
+        ]
+        verdict = evaluate(predicate, FileStatistics(pa.Table.from_pylist(rows, schema=ENTRY_ARROW_SCHEMA)))
+        return PartitionPruning(verdict.might, verdict.all, lifted)
+
+    def _partition_stats(self, ref: DataFileRef, by_name: dict[str, Any]) -> list[Any]:
+        from dataclasses import replace
+
+        from indexlib.column_stats import compute_column_stats
+
+        stats = []
+        rows = ref.record_count if ref.record_count >= 0 else None
+        for column, value in ref.partition or ():
+            field = by_name.get(column)
+            if field is None or rows is None:  # unknown row count: leave the column unknown
+                continue
+            try:
+                one = compute_column_stats(
+                    field.field_id, field.name, field.field_type, pa.array([value], schema_to_pyarrow(field.field_type))
+                )
+            except (pa.ArrowException, ValueError, TypeError):  # a value we cannot type: unknown, the file is kept
+                continue
+            stats.append(replace(one, value_count=rows, null_count=rows if value is None else 0))
+        return stats

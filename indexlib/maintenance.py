@@ -1,0 +1,219 @@
+"""Index-table upkeep: `compact` rewrites an index table into few files, keeping one entry per live data file;
+`verify` recomputes a sample of entries from the data files and reports stale, missing and orphaned ones.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.exceptions import NoSuchNamespaceError
+
+from indexlib.build import index_new_files
+from indexlib.file_indexer import config_version
+from indexlib.index_table import SOURCE_PROPERTY, IndexTable
+from indexlib.source import open_source
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from indexlib.config import Config
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CompactResult:
+    table: str
+    index_table: str
+    data_files_before: int
+    data_files_after: int
+    entries: int
+    duplicates_dropped: int
+    removed_dropped: int  # entries of files no longer live in the source
+
+    def message(self) -> str:
+        if self.data_files_after == self.data_files_before and not (self.duplicates_dropped or self.removed_dropped):
+            return f"{self.table}: index {self.index_table} is already compact ({self.data_files_before} files, {self.entries} entries)"
+        return (
+            f"{self.table}: compacted {self.index_table} from {self.data_files_before} to {self.data_files_after} files, "
+            f"{self.entries} entries ({self.duplicates_dropped} duplicates and {self.removed_dropped} entries of removed files dropped)"
+        )
+
+
+def indexed_sources(config: Config) -> list[str]:
+    """Every source table with an index table in the configured namespace."""
+    catalog = config.load_catalog()
+    try:
+        identifiers = catalog.list_tables(config.index_namespace)
+    except NoSuchNamespaceError:
+        return []
+    names = []
+    for identifier in identifiers:
+        owner = catalog.load_table(identifier).properties.get(SOURCE_PROPERTY)
+        if owner:
+            names.append(owner)
+    return sorted(names)
+
+
+def compact(config: Config, table_name: str) -> CompactResult:
+    catalog = config.load_catalog()
+    source = open_source(config, table_name, catalog)
+    index = IndexTable(catalog, config.index_namespace, source.name)
+    live = {f.path for f in source.live_files()}
+    counts: dict[str, int] = {}
+
+    def plan(entries: pa.Table) -> pa.Table | None:
+        # one entry per path: the one of the newest source version
+        order = pc.sort_indices(entries, sort_keys=[("file_path", "ascending"), ("source_version", "descending")])
+        entries = entries.take(order)
+        paths = entries.column("file_path").to_numpy(zero_copy_only=False)
+        _, first = np.unique(paths, return_index=True)
+        kept = entries.take(pa.array(first, pa.int64()))
+        alive = kept.filter(pc.is_in(kept.column("file_path"), value_set=pa.array(sorted(live), pa.string())))
+        counts.update(
+            before=_data_files(index),
+            entries=alive.num_rows,
+            dup=len(paths) - len(first),
+            dead=kept.num_rows - alive.num_rows,
+        )
+        if counts["before"] <= 1 and counts["dup"] == 0 and counts["dead"] == 0:
+            return None
+        return alive
+
+    kept = index.rewrite(plan)
+    after = _data_files(index) if kept is not None else counts.get("before", 0)
+    return CompactResult(
+        source.name,
+        index.identifier,
+        counts.get("before", 0),
+        after,
+        counts.get("entries", 0),
+        counts.get("dup", 0),
+        counts.get("dead", 0),
+    )
+
+
+def _data_files(index: IndexTable) -> int:
+    table = index.catalog.load_table(index.identifier)
+    return 0 if table.current_snapshot() is None else len(table.inspect.files())
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    table: str
+    index_table: str
+    live_files: int
+    indexed_live: int
+    missing: list[str]  # live files without an entry (committed after the last build, or skipped as unreadable)
+    orphaned: int  # entries of files that are no longer live (never returned by a lookup; compact drops them)
+    outdated_config: int  # live entries built with another index configuration (backfill rebuilds them)
+    sampled: int
+    stale: list[tuple[str, str]] = field(default_factory=list)  # (file, what differs from the data)
+
+    @property
+    def ok(self) -> bool:
+        return not self.stale
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "index_table": self.index_table,
+            "live_files": self.live_files,
+            "indexed_live": self.indexed_live,
+            "missing": self.missing,
+            "orphaned": self.orphaned,
+            "outdated_config": self.outdated_config,
+            "sampled": self.sampled,
+            "stale": [{"file": path, "reason": reason} for path, reason in self.stale],
+        }
+
+    def message(self) -> str:
+        lines = [
+            f"{self.table}: {self.indexed_live} of {self.live_files} live files indexed in {self.index_table}; "
+            f"{len(self.missing)} missing, {self.orphaned} orphaned entries, {self.outdated_config} with an outdated configuration",
+            f"{self.table}: recomputed {self.sampled} sampled entries from the data: {len(self.stale)} stale",
+        ]
+        lines += [f"  missing  {path}" for path in self.missing[:20]]
+        if len(self.missing) > 20:
+            lines.append(f"  ... and {len(self.missing) - 20} more missing")
+        lines += [f"  stale    {path}: {reason}" for path, reason in self.stale]
+        return "\n".join(lines)
+
+
+# Fields of an entry that depend only on the data (any configuration) and those that depend on the settings too.
+_DATA_FIELDS = ("value_count", "null_count", "nan_count", "lower", "upper", "distinct_count")
+
+
+def verify(
+    config: Config, table_name: str, sample: int = 20, seed: int | None = None, spark: SparkSession | None = None
+) -> VerifyReport:
+    catalog = config.load_catalog()
+    source = open_source(config, table_name, catalog)
+    index = IndexTable(catalog, config.index_namespace, source.name)
+    settings = config.column_settings(source.name, source.schema)
+    current = config_version(settings)
+    live = source.live_files()
+    live_paths = {f.path for f in live}
+    state = index.indexed()
+    versions = dict(zip(state.column("file_path").to_pylist(), state.column("config_version").to_pylist(), strict=True))
+    indexed_live = sorted(p for p in versions if p in live_paths)
+    chosen = sorted(random.Random(seed).sample(indexed_live, min(sample, len(indexed_live))))
+    stale: list[tuple[str, str]] = []
+    if chosen:
+        if spark is None:
+            from indexlib.spark import get_spark
+
+            spark = get_spark(config)
+        by_path = {f.path: f for f in live}
+        computed = index_new_files(
+            spark, source, [by_path[p] for p in chosen], 0, config.files_per_task, settings, skip_unreadable=True
+        )
+        stale += [(path, f"cannot be read now: {reason}") for path, reason in computed.skipped]
+        fresh = {row["file_path"]: row for row in computed.entries.to_pylist()}
+        stored: dict[str, dict[str, Any]] = {}
+        for row in index.entries(chosen).to_pylist():
+            stored.setdefault(row["file_path"], row)
+        for path in chosen:
+            if path in fresh and path in stored:
+                reason = _difference(
+                    stored[path], fresh[path], same_config=stored[path].get("config_version") == current
+                )
+                if reason:
+                    stale.append((path, reason))
+    return VerifyReport(
+        source.name,
+        index.identifier,
+        len(live),
+        len(indexed_live),
+        sorted(live_paths - set(versions)),
+        len(set(versions) - live_paths),
+        sum(1 for p in indexed_live if versions[p] != current),
+        len(chosen),
+        sorted(stale),
+    )
+
+
+def _difference(stored: dict[str, Any], fresh: dict[str, Any], same_config: bool) -> str | None:
+    """The first way a stored entry disagrees with one computed now from the data (None: they agree).
+
+    Min/max and counts must always agree; index payloads only when the entry was built with the current
+    configuration (otherwise it is outdated, not stale). NDV sketches are not compared byte for byte.
+    """
+    if stored["record_count"] != fresh["record_count"]:
+        return f"record count {stored['record_count']} in the index, {fresh['record_count']} in the file"
+    old = {c["field_id"]: c for c in stored["columns"]}
+    new = {c["field_id"]: c for c in fresh["columns"]}
+    for field_id, column in new.items():
+        mine = old.get(field_id)
+        if mine is None:
+            continue  # no statistics stored for this column: it reads as unknown, which is safe
+        for name in _DATA_FIELDS if not same_config else (*_DATA_FIELDS, "indexes"):
+            if mine.get(name) is not None and mine.get(name) != column.get(name):
+                return f"column {column['name']}: {name} differs"
+    return None
