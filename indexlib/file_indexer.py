@@ -52,6 +52,10 @@ def index_column(
 ) -> ColumnStats:
     """Counts and bounds, distinct count, NDV sketch and the chosen index kinds of one column of one file."""
     values = column.combine_chunks()
+    if pa.types.is_string_view(values.type):  # e.g. Delta OPTIMIZE output; few compute kernels take view types
+        values = values.cast(pa.large_string())
+    elif pa.types.is_binary_view(values.type):
+        values = values.cast(pa.large_binary())
     stats = compute_column_stats(field_id, name, iceberg_type, values)
     keys = distinct_keys(values, iceberg_type)
     if keys is None:

@@ -1,0 +1,288 @@
+"""Tables change under the index: deletes, overwrites and compaction remove files, backfills cover old ones, the
+configuration changes. Real Iceberg (SQLite catalog) and real Delta (delta-rs) tables, a real Spark build, and every
+lookup checked against the rows of every live file."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable, write_deltalake
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import LongType, NestedField, StringType
+
+from indexlib.backfill import backfill
+from indexlib.build import build_index
+from indexlib.config import load_config
+from indexlib.errors import UserError
+from indexlib.file_indexer import config_version
+from indexlib.index_table import IndexTable
+from indexlib.lookup import lookup
+from indexlib.source import open_source
+
+SCHEMA = pa.schema([("id", pa.int64()), ("service", pa.string()), ("part", pa.string())])
+SERVICES = ["auth", "billing", "search", "web", "mail", "queue"]
+PARTS = ["a", "b", "c"]
+# (predicate, the same as a function of one row; None is SQL NULL, which never matches)
+QUERIES = [
+    ("service = 'auth'", lambda r: r["service"] == "auth"),
+    ("service IN ('mail', 'queue')", lambda r: r["service"] in ("mail", "queue")),
+    ("id = 17", lambda r: r["id"] == 17),
+    ("id >= 200", lambda r: r["id"] is not None and r["id"] >= 200),
+    ("part = 'b' AND service LIKE 'se%'", lambda r: r["part"] == "b" and (r["service"] or "").startswith("se")),
+    ("part <> 'a'", lambda r: r["part"] is not None and r["part"] != "a"),
+]
+
+
+def _batch(rng: random.Random, start: int, rows: int, part: str) -> pa.Table:
+    """Rows of one partition whose services cluster (two per batch), so the tag index can prune."""
+    services = rng.sample(SERVICES, 2)
+    return pa.Table.from_pylist(
+        [
+            {"id": i, "service": None if rng.random() < 0.1 else rng.choice(services), "part": part}
+            for i in range(start, start + rows)
+        ],
+        schema=SCHEMA,
+    )
+
+
+class Lake:
+    """One source table, Iceberg or Delta, with the operations real tables see."""
+
+    def __init__(self, kind: str, catalog, tmp_path: Path) -> None:
+        self.kind = kind
+        if kind == "iceberg":
+            schema = Schema(
+                NestedField(1, "id", LongType()),
+                NestedField(2, "service", StringType()),
+                NestedField(3, "part", StringType()),
+            )
+            spec = PartitionSpec(PartitionField(3, 1000, IdentityTransform(), "part"))
+            self.iceberg = catalog.create_table("db.events", schema=schema, partition_spec=spec)
+            self.name = "db.events"
+        else:
+            self.name = str(tmp_path / "lake" / "events")
+
+    def append(self, table: pa.Table) -> None:
+        if self.kind == "iceberg":
+            self.iceberg.append(table)
+        else:
+            write_deltalake(self.name, table, mode="append", partition_by=["part"])
+
+    def delete(self, where: str) -> None:
+        if self.kind == "iceberg":
+            self.iceberg.delete(where)
+        else:
+            DeltaTable(self.name).delete(where)
+
+    def compact(self) -> None:
+        """Rewrite every file (Iceberg: an overwrite snapshot with the same rows; Delta: OPTIMIZE compact)."""
+        if self.kind == "iceberg":
+            self.iceberg.overwrite(self.iceberg.scan().to_arrow())
+        else:
+            DeltaTable(self.name).optimize.compact()
+
+
+def _rows(config, name: str) -> dict[str, list[dict]]:
+    """Every live file's rows, read from the file (Delta partition values come from the log, as readers do)."""
+    source = open_source(config, name)
+    rows = {}
+    for ref in source.live_files():
+        data = pq.read_table(ref.path.removeprefix("file://"))
+        for column, value in ref.partition if isinstance(ref.partition, tuple) else ():
+            if column not in data.column_names:
+                data = data.append_column(column, pa.array([value] * data.num_rows, pa.string()))
+        rows[ref.path] = data.to_pylist()
+    return rows
+
+
+def _check_lookups(config, name: str) -> list[tuple[str, int, int]]:
+    """Every query keeps every live file holding a matching row and returns only live files."""
+    rows = _rows(config, name)
+    seen = []
+    for where, matches in QUERIES:
+        result = lookup(config, name, where)
+        kept = set(result.files)
+        assert kept <= set(rows), f"{where}: lookup returned a file that is not live"
+        truth = {path for path, file_rows in rows.items() if any(matches(r) for r in file_rows)}
+        assert truth <= kept, f"{where}: files with matching rows were skipped: {truth - kept}"
+        assert result.summary["files_total"] == len(rows)
+        seen.append((where, len(kept), len(truth)))
+    return seen
+
+
+def _index_paths(config, name: str) -> list[str]:
+    source = open_source(config, name)
+    return (
+        IndexTable(config.load_catalog(), config.index_namespace, source.name).indexed().column("file_path").to_pylist()
+    )
+
+
+@pytest.fixture(params=["iceberg", "delta"])
+def lake(request, catalog, tmp_path) -> Lake:
+    return Lake(request.param, catalog, tmp_path)
+
+
+def test_deletes_and_compaction_drop_removed_entries_and_index_new_files(config, lake, spark):
+    rng = random.Random(7)
+    for n in range(6):
+        lake.append(_batch(rng, n * 50, 50, PARTS[n % 3]))
+    first = build_index(config, lake.name, spark)
+    assert first.files_indexed == len(_rows(config, lake.name))
+
+    lake.delete("service = 'auth' OR id < 25")
+    lake.append(_batch(rng, 300, 50, "b"))
+    # Fresh commits since the build: removed files are never returned; new ones pass the index stages (only their
+    # partition values can prune them) and are counted unindexed.
+    for where, _, _ in _check_lookups(config, lake.name):
+        result = lookup(config, lake.name, where)
+        unindexed = set(_rows(config, lake.name)) - set(_index_paths(config, lake.name))
+        assert unindexed, "the delete rewrote files and the append added one"
+        if "part" not in where:
+            assert unindexed <= set(result.files), f"{where}: a live file not yet indexed was skipped"
+        assert result.summary["files_unindexed"] == len(unindexed & set(result.files))
+
+    second = build_index(config, lake.name, spark)
+    assert second.entries_dropped > 0, "the build drops the entries of files the delete removed"
+    lake.compact()
+    third = build_index(config, lake.name, spark)
+    assert third.files_indexed > 0 and third.entries_dropped > 0, "compaction: old entries dropped, new files indexed"
+
+    paths = _index_paths(config, lake.name)
+    assert sorted(paths) == sorted(_rows(config, lake.name)), "one entry per live file, nothing else"
+    results = _check_lookups(config, lake.name)
+    kept, truth = next((kept, truth) for where, kept, truth in results if where == "service = 'auth'")
+    assert kept == truth < len(paths), "the tag index of the rewritten files keeps exactly the files holding 'auth'"
+    assert lookup(config, lake.name, "service = 'auth'").summary["files_unindexed"] == 0
+
+
+def test_a_rerun_after_changes_commits_nothing(config, lake, spark):
+    rng = random.Random(3)
+    for n in range(3):
+        lake.append(_batch(rng, n * 20, 20, PARTS[n]))
+    build_index(config, lake.name, spark)
+    lake.delete("id < 10")
+    assert build_index(config, lake.name, spark).committed
+    again = build_index(config, lake.name, spark)
+    assert not again.committed, "nothing changed since the last build: nothing to commit"
+
+
+@pytest.fixture
+def backfill_config(conf_path):
+    conf_path.write_text(
+        conf_path.read_text() + "[build]\nindex_existing_files = false\nbackfill_files_per_commit = 2\n"
+    )
+    return load_config(conf_path)
+
+
+def test_backfill_indexes_old_partitions_once_and_rebuilds_after_a_configuration_change(
+    backfill_config, conf_path, lake, spark
+):
+    config = backfill_config
+    rng = random.Random(11)
+    for n in range(9):
+        lake.append(_batch(rng, n * 30, 30, PARTS[n % 3]))
+    old = set(_rows(config, lake.name))
+    start = build_index(config, lake.name, spark)
+    assert start.committed and start.files_indexed == 0, "index_existing_files = false: the index starts now"
+    lake.append(_batch(rng, 1000, 30, "c"))
+    assert build_index(config, lake.name, spark).files_indexed == 1, "later files are indexed by the build"
+
+    part_a = backfill(config, lake.name, "part = 'a'", spark)
+    assert part_a.files_indexed == 3 and part_a.commits == 2, "3 files of partition a, 2 files per commit"
+    indexed = set(_index_paths(config, lake.name))
+    assert {p for p in old if _partition_of(config, lake.name, p) == "part=a"} <= indexed
+    again = backfill(config, lake.name, "part = 'a'", spark)
+    assert again.files_indexed == 0 and again.commits == 0, "a rerun finds nothing left to do"
+
+    rest = backfill(config, lake.name, None, spark)
+    assert rest.files_indexed == 6 and rest.files_rebuilt == 0
+    paths = _index_paths(config, lake.name)
+    assert sorted(paths) == sorted(_rows(config, lake.name)), "every live file once"
+    _check_lookups(config, lake.name)
+
+    conf_path.write_text(conf_path.read_text() + "[index]\nbloom_fpp = 0.001\n")
+    changed = load_config(conf_path)
+    source = open_source(changed, lake.name)
+    assert config_version(changed.column_settings(source.name, source.schema)) != config_version(
+        config.column_settings(source.name, source.schema)
+    )
+    rebuilt = backfill(changed, lake.name, None, spark)
+    assert rebuilt.files_rebuilt == 10 and rebuilt.files_indexed == 0, "every entry is rebuilt, none added"
+    state = IndexTable(changed.load_catalog(), changed.index_namespace, source.name).indexed()
+    assert state.num_rows == 10 and set(state.column("config_version").to_pylist()) == {
+        config_version(changed.column_settings(source.name, source.schema))
+    }
+    _check_lookups(changed, lake.name)
+
+
+def _partition_of(config, name: str, path: str) -> str:
+    source = open_source(config, name)
+    ref = next(f for f in source.live_files() if f.path == path)
+    return source.partition_label(ref)
+
+
+def test_backfill_where_must_name_a_partition_field(backfill_config, lake, spark):
+    lake.append(_batch(random.Random(1), 0, 10, "a"))
+    with pytest.raises(UserError, match="restricts no partition field"):
+        backfill(backfill_config, lake.name, "service = 'auth'", spark)
+
+
+def test_delta_paths_are_the_data_files_delta_rs_resolves(config, tmp_path):
+    """A partition value with '/', '%' and a space is percent-encoded twice in the log; paths must still open."""
+    name = str(tmp_path / "odd")
+    write_deltalake(name, pa.table({"k": [1, 2, 3], "p": ["a b", "x/y%", None]}), partition_by=["p"])
+    source = open_source(config, name)
+    assert sorted(f.path for f in source.live_files()) == sorted(DeltaTable(name).file_uris())
+    kept = lookup(config, name, "p = 'x/y%'").files
+    assert len(kept) == 1 and pq.read_table(kept[0]).column("k").to_pylist() == [2]
+    assert lookup(config, name, "p IS NULL").files == [
+        f.path for f in source.live_files() if dict(f.partition)["p"] is None
+    ]
+
+
+def test_unreadable_file_fails_the_build_naming_it_and_commits_nothing(config, catalog, spark):
+    table = catalog.create_table("db.broken", schema=SCHEMA)
+    for n in range(3):
+        table.append(_batch(random.Random(n), n * 10, 10, "a"))
+    victim = sorted(task.file.file_path for task in table.scan().plan_files())[1]
+    Path(victim.removeprefix("file://")).write_bytes(b"not parquet at all")
+    with pytest.raises(UserError, match=f"cannot index data file {victim}"):
+        build_index(config, "db.broken", spark)
+    index = IndexTable(catalog, config.index_namespace, "db.broken")
+    assert index.watermark() is None and index.indexed().num_rows == 0, "a failed build commits nothing"
+
+
+def test_unreadable_file_is_skipped_when_configured_and_stays_unindexed(conf_path, catalog, spark):
+    conf_path.write_text(conf_path.read_text() + '[build]\non_unreadable_file = "skip"\n')
+    config = load_config(conf_path)
+    table = catalog.create_table("db.broken", schema=SCHEMA)
+    for n in range(3):
+        table.append(_batch(random.Random(n), n * 10, 10, "a"))
+    victim = sorted(task.file.file_path for task in table.scan().plan_files())[1]
+    Path(victim.removeprefix("file://")).write_bytes(b"not parquet at all")
+    result = build_index(config, "db.broken", spark)
+    assert [path for path, _ in result.skipped] == [victim] and result.files_indexed == 2
+    assert victim in result.message()
+    found = lookup(config, "db.broken", "id = -1")
+    assert found.files == [victim] and found.summary["files_unindexed"] == 1, "a skipped file is always kept"
+
+
+def test_bad_build_settings_are_rejected_with_one_line(conf_path):
+    conf_path.write_text(conf_path.read_text() + '[build]\non_unreadable_file = "ignore"\n')
+    with pytest.raises(UserError, match="build.on_unreadable_file"):
+        load_config(conf_path)
+
+
+def test_delta_source_counts_match_the_log(config, tmp_path):
+    name = str(tmp_path / "counts")
+    write_deltalake(name, pa.table({"k": list(range(10)), "p": ["a"] * 5 + ["b"] * 5}), partition_by=["p"])
+    refs = open_source(config, name).live_files()
+    assert sum(f.record_count for f in refs) == 10
+    assert pc.sum(pa.array([f.file_size_in_bytes for f in refs])).as_py() > 0
