@@ -1,0 +1,169 @@
+"""Builds killed with SIGKILL at every step of a commit, and two real processes committing to one index at once.
+
+Each run is a real `skipindex` subprocess (its own Spark) against the test's SQLite catalog; tests/interrupted_run.py
+only makes the catalog's commit steps announce themselves (and wait when asked) so a kill lands exactly there.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from indexlib.backfill import backfill
+from indexlib.build import build_index
+from indexlib.config import load_config
+from indexlib.index_table import IndexTable
+from indexlib.source import open_source
+
+RUNNER = Path(__file__).with_name("interrupted_run.py")
+SCHEMA = pa.schema([("id", pa.int64()), ("service", pa.string())])
+
+
+def _batch(start: int, rows: int = 20) -> pa.Table:
+    rng = random.Random(start)
+    return pa.Table.from_pylist(
+        [{"id": i, "service": rng.choice(["auth", "web", "mail"])} for i in range(start, start + rows)], schema=SCHEMA
+    )
+
+
+class Run:
+    """One `skipindex` subprocess in its own process group (so SIGKILL takes its JVM too)."""
+
+    def __init__(self, tmp_path: Path, args: list[str], **env: str) -> None:
+        self.out = tmp_path / f"run-{time.monotonic_ns()}.out"
+        self.err = self.out.with_suffix(".err")
+        environment = {**os.environ, "PYSPARK_PYTHON": sys.executable, **env}
+        with self.out.open("w") as out, self.err.open("w") as err:
+            self.process = subprocess.Popen(
+                [sys.executable, str(RUNNER), *args],
+                stdout=out,
+                stderr=err,
+                env=environment,
+                cwd=Path(__file__).parent.parent,
+                start_new_session=True,
+            )
+
+    def wait_for(self, marker: str, stream: str = "out", timeout: float = 180) -> None:
+        """Until stdout has the line `marker` (a commit step), or stderr has `marker` in a log line."""
+        deadline = time.monotonic() + timeout
+        while not (marker in self.out.read_text().splitlines() if stream == "out" else marker in self.err.read_text()):
+            assert self.process.poll() is None, f"exited before {marker}: {self.err.read_text()[-2000:]}"
+            assert time.monotonic() < deadline, f"no {marker} after {timeout}s"
+            time.sleep(0.05)
+
+    def kill(self) -> None:
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def finish(self, timeout: float = 300) -> str:
+        assert self.process.wait(timeout) == 0, self.err.read_text()[-3000:]
+        return self.err.read_text()
+
+
+def _state(config, name: str) -> tuple[collections.Counter, int | None]:
+    index = IndexTable(config.load_catalog(), config.index_namespace, name)
+    return collections.Counter(index.indexed().column("file_path").to_pylist()), index.watermark()
+
+
+def _live(config, name: str) -> collections.Counter:
+    return collections.Counter(f.path for f in open_source(config, name).live_files())
+
+
+@pytest.fixture
+def table(config, catalog, spark):
+    table = catalog.create_table("db.crash", schema=SCHEMA)
+    for n in range(3):
+        table.append(_batch(n * 20))
+    build_index(config, "db.crash", spark)
+    return table
+
+
+@pytest.mark.parametrize("kill_at", ["running", "metadata-written", "before-commit", "after-commit"])
+def test_a_build_killed_at_any_step_leaves_the_index_before_or_after_and_the_next_run_completes(
+    conf_path, config, table, spark, tmp_path, kill_at
+):
+    before = _state(config, "db.crash")
+    for n in range(3, 5):
+        table.append(_batch(n * 20))
+    after = (_live(config, "db.crash"), table.current_snapshot().snapshot_id)
+
+    args = ["build", "--conf", str(conf_path), "--table", "db.crash"]
+    run = Run(tmp_path, args, SKIPINDEX_TEST_PAUSE_AT=kill_at)
+    if kill_at == "running":  # in the Spark job, before any commit step
+        run.wait_for("new data files", stream="err")
+        time.sleep(1)
+    else:
+        run.wait_for(kill_at)
+    run.kill()
+
+    state = _state(config, "db.crash")
+    assert state in (before, after), f"killed at {kill_at}: the index is neither as before nor as after"
+    if kill_at in ("metadata-written", "before-commit"):
+        assert state == before, f"killed at {kill_at}: the catalog never saw the commit"
+    if kill_at == "after-commit":
+        assert state == after, "killed after the catalog committed: the commit stands"
+    build_index(config, "db.crash", spark)
+    assert _state(config, "db.crash") == after, "the next run completes: each live file once, watermark current"
+
+
+def test_a_backfill_killed_between_commits_resumes_without_duplicates(conf_path, catalog, spark, tmp_path):
+    conf_path.write_text(
+        conf_path.read_text() + "[build]\nindex_existing_files = false\nbackfill_files_per_commit = 2\n"
+    )
+    config = load_config(conf_path)
+    table = catalog.create_table("db.old", schema=SCHEMA)
+    for n in range(6):
+        table.append(_batch(n * 20))
+    build_index(config, "db.old", spark)  # the index starts now: all six files are old
+
+    run = Run(
+        tmp_path,
+        ["backfill", "--conf", str(conf_path), "--table", "db.old"],
+        SKIPINDEX_TEST_PAUSE_AT="after-commit",
+    )
+    run.wait_for("after-commit")
+    run.kill()
+    paths, _ = _state(config, "db.old")
+    assert paths and max(paths.values()) == 1, "the first batch stands, once"
+    assert len(paths) == 2, "one commit of two files landed before the kill"
+
+    resumed = backfill(config, "db.old", None, spark)
+    assert resumed.files_indexed == 4, "the rerun indexes only what is missing"
+    assert _state(config, "db.old")[0] == _live(config, "db.old"), "every live file once"
+
+
+def test_a_build_and_a_backfill_committing_at_once_lose_nothing_and_duplicate_nothing(
+    conf_path, catalog, spark, tmp_path
+):
+    conf_path.write_text(conf_path.read_text() + "[build]\nindex_existing_files = false\n")
+    config = load_config(conf_path)
+    table = catalog.create_table("db.busy", schema=SCHEMA)
+    for n in range(4):
+        table.append(_batch(n * 20))
+    build_index(config, "db.busy", spark)  # the index starts now
+    for n in range(4, 6):
+        table.append(_batch(n * 20))  # new files: the build's work (the backfill sees them too)
+
+    barrier = tmp_path / "go"
+    common = ["--conf", str(conf_path), "--table", "db.busy"]
+    runs = [
+        Run(tmp_path, ["build", *common], SKIPINDEX_TEST_BARRIER=str(barrier)),
+        Run(tmp_path, ["backfill", *common], SKIPINDEX_TEST_BARRIER=str(barrier)),
+    ]
+    for run in runs:
+        run.wait_for("before-commit")
+    barrier.touch()  # both planned against the same snapshot: one commit must lose and re-plan
+    logs = [run.finish() for run in runs]
+    assert any("commit conflict" in log for log in logs), "the two commits raced"
+    paths, watermark = _state(config, "db.busy")
+    assert paths == _live(config, "db.busy"), "every live file exactly once"
+    assert watermark == table.refresh().current_snapshot().snapshot_id, "the build's watermark survived"
