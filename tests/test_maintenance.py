@@ -1,0 +1,99 @@
+"""`skipindex compact` and `skipindex verify` on real index tables, through the CLI where the exit code matters."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from indexlib.build import build_index
+from indexlib.cli import main
+from indexlib.index_table import IndexTable
+from indexlib.lookup import lookup
+from indexlib.maintenance import compact, indexed_sources, verify
+
+SCHEMA = pa.schema([("id", pa.int64()), ("service", pa.string())])
+
+
+def _batch(start: int, rows: int = 30) -> pa.Table:
+    rng = random.Random(start)
+    return pa.Table.from_pylist(
+        [{"id": i, "service": rng.choice(["auth", "web", "mail", None])} for i in range(start, start + rows)],
+        schema=SCHEMA,
+    )
+
+
+@pytest.fixture
+def table(config, catalog, spark):
+    """Five builds of one file each: an index table of five small data files."""
+    table = catalog.create_table("db.small", schema=SCHEMA)
+    for n in range(5):
+        table.append(_batch(n * 30))
+        build_index(config, "db.small", spark)
+    return table
+
+
+def _data_files(config) -> int:
+    return len(config.load_catalog().load_table("skipindex.db__small").inspect.files())
+
+
+def test_compact_rewrites_small_files_into_one_and_keeps_every_entry_and_the_watermark(config, table):
+    index = IndexTable(config.load_catalog(), config.index_namespace, "db.small")
+    before = (sorted(index.indexed().column("file_path").to_pylist()), index.watermark())
+    answers = {where: lookup(config, "db.small", where).files for where in ("id = 42", "service = 'auth'")}
+    assert _data_files(config) == 5
+
+    result = compact(config, "db.small")
+    assert (result.data_files_before, result.data_files_after, result.entries) == (5, 1, 5)
+    assert _data_files(config) == 1
+    assert (sorted(index.indexed().column("file_path").to_pylist()), index.watermark()) == before
+    assert {where: lookup(config, "db.small", where).files for where in answers} == answers
+    assert "already compact" in compact(config, "db.small").message(), "a second compaction rewrites nothing"
+
+
+def test_compact_drops_entries_of_files_no_longer_live(config, table, spark):
+    table.delete("id < 30")  # removes the first file; no build has run since
+    result = compact(config, "db.small")
+    assert result.removed_dropped == 1 and result.entries == 4
+
+
+def test_compact_without_table_covers_every_indexed_table(config, conf_path, table, capsys):
+    assert indexed_sources(config) == ["db.small"]
+    assert main(["compact", "--conf", str(conf_path)]) == 0
+    assert "compacted skipindex.db__small from 5 to 1 files" in capsys.readouterr().out
+
+
+def test_verify_reports_a_healthy_index_and_exits_0(conf_path, table, capsys):
+    assert main(["verify", "--conf", str(conf_path), "--table", "db.small", "--sample", "5", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["sampled"], report["stale"], report["missing"], report["outdated_config"]) == (5, [], [], 0)
+
+
+def test_verify_finds_stale_and_missing_entries_and_exits_1(config, conf_path, table, capsys):
+    index = IndexTable(config.load_catalog(), config.index_namespace, "db.small")
+    victim = sorted(index.indexed().column("file_path").to_pylist())[2]
+
+    def tamper(entries: pa.Table) -> pa.Table:
+        """The victim's entry claims one row fewer than its file holds."""
+        counts = pc.if_else(
+            pc.equal(entries.column("file_path"), victim),
+            pc.subtract(entries.column("record_count"), 1),
+            entries.column("record_count"),
+        )
+        return entries.set_column(entries.schema.get_field_index("record_count"), "record_count", counts)
+
+    index.rewrite(tamper)
+    table.append(_batch(1000))  # committed after the last build: missing, not stale
+    report = verify(config, "db.small", sample=5, seed=1)
+    assert [path for path, _ in report.stale] == [victim] and "record count" in report.stale[0][1]
+    assert len(report.missing) == 1 and not report.ok
+    assert main(["verify", "--conf", str(conf_path), "--table", "db.small", "--sample", "5"]) == 1
+    assert f"stale    {victim}: record count" in capsys.readouterr().out
+
+
+def test_verify_rejects_a_negative_sample(conf_path, table, capsys):
+    assert main(["verify", "--conf", str(conf_path), "--table", "db.small", "--sample", "-1"]) == 2
+    assert "--sample must be >= 0" in capsys.readouterr().err
