@@ -23,6 +23,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_lookup.py
 	$(BIN)/python benchmarks/bench_build.py
 	$(BIN)/python benchmarks/bench_automaton.py
+	$(BIN)/python benchmarks/bench_changes.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check indexlib jobs tests benchmarks

@@ -74,12 +74,29 @@ def test_explain_human_output_is_a_readable_table(conf_path, indexed_table):
         ("db.small", "id = = 1", "cannot parse WHERE"),
         ("db.small", "   ", "empty WHERE"),
         ("nodots", "id = 1", "must be named namespace.table"),
+        ("/no/such/lake/table", "id = 1", "no Delta table at '/no/such/lake/table'"),
     ],
 )
 def test_bad_input_is_one_line_on_stderr_and_exit_code_2(conf_path, indexed_table, table, where, expected):
     done = _run("explain", "--conf", str(conf_path), "--table", table, "--where", where)
     assert done.returncode == 2, f"exit code for {expected}: {done.returncode}"
     assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["backfill", "--table", "db.small", "--where", "id = 1"], "restricts no partition field"),
+        (["backfill", "--table", "db.small", "--where", "nope = 1"], "unknown column 'nope'"),
+        (["verify", "--table", "db.nope"], "unknown table 'db.nope'"),
+        (["compact", "--table", "db.nope"], "unknown table 'db.nope'"),
+    ],
+)
+def test_bad_maintenance_input_is_one_line_and_exit_code_2(conf_path, indexed_table, args, expected):
+    done = _run(*args[:1], "--conf", str(conf_path), *args[1:])
+    assert done.returncode == 2, f"exit code for {expected}: {done.returncode}"
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], done.stderr
 

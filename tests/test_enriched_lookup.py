@@ -17,7 +17,7 @@ import pytest
 from indexlib.build import build_index
 from indexlib.config import load_config
 from indexlib.errors import UserError
-from indexlib.index_table import FORMAT_PROPERTY, IndexTable
+from indexlib.index_table import FORMAT_PROPERTY, FORMAT_VERSION, IndexTable
 from indexlib.lookup import lookup
 from indexlib.stats import table_stats
 
@@ -227,6 +227,7 @@ def test_a_format_1_index_table_is_upgraded_in_place_and_its_old_entries_still_p
     source.append(_shard(1))
     build_index(config, "db.events", spark)
     upgraded = catalog.load_table(index.identifier)
-    assert upgraded.properties[FORMAT_PROPERTY] == "2"
+    assert upgraded.properties[FORMAT_PROPERTY] == str(FORMAT_VERSION), "upgraded to the current format"
+    assert upgraded.properties["commit.retry.num-retries"] == "0", "and pyiceberg's rebasing retry switched off"
     result = lookup(config, "db.events", "service = 'query'")  # inside both files' [min, max], in neither
     assert result.files == [path], "the old entry (no automaton) keeps its file; the new one's automaton skips"
