@@ -64,7 +64,8 @@ class DeltaSource:
         try:
             self.table = DeltaTable(self.name, storage_options=self.storage_options or None)
         except Exception as exc:  # delta-rs raises TableNotFoundError, OSError or DeltaError here
-            raise UserError(f"no Delta table at {self.name!r} (cannot read its _delta_log: {exc})") from None
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise UserError(f"no Delta table at {self.name!r} (cannot read its _delta_log: {reason})") from None
         mapping = self.table.metadata().configuration.get("delta.columnMapping.mode", "none")
         if mapping != "none":
             raise UserError(f"Delta table {self.name}: column mapping mode {mapping!r} is not supported yet")
