@@ -240,11 +240,10 @@ class FileStatistics:
         def unknown(n: int) -> tuple[pa.Array, pa.Array]:
             return pa.nulls(n, arrow_type), pa.nulls(n, arrow_type)
 
-        parsed = _parsed(type_string)
-        if parsed is None:
+        stored = _parsed(type_string)
+        if stored is None:
             self._report(column, "bounds", files, ValueError(f"unknown type {type_string!r}"))
             return unknown(len(files))
-        stored: PrimitiveType = parsed
 
         def decode(start: int, stop: int) -> tuple[pa.Array, pa.Array]:
             length = stop - start
