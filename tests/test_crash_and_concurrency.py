@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from lakes import Lake
 
 from indexlib.backfill import backfill
 from indexlib.build import build_index
@@ -70,7 +71,7 @@ class Run:
 
 
 def _state(config, name: str) -> tuple[collections.Counter, int | None]:
-    index = IndexTable(config.load_catalog(), config.index_namespace, name)
+    index = IndexTable(config.load_catalog(), config.index_namespace, open_source(config, name).name)
     return collections.Counter(index.indexed().column("file_path").to_pylist()), index.watermark()
 
 
@@ -78,25 +79,26 @@ def _live(config, name: str) -> collections.Counter:
     return collections.Counter(f.path for f in open_source(config, name).live_files())
 
 
-@pytest.fixture
-def table(config, catalog, spark):
-    table = catalog.create_table("db.crash", schema=SCHEMA)
+@pytest.mark.parametrize(
+    ("kind", "kill_at"),
+    [
+        *(("iceberg", step) for step in ("running", "metadata-written", "before-commit", "after-commit")),
+        *(("delta", step) for step in ("before-commit", "after-commit")),
+    ],
+)
+def test_a_build_killed_at_any_step_leaves_the_index_before_or_after_and_the_next_run_completes(
+    conf_path, config, catalog, spark, tmp_path, kind, kill_at
+):
+    table = Lake(kind, catalog, tmp_path, "crash")
     for n in range(3):
         table.append(_batch(n * 20))
-    build_index(config, "db.crash", spark)
-    return table
-
-
-@pytest.mark.parametrize("kill_at", ["running", "metadata-written", "before-commit", "after-commit"])
-def test_a_build_killed_at_any_step_leaves_the_index_before_or_after_and_the_next_run_completes(
-    conf_path, config, table, spark, tmp_path, kill_at
-):
-    before = _state(config, "db.crash")
+    build_index(config, table.name, spark)
+    before = _state(config, table.name)
     for n in range(3, 5):
         table.append(_batch(n * 20))
-    after = (_live(config, "db.crash"), table.current_snapshot().snapshot_id)
+    after = (_live(config, table.name), table.version())
 
-    args = ["build", "--conf", str(conf_path), "--table", "db.crash"]
+    args = ["build", "--conf", str(conf_path), "--table", table.name]
     run = Run(tmp_path, args, SKIPINDEX_TEST_PAUSE_AT=kill_at)
     if kill_at == "running":  # in the Spark job, before any commit step
         run.wait_for("new data files", stream="err")
@@ -105,14 +107,14 @@ def test_a_build_killed_at_any_step_leaves_the_index_before_or_after_and_the_nex
         run.wait_for(kill_at)
     run.kill()
 
-    state = _state(config, "db.crash")
+    state = _state(config, table.name)
     assert state in (before, after), f"killed at {kill_at}: the index is neither as before nor as after"
     if kill_at in ("metadata-written", "before-commit"):
         assert state == before, f"killed at {kill_at}: the catalog never saw the commit"
     if kill_at == "after-commit":
         assert state == after, "killed after the catalog committed: the commit stands"
-    build_index(config, "db.crash", spark)
-    assert _state(config, "db.crash") == after, "the next run completes: each live file once, watermark current"
+    build_index(config, table.name, spark)
+    assert _state(config, table.name) == after, "the next run completes: each live file once, watermark current"
 
 
 def test_a_backfill_killed_between_commits_resumes_without_duplicates(conf_path, catalog, spark, tmp_path):
@@ -141,20 +143,21 @@ def test_a_backfill_killed_between_commits_resumes_without_duplicates(conf_path,
     assert _state(config, "db.old")[0] == _live(config, "db.old"), "every live file once"
 
 
+@pytest.mark.parametrize("kind", ["iceberg", "delta"])
 def test_a_build_and_a_backfill_committing_at_once_lose_nothing_and_duplicate_nothing(
-    conf_path, catalog, spark, tmp_path
+    conf_path, catalog, spark, tmp_path, kind
 ):
     conf_path.write_text(conf_path.read_text() + "[build]\nindex_existing_files = false\n")
     config = load_config(conf_path)
-    table = catalog.create_table("db.busy", schema=SCHEMA)
+    table = Lake(kind, catalog, tmp_path, "busy")
     for n in range(4):
         table.append(_batch(n * 20))
-    build_index(config, "db.busy", spark)  # the index starts now
+    build_index(config, table.name, spark)  # the index starts now
     for n in range(4, 6):
         table.append(_batch(n * 20))  # new files: the build's work (the backfill sees them too)
 
     barrier = tmp_path / "go"
-    common = ["--conf", str(conf_path), "--table", "db.busy"]
+    common = ["--conf", str(conf_path), "--table", table.name]
     runs = [
         Run(tmp_path, ["build", *common], SKIPINDEX_TEST_BARRIER=str(barrier)),
         Run(tmp_path, ["backfill", *common], SKIPINDEX_TEST_BARRIER=str(barrier)),
@@ -164,6 +167,6 @@ def test_a_build_and_a_backfill_committing_at_once_lose_nothing_and_duplicate_no
     barrier.touch()  # both planned against the same snapshot: one commit must lose and re-plan
     logs = [run.finish() for run in runs]
     assert any("commit conflict" in log for log in logs), "the two commits raced"
-    paths, watermark = _state(config, "db.busy")
-    assert paths == _live(config, "db.busy"), "every live file exactly once"
-    assert watermark == table.refresh().current_snapshot().snapshot_id, "the build's watermark survived"
+    paths, watermark = _state(config, table.name)
+    assert paths == _live(config, table.name), "every live file exactly once"
+    assert watermark == table.version(), "the build's watermark survived"

@@ -12,10 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
-from pyiceberg.partitioning import PartitionField, PartitionSpec
-from pyiceberg.schema import Schema
-from pyiceberg.transforms import IdentityTransform
-from pyiceberg.types import LongType, NestedField, StringType
+from lakes import Lake
 
 from indexlib.backfill import backfill
 from indexlib.build import build_index
@@ -50,43 +47,6 @@ def _batch(rng: random.Random, start: int, rows: int, part: str) -> pa.Table:
         ],
         schema=SCHEMA,
     )
-
-
-class Lake:
-    """One source table, Iceberg or Delta, with the operations real tables see."""
-
-    def __init__(self, kind: str, catalog, tmp_path: Path) -> None:
-        self.kind = kind
-        if kind == "iceberg":
-            schema = Schema(
-                NestedField(1, "id", LongType()),
-                NestedField(2, "service", StringType()),
-                NestedField(3, "part", StringType()),
-            )
-            spec = PartitionSpec(PartitionField(3, 1000, IdentityTransform(), "part"))
-            self.iceberg = catalog.create_table("db.events", schema=schema, partition_spec=spec)
-            self.name = "db.events"
-        else:
-            self.name = str(tmp_path / "lake" / "events")
-
-    def append(self, table: pa.Table) -> None:
-        if self.kind == "iceberg":
-            self.iceberg.append(table)
-        else:
-            write_deltalake(self.name, table, mode="append", partition_by=["part"])
-
-    def delete(self, where: str) -> None:
-        if self.kind == "iceberg":
-            self.iceberg.delete(where)
-        else:
-            DeltaTable(self.name).delete(where)
-
-    def compact(self) -> None:
-        """Rewrite every file (Iceberg: an overwrite snapshot with the same rows; Delta: OPTIMIZE compact)."""
-        if self.kind == "iceberg":
-            self.iceberg.overwrite(self.iceberg.scan().to_arrow())
-        else:
-            DeltaTable(self.name).optimize.compact()
 
 
 def _rows(config, name: str) -> dict[str, list[dict]]:
@@ -126,7 +86,7 @@ def _index_paths(config, name: str) -> list[str]:
 
 @pytest.fixture(params=["iceberg", "delta"])
 def lake(request, catalog, tmp_path) -> Lake:
-    return Lake(request.param, catalog, tmp_path)
+    return Lake(request.param, catalog, tmp_path, "events", partitioned=True)
 
 
 def test_deletes_and_compaction_drop_removed_entries_and_index_new_files(config, lake, spark):
