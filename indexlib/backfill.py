@@ -103,8 +103,7 @@ def backfill(
     settings = config.column_settings(source.name, source.schema)  # bad settings fail before any work
     current = config_version(settings)
     selected = select_files(source, where, config)
-    state = index.indexed()
-    versions = dict(zip(state.column("file_path").to_pylist(), state.column("config_version").to_pylist(), strict=True))
+    versions = index.config_versions()
     todo = [f for f in selected if versions.get(f.path, "") != current]
     rebuilt = sum(1 for f in todo if f.path in versions)
     batches = batches_of_partitions(todo, source.partition_label, config.backfill_files_per_commit)

@@ -232,6 +232,11 @@ class IndexTable:
     def indexed_paths(self) -> set[str]:
         return set(self.indexed().column("file_path").to_pylist())
 
+    def config_versions(self) -> dict[str, str | None]:
+        """Indexed path -> the configuration version its entry was built with (None before format 3)."""
+        state = self.indexed()
+        return dict(zip(state.column("file_path").to_pylist(), state.column("config_version").to_pylist(), strict=True))
+
     def entries(self, paths: Iterable[str] | None = None) -> pa.Table:
         """All entries (or those of `paths`); duplicates of a path (possible only in tables written before format 3)
         are harmless."""

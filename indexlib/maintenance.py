@@ -160,8 +160,7 @@ def verify(
     current = config_version(settings)
     live = source.live_files()
     live_paths = {f.path for f in live}
-    state = index.indexed()
-    versions = dict(zip(state.column("file_path").to_pylist(), state.column("config_version").to_pylist(), strict=True))
+    versions = index.config_versions()
     indexed_live = sorted(p for p in versions if p in live_paths)
     chosen = sorted(random.Random(seed).sample(indexed_live, min(sample, len(indexed_live))))
     stale: list[tuple[str, str]] = []
