@@ -79,9 +79,6 @@ def batches_of_partitions(
     current: list[DataFileRef] = []
     for name, group in groupby(sorted(files, key=lambda f: (label(f), f.path)), key=label):
         members = list(group)
-        if current and len(current) + len(members) > files_per_commit:
-            batches.append((labels, current))
-            labels, current = [], []
         for start in range(0, len(members), files_per_commit):
             chunk = members[start : start + files_per_commit]
             if current and len(current) + len(chunk) > files_per_commit:

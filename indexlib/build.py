@@ -169,7 +169,7 @@ def _build_once(config: Config, source: Source, index: IndexTable, spark: SparkS
         else IndexedFiles(ENTRY_ARROW_SCHEMA.empty_table())
     )
     result = index.commit(computed.entries, drop_paths=removed, watermark=version, expected_watermark=watermark)
-    indexed_rows = sum(computed.entries.column("record_count").to_pylist())
+    indexed_rows = pc.sum(computed.entries.column("record_count")).as_py() or 0
     return BuildResult(
         source.name,
         index.identifier,

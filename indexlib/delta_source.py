@@ -129,39 +129,52 @@ class DeltaSource:
 
     def prune_partitions(self, files: list[DataFileRef], predicate: Any) -> PartitionPruning:
         """Identity partitions: each file's partition value is its column's min and max (NULL: every row NULL), so
-        the min/max rules of pruning.py decide the predicate on them."""
-        from indexlib.index_table import ENTRY_ARROW_SCHEMA, entry_row
+        the min/max rules of pruning.py decide the predicate on them. Bounds are serialised once per distinct
+        partition value; a file whose row count the log does not give, or a value we cannot type, stays unknown."""
+        from indexlib.index_table import ENTRY_ARROW_SCHEMA
         from indexlib.predicate import leaves
         from indexlib.pruning import FileStatistics, evaluate
 
-        by_name = {f.name: f for f in self.schema.fields}
         used = {getattr(getattr(leaf, "column", None), "field_id", None) for leaf in leaves(predicate)}
-        lifted = [f"{c} (identity)" for c in self.partition_columns if c in by_name and by_name[c].field_id in used]
-        if not lifted or not files:
+        by_name = {f.name: f for f in self.schema.fields}
+        columns = [by_name[c] for c in self.partition_columns if c in by_name and by_name[c].field_id in used]
+        if not columns or not files:
             return PartitionPruning(np.ones(len(files), dtype=bool), np.zeros(len(files), dtype=bool), [])
-        rows = [
-            entry_row(f.path, f.file_size_in_bytes, max(f.record_count, 0), 0, self._partition_stats(f, by_name))
-            for f in files
-        ]
-        verdict = evaluate(predicate, FileStatistics(pa.Table.from_pylist(rows, schema=ENTRY_ARROW_SCHEMA)))
-        return PartitionPruning(verdict.might, verdict.all, lifted)
+        bounds: dict[tuple[int, Any], dict[str, Any] | None] = {}
+        paths, elements = [], []
+        for ref in files:
+            values = dict(ref.partition or ())
+            stats = []
+            for field in columns if ref.record_count >= 0 else ():
+                if field.name not in values:
+                    continue
+                value = values[field.name]
+                key = (field.field_id, value)
+                if key not in bounds:
+                    bounds[key] = _value_bounds(field, value)
+                if bounds[key] is not None:
+                    nulls = ref.record_count if value is None else 0
+                    stats.append({**bounds[key], "value_count": ref.record_count, "null_count": nulls})
+            paths.append(ref.path)
+            elements.append(stats)
+        entries = pa.table(
+            {
+                "file_path": pa.array(paths, pa.string()),
+                "columns": pa.array(elements, ENTRY_ARROW_SCHEMA.field("columns").type),
+            }
+        )
+        verdict = evaluate(predicate, FileStatistics(entries))
+        return PartitionPruning(verdict.might, verdict.all, [f"{f.name} (identity)" for f in columns])
 
-    def _partition_stats(self, ref: DataFileRef, by_name: dict[str, Any]) -> list[Any]:
-        from dataclasses import replace
 
-        from indexlib.column_stats import compute_column_stats
+def _value_bounds(field: Any, value: Any) -> dict[str, Any] | None:
+    """The statistics element of a column holding only `value` (counts are filled in per file)."""
+    from indexlib.column_stats import compute_column_stats
 
-        stats = []
-        rows = ref.record_count if ref.record_count >= 0 else None
-        for column, value in ref.partition or ():
-            field = by_name.get(column)
-            if field is None or rows is None:  # unknown row count: leave the column unknown
-                continue
-            try:
-                one = compute_column_stats(
-                    field.field_id, field.name, field.field_type, pa.array([value], schema_to_pyarrow(field.field_type))
-                )
-            except (pa.ArrowException, ValueError, TypeError):  # a value we cannot type: unknown, the file is kept
-                continue
-            stats.append(replace(one, value_count=rows, null_count=rows if value is None else 0))
-        return stats
+    try:
+        stats = compute_column_stats(
+            field.field_id, field.name, field.field_type, pa.array([value], schema_to_pyarrow(field.field_type))
+        )
+    except (pa.ArrowException, ValueError, TypeError):  # a value we cannot type: unknown, the file is kept
+        return None
+    return {**stats.__dict__, "indexes": None}

@@ -339,7 +339,9 @@ class IndexTable:
         for number in range(1, COMMIT_ATTEMPTS + 1):
             try:
                 return attempt(self._reload())
-            except _RETRYABLE as exc:
+            except Exception as exc:
+                if not _is_retryable(exc):
+                    raise
                 if number == COMMIT_ATTEMPTS:
                     raise UserError(f"{self.identifier}: gave up after {number} conflicting commits: {exc}") from exc
                 wait = min(0.05 * 2**number, 5.0) * random.uniform(0.5, 1.5)
@@ -365,15 +367,9 @@ def _indexed_state(table: Any) -> pa.Table:
     return state.select(["file_path", "config_version"])
 
 
-def _retryable() -> tuple[type[Exception], ...]:
-    errors: list[type[Exception]] = [CommitFailedException, CommitStateUnknownException]
-    try:  # SQLite under two writers: "database is locked"; our re-planned commit is safe to retry
-        from sqlalchemy.exc import OperationalError
-
-        errors.append(OperationalError)
-    except ImportError:
-        pass
-    return tuple(errors)
-
-
-_RETRYABLE = _retryable()
+def _is_retryable(exc: Exception) -> bool:
+    """A lost race: the catalog's conflict check, an unknown outcome, or SQLite's lock under two writers. Our
+    re-planned commit is safe to retry after any of them; other catalog errors are not races and fail at once."""
+    return isinstance(exc, CommitFailedException | CommitStateUnknownException) or (
+        type(exc).__name__ == "OperationalError" and "database is locked" in str(exc)
+    )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError, ValidationError
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.table.snapshots import Operation
+from pyiceberg.table.snapshots import Operation, ancestors_of
 
 from indexlib.errors import UserError
 
@@ -169,13 +169,13 @@ class IcebergSource:
         return SourceChanges([f for f in live if f.path not in was_live], frozenset(f.path for f in live))
 
     def _only_appends_since(self, watermark: int) -> bool:
-        snapshot = self.table.current_snapshot()
-        while snapshot is not None and snapshot.snapshot_id != watermark:
+        """Every snapshot after `watermark` up to the current one is an append (and `watermark` is an ancestor)."""
+        for snapshot in ancestors_of(self.table.current_snapshot(), self.table.metadata):
+            if snapshot.snapshot_id == watermark:
+                return True
             if snapshot.summary is None or snapshot.summary.operation != Operation.APPEND:
                 return False
-            parent = snapshot.parent_snapshot_id
-            snapshot = self.table.snapshot_by_id(parent) if parent is not None else None
-        return snapshot is not None
+        return False
 
     def _paths_at(self, snapshot_id: int) -> set[str]:
         if self.table.snapshot_by_id(snapshot_id) is None:

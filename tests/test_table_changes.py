@@ -4,6 +4,7 @@ lookup checked against the rows of every live file."""
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 from pathlib import Path
 
@@ -14,14 +15,14 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from lakes import Lake
 
-from indexlib.backfill import backfill
+from indexlib.backfill import backfill, batches_of_partitions
 from indexlib.build import build_index
 from indexlib.config import load_config
 from indexlib.errors import UserError
 from indexlib.file_indexer import config_version
 from indexlib.index_table import IndexTable
 from indexlib.lookup import lookup
-from indexlib.source import open_source
+from indexlib.source import DataFileRef, open_source
 
 SCHEMA = pa.schema([("id", pa.int64()), ("service", pa.string()), ("part", pa.string())])
 SERVICES = ["auth", "billing", "search", "web", "mail", "queue"]
@@ -57,7 +58,7 @@ def _rows(config, name: str) -> dict[str, list[dict]]:
         data = pq.read_table(ref.path.removeprefix("file://"))
         for column, value in ref.partition if isinstance(ref.partition, tuple) else ():
             if column not in data.column_names:
-                data = data.append_column(column, pa.array([value] * data.num_rows, pa.string()))
+                data = data.append_column(column, pa.array([value] * data.num_rows))
         rows[ref.path] = data.to_pylist()
     return rows
 
@@ -188,6 +189,25 @@ def _partition_of(config, name: str, path: str) -> str:
     return source.partition_label(ref)
 
 
+@pytest.mark.parametrize(
+    ("sizes", "per_commit", "expected"),
+    [
+        ({"a": 1, "b": 1, "c": 1}, 2, [["a", "b"], ["c"]]),
+        ({"a": 3}, 2, [["a"], ["a"]]),
+        ({"a": 1, "b": 3, "c": 1}, 2, [["a"], ["b"], ["b", "c"]]),
+        ({"a": 2, "b": 2}, 5, [["a", "b"]]),
+    ],
+)
+def test_backfill_batches_hold_whole_partitions_up_to_the_commit_size(sizes, per_commit, expected):
+    files = [
+        DataFileRef(f"{part}/{i}", 1, 1, "PARQUET", 0, (("part", part),)) for part, n in sizes.items() for i in range(n)
+    ]
+    batches = batches_of_partitions(files, lambda f: f.path.split("/")[0], per_commit)
+    assert [labels for labels, _ in batches] == expected, "partitions are batched in order, split only when too big"
+    assert all(len(members) <= per_commit for _, members in batches), "no commit exceeds the batch size"
+    assert sorted(f.path for _, members in batches for f in members) == sorted(f.path for f in files), "each file once"
+
+
 def test_backfill_where_must_name_a_partition_field(backfill_config, lake, spark):
     lake.append(_batch(random.Random(1), 0, 10, "a"))
     with pytest.raises(UserError, match="restricts no partition field"):
@@ -238,6 +258,47 @@ def test_bad_build_settings_are_rejected_with_one_line(conf_path):
     conf_path.write_text(conf_path.read_text() + '[build]\non_unreadable_file = "ignore"\n')
     with pytest.raises(UserError, match="build.on_unreadable_file"):
         load_config(conf_path)
+
+
+TYPED_PARTITION_QUERIES = [
+    ("d >= DATE '2024-01-02'", lambda r: r["d"] is not None and r["d"] >= dt.date(2024, 1, 2)),
+    ("n = 1", lambda r: r["n"] == 1),
+    ("n IS NULL", lambda r: r["n"] is None),
+    ("NOT (n = 1)", lambda r: r["n"] is not None and r["n"] != 1),
+    (
+        "d < DATE '2024-01-02' OR n > 1",
+        lambda r: (r["d"] is not None and r["d"] < dt.date(2024, 1, 2)) or (r["n"] or 0) > 1,
+    ),
+    ("s = 'x' AND n IN (1, 2)", lambda r: r["s"] == "x" and r["n"] in (1, 2)),
+    ("d IS NOT NULL AND k > 5", lambda r: r["d"] is not None and r["k"] is not None and r["k"] > 5),
+]
+
+
+@pytest.mark.parametrize(("where", "matches"), TYPED_PARTITION_QUERIES, ids=[q for q, _ in TYPED_PARTITION_QUERIES])
+def test_delta_partition_values_prune_like_min_max_and_never_skip_a_matching_file(config, tmp_path, where, matches):
+    """Date and int partition values, NULL partitions included, decided from the log alone (no build has run)."""
+    name = str(tmp_path / "typed")
+    rng = random.Random(5)
+    for _ in range(3):
+        rows = [
+            {
+                "k": rng.choice([None, *range(10)]),
+                "s": rng.choice([None, "x", "y"]),
+                "d": rng.choice([None, dt.date(2024, 1, 1), dt.date(2024, 1, 2), dt.date(2024, 1, 3)]),
+                "n": rng.choice([None, 1, 2, 3]),
+            }
+            for _ in range(40)
+        ]
+        schema = pa.schema([("k", pa.int64()), ("s", pa.string()), ("d", pa.date32()), ("n", pa.int32())])
+        write_deltalake(name, pa.Table.from_pylist(rows, schema=schema), mode="append", partition_by=["d", "n"])
+    rows = _rows(config, name)
+    result = lookup(config, name, where)
+    truth = {path for path, file_rows in rows.items() if any(matches(r) for r in file_rows)}
+    assert truth <= set(result.files), f"{where}: a file holding a matching row was skipped"
+    for path in result.all_match:
+        assert all(matches(r) for r in rows[path]), f"{where}: {path} claimed all-match but a row does not match"
+    if "k > 5" not in where and "s = 'x'" not in where:
+        assert set(result.files) == truth, f"{where}: partition values alone decide this predicate exactly"
 
 
 def test_delta_source_counts_match_the_log(config, tmp_path):
