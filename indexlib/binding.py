@@ -51,6 +51,7 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
+from indexlib.approximate import DOUBLE, FLOAT, Binary, as_binary, bits_of, error_ulps, matching_set, scale_of
 from indexlib.column_stats import physical_arrow_type, supports_bounds
 from indexlib.errors import UserError
 from indexlib.predicate import (
@@ -74,6 +75,7 @@ from indexlib.predicate import (
     as_datetime,
     is_number,
     or_,
+    parse_timestamp,
 )
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
@@ -81,6 +83,11 @@ _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_TZ = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MAX_ZONE_OFFSET_MICROS = 14 * 3600 * 1_000_000
 _INT64 = (-(2**63), 2**63 - 1)
+_INT32 = (-(2**31), 2**31 - 1)
+_MAX_DECIMAL_DIGITS = 38
+# integer digits engines give an int / long when they widen it to a decimal for a comparison (Spark: DECIMAL(10, 0),
+# DECIMAL(20, 0))
+_INTEGER_DIGITS = {IntegerType: 10, LongType: 20}
 _DAYS = (-(2**31), 2**31 - 1)
 _MICROS_PER_DAY = 86_400_000_000
 _MONTH_UNITS = {"year": 12, "quarter": 3, "month": 1}
@@ -176,7 +183,12 @@ def bind(expr: Expr, schema: Schema, table: str) -> Expr:
             return Unusable(str(expr), f"pattern matching on {column.type} column {column.name} is not supported")
         return Pattern(expr.kind, column, expr.pattern, expr.negated, expr.escape)
     if isinstance(expr, In):
-        leaves = [_bind_leaf("!=" if expr.negated else "=", expr.column, v, schema, table) for v in expr.values]
+        op = "!=" if expr.negated else "="
+        try:
+            values = in_list_values(expr.values)
+        except _CannotCoerce as exc:
+            return Unusable(str(expr), str(exc))
+        leaves = [_bind_leaf(op, expr.column, v, schema, table) for v in values]
         return and_(*leaves) if expr.negated else or_(*leaves)
     if isinstance(expr, Compare):
         return _bind_leaf(expr.op, expr.column, expr.value, schema, table)
@@ -232,6 +244,8 @@ def _unwrap(op: str, term: Transform, column: BoundColumn, value: Any, source: E
     ctype = column.type
     temporal = isinstance(ctype, (DateType, TimestampType, TimestamptzType))
     if term.func == "add":
+        if _is_approximate(value) and not isinstance(term.arg, Interval) and _is_exact_numeric(ctype):
+            return _bind_compare(op, column, value, source, shift=term.arg)
         return _bind_compare(op, column, _subtract(value, term.arg, column), source)
     if not temporal:
         raise _CannotCoerce(f"{term} needs a date or timestamp column; {column.name} is {ctype}")
@@ -335,22 +349,25 @@ def _subtract(value: Any, addend: Any, column: BoundColumn) -> Any:
             return as_datetime(value) - dt.timedelta(microseconds=addend.micros)
         except OverflowError:
             raise _CannotCoerce(f"{value} - {addend} is outside the supported calendar") from None
-    if not isinstance(ctype, (IntegerType, LongType, DecimalType)):
+    if not _is_exact_numeric(ctype):
         raise _CannotCoerce(f"{column.name} + {addend}: only integer and decimal columns add exactly")
-    return _as_number(value, column) - Fraction(addend)
+    return _as_number(value, column, on_grid=True) - Fraction(addend)
 
 
 def _parse_temporal(text: str, column: BoundColumn, date_only: bool) -> dt.date:
     try:
-        return dt.date.fromisoformat(text.strip()) if date_only else dt.datetime.fromisoformat(text.strip())
+        return dt.date.fromisoformat(text.strip()) if date_only else parse_timestamp(text)
     except ValueError:
         raise _CannotCoerce(f"{text!r} is not a date/timestamp literal for {column.name}") from None
 
 
-def _bind_compare(op: str, column: BoundColumn, value: Any, source: Expr) -> Expr:
+def _bind_compare(op: str, column: BoundColumn, value: Any, source: Expr, shift: Any = 0) -> Expr:
+    """`column + shift op value` (shift only with an approximate value; exact ones are shifted by `_subtract`)."""
     if not supports_bounds(column.type):
         return Unusable(str(source), f"column {column.name} has type {column.type}, which has no statistics")
     try:
+        if shift:
+            return _exact_against_approximate(op, column, _binary(value), shift)
         return _coerce(op, column, value)
     except _CannotCoerce as exc:
         return Unusable(str(source), str(exc))
@@ -377,15 +394,13 @@ def _coerce(op: str, column: BoundColumn, value: Any) -> Expr:
         if not isinstance(value, bytes):
             raise _CannotCoerce(f"{column.name} is binary but the literal is {type(value).__name__}")
         return BoundCompare(op, column, value)
-    if isinstance(ctype, DoubleType):  # engines convert the literal to double: that is the comparison
-        return BoundCompare(op, column, float(_as_number(value, column)))
-    if isinstance(ctype, FloatType):
-        return _coerce_float32(op, column, float(_as_number(value, column)))
-    if isinstance(ctype, (IntegerType, LongType)):
-        return _coerce_discrete(op, column, _as_number(value, column), 0, _INT64)
-    if isinstance(ctype, DecimalType):
-        largest = Fraction(10**ctype.precision - 1, 10**ctype.scale)
-        return _coerce_discrete(op, column, _as_number(value, column), ctype.scale, (-largest, largest))
+    if isinstance(ctype, (DoubleType, FloatType)):
+        return _approximate_column(op, column, _literal_binary(value, column))
+    if _is_exact_numeric(ctype):
+        if _is_approximate(value):
+            return _exact_against_approximate(op, column, _binary(value), 0)
+        number = _as_number(value, column, on_grid=True)
+        return _decimal_widening_guard(column, value, _on_grid(op, column, number))
     if isinstance(ctype, DateType):
         if isinstance(value, dt.datetime) and value.tzinfo is not None:  # the date's midnight in which zone?
             days = Fraction((value.replace(tzinfo=None) - value.utcoffset() - _EPOCH) // dt.timedelta(microseconds=1))
@@ -412,15 +427,24 @@ def _widen(op: str, column: BoundColumn, low: Any, high: Any) -> Expr:
     return Widened(BoundCompare(">=", column, low))
 
 
-def _as_number(value: Any, column: BoundColumn) -> Fraction:
-    """Exact rational value of a numeric literal; NaN and infinities are refused."""
+def _as_number(value: Any, column: BoundColumn, on_grid: bool = False) -> Fraction:
+    """Exact rational value of a numeric literal; NaN and infinities are refused.
+
+    A string literal is cast to the column's type by the engines: with `on_grid` (exact columns) it must be a value
+    of that type, for engines round ('1.5' -> 2: DuckDB), truncate (-> 1: Spark without ANSI) or fail otherwise.
+    """
     if isinstance(value, bool):
         raise _CannotCoerce(f"{column.name} is numeric but the literal is boolean")
-    if isinstance(value, str):  # engines cast a string literal to the numeric column's type
+    if isinstance(value, str):
+        text = value
         try:
             value = Decimal(value.strip())
         except InvalidOperation:
-            raise _CannotCoerce(f"{column.name} is numeric but {value!r} is not a number") from None
+            raise _CannotCoerce(f"{column.name} is numeric but {text!r} is not a number") from None
+        if on_grid and value.is_finite() and not _holds(column.type, Fraction(value)):
+            raise _CannotCoerce(
+                f"{text!r} is not a {column.type} value: engines round, truncate or fail when casting it"
+            )
     if isinstance(value, (float, Decimal)) and not math.isfinite(value):
         raise _CannotCoerce(f"comparison of {column.name} with {value} (NaN/infinity semantics differ by engine)")
     if isinstance(value, (int, float, Decimal, Fraction)):
@@ -458,16 +482,203 @@ def _coerce_discrete(op: str, column: BoundColumn, value: Fraction, scale: int, 
     }[op]
 
 
-def _coerce_float32(op: str, column: BoundColumn, value: float) -> Expr:
+def _is_exact_numeric(ctype: IcebergType) -> bool:
+    return isinstance(ctype, (IntegerType, LongType, DecimalType))
+
+
+def _is_approximate(value: Any) -> bool:
+    """A DOUBLE or FLOAT value: a Python float (`Float32` for FLOAT), or a `Binary` made of an exact one."""
+    return isinstance(value, (float, Binary))
+
+
+def _binary(value: float | Binary) -> Binary:
+    if isinstance(value, Binary):
+        return value
+    if not math.isfinite(value):
+        raise _CannotCoerce(f"comparison with {value} (NaN/infinity semantics differ by engine)")
+    return Binary(value, value, bits_of(value))
+
+
+def in_list_values(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """IN compares the column with every value in one common type (Spark, DuckDB): with a DOUBLE among the values,
+    the exact ones are converted to DOUBLE too (`i IN (9007199254740993, 1e0)` holds for i = 2^53), with only FLOATs
+    to FLOAT. The converted values are `Binary`; the others are returned unchanged."""
+    approximate = [v for v in values if isinstance(v, float)]
+    if not approximate:
+        return values
+    bits = FLOAT if all(bits_of(v) == FLOAT for v in approximate) else DOUBLE
+    common: list[Any] = []
+    for value in values:
+        if isinstance(value, float):
+            common.append(_binary(value) if bits == FLOAT else _binary(float(value)))
+        elif is_number(value):
+            if bits == FLOAT and not isinstance(value, int):
+                raise _CannotCoerce(
+                    "an IN list of FLOAT and decimal values is compared in DOUBLE by Spark, FLOAT by DuckDB"
+                )
+            converted = as_binary(value, bits)
+            if converted is None:
+                raise _CannotCoerce(f"{value} is outside the range of the IN list's floating-point type")
+            common.append(converted)
+        else:
+            common.append(value)
+    return tuple(common)
+
+
+def _literal_binary(value: Any, column: BoundColumn) -> Binary:
+    """The DOUBLE value(s) the engines compare a floating-point column with (see approximate.py)."""
+    if _is_approximate(value):
+        return _binary(value)
+    if isinstance(value, str):  # a cast from text: a correctly rounded parse in every engine
+        parsed = _as_number(value, column)
+        return _binary(float(parsed))
+    number = _as_number(value, column)
+    converted = as_binary(value if isinstance(value, (int, Decimal, Fraction)) else number, DOUBLE)
+    if converted is None:
+        raise _CannotCoerce(f"{value} is outside the range of DOUBLE")
+    return converted
+
+
+def _approximate_column(op: str, column: BoundColumn, literal: Binary) -> Expr:
+    """A DOUBLE or FLOAT column against a value the engines hold as a DOUBLE in [low, high] (or a FLOAT).
+
+    DOUBLE columns: exact when the value is (a FLOAT converts to DOUBLE exactly). FLOAT columns: engines disagree on
+    whether `f = 0.1` compares in FLOAT or DOUBLE, so a value that is not a float32 widens the leaf to its float32
+    neighbours, which covers both readings.
+    """
+    low, high = literal.low, literal.high
+    if isinstance(column.type, FloatType):
+        low, high = _float32_toward(low, -math.inf), _float32_toward(high, math.inf)
+        if not (math.isfinite(low) and math.isfinite(high)):
+            raise _CannotCoerce(f"{literal.low} is outside the range of float column {column.name}")
+    if low == high == literal.low == literal.high:
+        return BoundCompare(op, column, float(low))
+    return _widen(op, column, low, high)
+
+
+def _float32_toward(value: float, direction: float) -> float:
+    """The float32 nearest `value` on the side of `direction` (value itself when it is a float32)."""
     with np.errstate(over="ignore"):
         rounded = np.float32(value)
-    if not np.isfinite(rounded):
-        raise _CannotCoerce(f"{value} is outside the range of float column {column.name}")
-    if float(rounded) == value:
-        return BoundCompare(op, column, value)
-    toward = np.nextafter(rounded, np.float32(np.inf if value > rounded else -np.inf), dtype=np.float32)
-    low, high = sorted((float(rounded), float(toward)))
-    return _widen(op, column, low, high)
+    if float(rounded) == value or not np.isfinite(rounded):
+        return float(rounded)
+    if (float(rounded) < value) == (direction > 0):
+        rounded = np.nextafter(rounded, np.float32(direction), dtype=np.float32)
+    return float(rounded)
+
+
+def _exact_against_approximate(op: str, column: BoundColumn, literal: Binary, shift: Any) -> Expr:
+    """`column + shift op literal` for an int, long or decimal column and a DOUBLE or FLOAT literal: the column
+    values whose conversion to binary floating point satisfies the comparison (approximate.py), on the column's
+    grid. Integers meet a FLOAT in FLOAT in every engine; a decimal meets it in DOUBLE in Spark and in FLOAT in
+    DuckDB and Trino, so both readings are kept. Exact (may prove "all rows match") only when one reading with
+    correctly rounded conversions is left; otherwise `Widened`."""
+    ctype = column.type
+    shift_scale = None if isinstance(shift, float) else scale_of(shift)
+    if shift_scale is None:
+        raise _CannotCoerce(f"{column.name} + {shift} is not exact decimal arithmetic")
+    integral = isinstance(ctype, (IntegerType, LongType)) and isinstance(shift, int)
+    scale = max(ctype.scale if isinstance(ctype, DecimalType) else 0, shift_scale)
+    readings = [literal]
+    if literal.bits == FLOAT and not integral:
+        readings.append(Binary(literal.low, literal.high, DOUBLE))
+    magnitude = 2 * Fraction(max(abs(literal.low), abs(literal.high)))
+    errors = [0 if integral else error_ulps(scale, magnitude, reading.bits) for reading in readings]
+    sets = [matching_set(op, reading, error) for reading, error in zip(readings, errors, strict=True)]
+    exact = len(readings) == 1 and literal.exact and not any(errors)
+    if any(part is None for part in sets):
+        result: Expr = IsNull(column, negated=True)
+    else:
+        loosest = [_loosest([part[k] for part in sets]) for k in range(len(sets[0]))]
+        result = _on_column_grid(op, column, [(cmp, at - Fraction(shift)) for cmp, at in loosest])
+    return result if exact or isinstance(result, Const) else Widened(result)
+
+
+def _loosest(comparisons: list[tuple[str, Fraction]]) -> tuple[str, Fraction]:
+    """The comparison among `comparisons` (all below-bounds or all above-bounds) that admits the most values."""
+    if comparisons[0][0] in ("<", "<="):
+        return max(comparisons, key=lambda c: (c[1], c[0] == "<="))
+    return min(comparisons, key=lambda c: (c[1], c[0] != ">="))
+
+
+def _on_column_grid(op: str, column: BoundColumn, bounds: list[tuple[str, Fraction]]) -> Expr:
+    """The column values satisfying `bounds` (both of a range for "=", either for "!=", else the one), as
+    comparisons with values of the column's type: a range holding one value is `=`, one excluding one is `!=`."""
+    scale, (low, high) = _grid(column.type)
+    unit = Fraction(1, 10**scale)
+
+    def first_at_or_above(cmp: str, at: Fraction) -> Fraction:
+        value = math.ceil(at / unit) * unit
+        return value + unit if cmp == ">" and value == at else value
+
+    def last_at_or_below(cmp: str, at: Fraction) -> Fraction:
+        value = math.floor(at / unit) * unit
+        return value - unit if cmp == "<" and value == at else value
+
+    def compare(cmp: str, value: Fraction) -> Expr:
+        return _coerce_discrete(cmp, column, value, scale, (low, high))
+
+    if op == "=":
+        first, last = first_at_or_above(*bounds[0]), last_at_or_below(*bounds[1])
+        first, last = max(first, low), min(last, high)
+        if first > last:
+            return FALSE
+        if first == last:
+            return compare("=", first)
+        return and_(*(part for part in (compare(">=", first), compare("<=", last)) if not _is_not_null(part)))
+    if op == "!=":
+        below, above = last_at_or_below(*bounds[0]), first_at_or_above(*bounds[1])
+        if above - below <= unit:
+            return IsNull(column, negated=True)
+        if above - below == 2 * unit:
+            return compare("!=", below + unit)
+        return or_(compare("<=", below), compare(">=", above))
+    cmp, at = bounds[0]
+    if cmp in ("<", "<="):
+        return compare("<=", last_at_or_below(cmp, at))
+    return compare(">=", first_at_or_above(cmp, at))
+
+
+def _is_not_null(expr: Expr) -> bool:
+    return isinstance(expr, IsNull) and expr.negated
+
+
+def _grid(ctype: IcebergType) -> tuple[int, tuple[Fraction, Fraction]]:
+    """Decimal places and range of an exact numeric type's values."""
+    if isinstance(ctype, DecimalType):
+        largest = Fraction(10**ctype.precision - 1, 10**ctype.scale)
+        return ctype.scale, (-largest, largest)
+    low, high = _INT32 if isinstance(ctype, IntegerType) else _INT64
+    return 0, (Fraction(low), Fraction(high))
+
+
+def _holds(ctype: IcebergType, value: Fraction) -> bool:
+    """`value` is a value of the exact numeric type."""
+    scale, (low, high) = _grid(ctype)
+    return (value * 10**scale).denominator == 1 and low <= value <= high
+
+
+def _on_grid(op: str, column: BoundColumn, value: Fraction) -> Expr:
+    scale, value_range = _grid(column.type)
+    return _coerce_discrete(op, column, value, scale, value_range)
+
+
+def _decimal_widening_guard(column: BoundColumn, literal: Any, bound: Expr) -> Expr:
+    """Spark compares an exact column with a decimal literal in their wider DECIMAL type, capped at 38 digits
+    (int and long count as DECIMAL(10, 0) and DECIMAL(20, 0)). When the literal's scale leaves too few integer
+    digits, large column values overflow the cast (NULL without ANSI mode, an error with it): the rows that match
+    are still among those found here, but "all rows match" cannot be proven."""
+    ctype = column.type
+    if isinstance(literal, str) or isinstance(bound, Const):
+        return bound
+    scale = scale_of(literal) if isinstance(literal, (int, Decimal, Fraction)) else None
+    if isinstance(ctype, DecimalType):
+        digits, column_scale = ctype.precision - ctype.scale, ctype.scale
+    else:
+        digits, column_scale = _INTEGER_DIGITS[type(ctype)], 0
+    if scale is not None and digits + max(column_scale, scale) <= _MAX_DECIMAL_DIGITS:
+        return bound
+    return Widened(bound)
 
 
 def _as_days(value: Any, column: BoundColumn) -> Fraction:
@@ -488,7 +699,7 @@ def _as_micros(value: Any, column: BoundColumn, column_has_zone: bool) -> tuple[
     """(micros since epoch, whether the literal's zone-ness matches the column's)."""
     if isinstance(value, str):
         try:
-            value = dt.datetime.fromisoformat(value.strip())
+            value = parse_timestamp(value)
         except ValueError:
             raise _CannotCoerce(f"{column.name} is a timestamp but {value!r} is not a timestamp literal") from None
     elif isinstance(value, dt.date):

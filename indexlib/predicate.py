@@ -17,6 +17,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import operator
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -131,6 +132,22 @@ class Interval:
 
     def __str__(self) -> str:
         return f"INTERVAL '{self.months} months {self.micros} microseconds'"
+
+
+_FRACTION_OF_SECOND = re.compile(r"\d:\d\d[.,](\d+)")
+
+
+class SubMicrosecond(ValueError):
+    """A timestamp literal with non-zero digits below the microsecond."""
+
+
+def parse_timestamp(text: str) -> dt.datetime:
+    """An ISO timestamp literal. Digits below the microsecond are refused unless zero: Python and DuckDB truncate
+    them, engines with nanosecond timestamps (Trino) compare them, so no single microsecond value is right."""
+    fraction = _FRACTION_OF_SECOND.search(text)
+    if fraction and fraction.group(1)[6:].strip("0"):
+        raise SubMicrosecond(f"{text!r} has digits below the microsecond")
+    return dt.datetime.fromisoformat(text.strip())
 
 
 def is_number(value: Any) -> bool:

@@ -26,6 +26,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
+from indexlib.approximate import DOUBLE, FLOAT, Float32, as_binary, bits_of, nearest
 from indexlib.errors import UserError
 from indexlib.predicate import (
     COMPARE,
@@ -41,6 +42,7 @@ from indexlib.predicate import (
     IsNull,
     Not,
     Pattern,
+    SubMicrosecond,
     Transform,
     Unusable,
     WrittenOffset,
@@ -49,6 +51,7 @@ from indexlib.predicate import (
     as_datetime,
     is_number,
     or_,
+    parse_timestamp,
 )
 
 _COMPARISON_NODES = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
@@ -73,7 +76,7 @@ _INTEGER_TYPES = {
     exp.DataType.Type.INT,
     exp.DataType.Type.BIGINT,
 }
-_FLOAT_TYPES = {exp.DataType.Type.FLOAT, exp.DataType.Type.DOUBLE}
+_MAX_DECIMAL_DIGITS = 38
 _STRING_TYPES = {exp.DataType.Type.VARCHAR, exp.DataType.Type.TEXT, exp.DataType.Type.CHAR}
 _ZONE_LESS_TIMESTAMP_TYPES = {exp.DataType.Type.TIMESTAMP, exp.DataType.Type.DATETIME, exp.DataType.Type.TIMESTAMPNTZ}
 _TIMESTAMP_TYPES = {
@@ -330,10 +333,7 @@ class _Converter:
         if isinstance(node, exp.Boolean):
             return bool(node.this)
         if isinstance(node, exp.Literal):
-            if node.is_string:
-                return node.this
-            text = node.this
-            return int(text) if re.fullmatch(r"\d+", text) else Decimal(text)
+            return node.this if node.is_string else _number_literal(node.this)
         if isinstance(node, exp.Neg):
             return _negate(self.constant(node.this), node)
         if isinstance(node, exp.Cast):
@@ -358,9 +358,25 @@ class _Converter:
         raise _NotAConstant(f"{node.sql()} is not a constant")
 
 
+def _number_literal(text: str) -> int | Decimal | float:
+    """A numeric literal's value and type, as Spark, DuckDB, Trino and the SQL standard read it: with an exponent
+    (`1.01e0`) it is an approximate DOUBLE; without, an exact integer or DECIMAL, unless it has more digits than a
+    DECIMAL holds (38), which makes it a DOUBLE too."""
+    if "e" in text.lower():
+        return float(text)
+    number = int(text) if re.fullmatch(r"\d+", text) else Decimal(text)
+    if isinstance(number, Decimal):
+        digits = max(len(number.as_tuple().digits), -int(number.as_tuple().exponent))
+    else:
+        digits = len(text.lstrip("0"))
+    return float(text) if digits > _MAX_DECIMAL_DIGITS else number
+
+
 def _compare_constants(op: str, a: Any, b: Any, node: exp.Expression) -> Expr:
     if a is None or b is None:
         return NULL
+    if is_number(a) and is_number(b) and (isinstance(a, float) or isinstance(b, float)):
+        return _compare_approximate_constants(op, a, b, node)
     if isinstance(a, str) != isinstance(b, str):
         return Unusable(node.sql(), "comparison of a string with a non-string constant (engines cast differently)")
     if isinstance(a, dt.datetime) != isinstance(b, dt.datetime):  # a date meets a timestamp as its midnight
@@ -369,6 +385,23 @@ def _compare_constants(op: str, a: Any, b: Any, node: exp.Expression) -> Expr:
         return TRUE if COMPARE[op](a, b) else FALSE
     except TypeError:
         return Unusable(node.sql(), "comparison of constants of different types")
+
+
+def _compare_approximate_constants(op: str, a: Any, b: Any, node: exp.Expression) -> Expr:
+    """Constants compared in floating point, as the engines do (see approximate.py): `9007199254740993 = 2^53e0` is
+    TRUE. A FLOAT meets a decimal in DOUBLE in Spark and in FLOAT in DuckDB: folded only where both agree."""
+    doubles = any(isinstance(v, float) and bits_of(v) == DOUBLE for v in (a, b))
+    exact_decimal = any(not isinstance(v, (int, float)) for v in (a, b))
+    readings = [DOUBLE] if doubles else [FLOAT, DOUBLE] if exact_decimal else [FLOAT]
+    answers = set()
+    for bits in readings:
+        left, right = as_binary(a, bits), as_binary(b, bits)
+        if left is None or right is None or not (left.exact and right.exact):
+            return Unusable(node.sql(), "engines may round this constant to floating point differently")
+        answers.add(COMPARE[op](left.low, right.low))
+    if len(answers) > 1:
+        return Unusable(node.sql(), "engines compare FLOAT with DECIMAL in different types")
+    return TRUE if answers.pop() else FALSE
 
 
 def _negate(value: Any, node: exp.Expression) -> Any:
@@ -386,21 +419,52 @@ def _arithmetic(kind: type, a: Any, b: Any, node: exp.Expression) -> Any:
         return _temporal_arithmetic(kind, a, b, node)
     if not (is_number(a) and is_number(b)):
         raise _NotAConstant(f"{node.sql()}: arithmetic on non-numbers")
-    if isinstance(a, float) or isinstance(b, float):
-        a, b = float(a), float(b)
-    elif isinstance(a, Fraction) or isinstance(b, Fraction):
-        a, b = Fraction(a), Fraction(b)
-    if kind is exp.Add:
-        return a + b
-    if kind is exp.Sub:
-        return a - b
-    if kind is exp.Mul:
-        return a * b
-    if b == 0:
+    if isinstance(a, Float32) or isinstance(b, Float32):
+        raise _NotAConstant(f"{node.sql()}: FLOAT arithmetic is not folded (engines pick FLOAT or DOUBLE results)")
+    if kind is not exp.Mul and b == 0:
         raise _NotAConstant(f"{node.sql()}: division by zero gives NULL, infinity or an error depending on the engine")
+    if isinstance(a, float) or isinstance(b, float):
+        return _double_arithmetic(kind, a, b, node)
     if kind is exp.Div:
-        return a / b if isinstance(a, float) else Fraction(a) / Fraction(b)
-    return math.fmod(a, b) if isinstance(a, float) else a - b * int(Fraction(a) / Fraction(b))
+        return _exact_division(a, b, node)
+    if kind is exp.Add:
+        result = a + b
+    elif kind is exp.Sub:
+        result = a - b
+    elif kind is exp.Mul:
+        result = a * b
+    else:
+        result = a - b * int(Fraction(a) / Fraction(b))
+    if isinstance(result, Decimal) and len(result.as_tuple().digits) > _MAX_DECIMAL_DIGITS:
+        raise _NotAConstant(f"{node.sql()}: more than {_MAX_DECIMAL_DIGITS} digits (engines round or fail)")
+    return result
+
+
+def _double_arithmetic(kind: type, a: Any, b: Any, node: exp.Expression) -> float:
+    """DOUBLE arithmetic: the exact operand converted to DOUBLE first, then one IEEE operation, as the engines do."""
+    operands = [as_binary(v, DOUBLE) for v in (a, b)]
+    if any(v is None or not v.exact for v in operands):
+        raise _NotAConstant(f"{node.sql()}: engines may round an operand to DOUBLE differently")
+    x, y = (v.low for v in operands)
+    if kind is exp.Add:
+        return x + y
+    if kind is exp.Sub:
+        return x - y
+    if kind is exp.Mul:
+        return x * y
+    return x / y if kind is exp.Div else math.fmod(x, y)
+
+
+def _exact_division(a: int | Decimal, b: int | Decimal, node: exp.Expression) -> float | Decimal:
+    """`/` of exact numbers: Spark and DuckDB divide integers in DOUBLE. Decimals are divided in DECIMAL rounded to
+    at least 6 places by Spark and in DOUBLE by DuckDB: folded only when the quotient is the same for both (a
+    decimal with at most 6 places that is also a DOUBLE)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return _double_arithmetic(exp.Div, a, b, node)
+    quotient = Fraction(a) / Fraction(b)
+    if (quotient * 10**6).denominator == 1 and Fraction(nearest(quotient, DOUBLE)) == quotient:
+        return Decimal(quotient.numerator) / Decimal(quotient.denominator)
+    raise _NotAConstant(f"{node.sql()}: decimal division rounds to a DECIMAL scale (Spark) or to DOUBLE (DuckDB)")
 
 
 def _temporal_arithmetic(kind: type, a: Any, b: Any, node: exp.Expression) -> Any:
@@ -464,7 +528,7 @@ def _cast(value: Any, node: exp.Cast) -> Any:
                 return value
         elif target in _TIMESTAMP_TYPES:
             if text is not None:
-                value = dt.datetime.fromisoformat(text)
+                value = parse_timestamp(text)
                 if value.tzinfo is not None and target in _ZONE_LESS_TIMESTAMP_TYPES:
                     return value.replace(tzinfo=WrittenOffset(value.utcoffset()))
                 return value
@@ -483,9 +547,8 @@ def _cast(value: Any, node: exp.Cast) -> Any:
                 if exact.denominator == 1:
                     return Decimal(int(exact)).scaleb(-scale)
             raise _NotAConstant(f"{node.sql()}: rounding to the decimal scale differs by engine")
-        elif target in _FLOAT_TYPES:
-            if is_number(value) or text is not None:
-                return float(Decimal(text) if text is not None else value)
+        elif target in (exp.DataType.Type.DOUBLE, exp.DataType.Type.FLOAT):
+            return _cast_to_binary(value, DOUBLE if target == exp.DataType.Type.DOUBLE else FLOAT, node)
         elif target in _STRING_TYPES:
             if isinstance(value, str):
                 return value
@@ -496,6 +559,33 @@ def _cast(value: Any, node: exp.Cast) -> Any:
                 return value
             if text is not None and text.lower() in ("true", "false"):
                 return text.lower() == "true"
+    except SubMicrosecond as exc:
+        raise _NotAConstant(f"{node.sql()}: {exc}") from None
     except (ValueError, InvalidOperation):
         raise UserError(f"invalid {target.value} literal {value!r} in {node.sql()!r}") from None
     raise _NotAConstant(f"{node.sql()}: this cast is not folded")
+
+
+def _cast_to_binary(value: Any, bits: int, node: exp.Cast) -> float:
+    """CAST to DOUBLE or FLOAT/REAL (SQL FLOAT is 32-bit in Spark, DuckDB and Trino's REAL): a text is parsed with
+    correct rounding by every engine; an exact number is folded only where every engine rounds it the same way (see
+    approximate.py); a DOUBLE rounds to FLOAT correctly everywhere."""
+    if isinstance(value, str):
+        number = Decimal(value.strip())
+        rounded = nearest(Fraction(number), bits) if number.is_finite() else float(number)
+        return Float32(rounded) if bits == FLOAT else rounded
+    if not is_number(value):
+        raise _NotAConstant(f"{node.sql()}: not a number")
+    if isinstance(value, float):
+        keep = bits == DOUBLE or isinstance(value, Float32) or not math.isfinite(value)
+        rounded = float(value) if keep else nearest(Fraction(value), FLOAT)
+        return Float32(rounded) if bits == FLOAT else rounded
+    double = as_binary(value, DOUBLE)
+    if double is None or not double.exact:
+        raise _NotAConstant(f"{node.sql()}: engines may round this value to DOUBLE differently")
+    rounded = double.low if bits == DOUBLE else nearest(Fraction(value), FLOAT)
+    if bits == FLOAT and nearest(Fraction(double.low), FLOAT) != rounded:
+        raise _NotAConstant(f"{node.sql()}: DuckDB rounds decimals to FLOAT through DOUBLE, Spark directly")
+    if not math.isfinite(rounded):
+        raise _NotAConstant(f"{node.sql()}: outside the range of the floating-point type")
+    return Float32(rounded) if bits == FLOAT else rounded
