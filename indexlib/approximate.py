@@ -30,6 +30,7 @@ _MAX_SCALE = 38
 _ULPS_OFF = {DOUBLE: 2, FLOAT: 1}  # measured worst case (1 ulp) with a margin; FLOAT: one double rounding
 _EXACT_POWERS_OF_TEN = {DOUBLE: 22, FLOAT: 10}  # 10**s is exact in the format for s up to this
 _EXACT_INTEGERS = {DOUBLE: 2**53, FLOAT: 2**24}
+_LARGEST = {DOUBLE: float(np.finfo(np.float64).max), FLOAT: float(np.finfo(np.float32).max)}
 
 
 class Float32(float):
@@ -61,20 +62,28 @@ def nearest(x: Fraction, bits: int) -> float:
     if bits == DOUBLE or not math.isfinite(guess):
         return guess
     candidate = float(np.float32(guess))  # may be off by a double rounding: compare the neighbours exactly
-    options = [candidate, step(candidate, FLOAT, -1), step(candidate, FLOAT, 1)]
+    options = [candidate, _adjacent(candidate, FLOAT, -math.inf), _adjacent(candidate, FLOAT, math.inf)]
     finite = [v for v in options if math.isfinite(v)]
     return min(finite, key=lambda v: (abs(Fraction(v) - x), not _even(v, FLOAT)))
 
 
 def step(value: float, bits: int, count: int) -> float:
-    """`count` representable values up (count > 0) or down from `value` in the format."""
+    """`count` representable values up (count > 0) or down from `value` in the format, stopping at the largest
+    finite ones (no exact column comes near them: DECIMAL(38) stays below 10^38, FLOAT's largest is 3.4 * 10^38)."""
+    toward = math.inf if count > 0 else -math.inf
     for _ in range(abs(count)):
-        toward = math.inf if count > 0 else -math.inf
-        if bits == DOUBLE:
-            value = math.nextafter(value, toward)
-        else:
-            value = float(np.nextafter(np.float32(value), np.float32(toward), dtype=np.float32))
+        if abs(value) == _LARGEST[bits] and (value > 0) == (count > 0):
+            break
+        value = _adjacent(value, bits, toward)
     return value
+
+
+def _adjacent(value: float, bits: int, toward: float) -> float:
+    """The next representable value toward `toward` (may be infinite)."""
+    if bits == DOUBLE:
+        return math.nextafter(value, toward)
+    with np.errstate(over="ignore"):
+        return float(np.nextafter(np.float32(value), np.float32(toward), dtype=np.float32))
 
 
 def _even(value: float, bits: int) -> bool:
@@ -96,7 +105,7 @@ def rounding_interval(value: float, bits: int) -> tuple[Edge, Edge]:
     """The exact values that round to `value` (finite, in the format), round-half-even: the midpoints to both
     neighbours, each included when `value` is the even one. Past the largest finite value the half-ulp is mirrored
     (values beyond it round to infinity)."""
-    below, above = step(value, bits, -1), step(value, bits, 1)
+    below, above = _adjacent(value, bits, -math.inf), _adjacent(value, bits, math.inf)
     exact = Fraction(value)
     low = (Fraction(below) + exact) / 2 if math.isfinite(below) else exact - (Fraction(above) - exact) / 2
     high = (exact + Fraction(above)) / 2 if math.isfinite(above) else exact + (exact - Fraction(below)) / 2
