@@ -502,7 +502,8 @@ def _binary(value: float | Binary) -> Binary:
 def in_list_values(values: tuple[Any, ...]) -> tuple[Any, ...]:
     """IN compares the column with every value in one common type (Spark, DuckDB): with a DOUBLE among the values,
     the exact ones are converted to DOUBLE too (`i IN (9007199254740993, 1e0)` holds for i = 2^53), with only FLOATs
-    to FLOAT. The converted values are `Binary`; the others are returned unchanged."""
+    to FLOAT (FLOATs mixed with exact values are refused: Spark's ANSI mode makes their common type DOUBLE, DuckDB
+    FLOAT). The converted values are `Binary`; the others are returned unchanged."""
     approximate = [v for v in values if isinstance(v, float)]
     if not approximate:
         return values
@@ -512,9 +513,9 @@ def in_list_values(values: tuple[Any, ...]) -> tuple[Any, ...]:
         if isinstance(value, float):
             common.append(_binary(value) if bits == FLOAT else _binary(float(value)))
         elif is_number(value):
-            if bits == FLOAT and not isinstance(value, int):
+            if bits == FLOAT:
                 raise _CannotCoerce(
-                    "an IN list of FLOAT and decimal values is compared in DOUBLE by Spark, FLOAT by DuckDB"
+                    "an IN list of FLOAT and exact values is compared in DOUBLE by Spark, FLOAT by DuckDB"
                 )
             converted = as_binary(value, bits)
             if converted is None:
@@ -570,9 +571,10 @@ def _float32_toward(value: float, direction: float) -> float:
 def _exact_against_approximate(op: str, column: BoundColumn, literal: Binary, shift: Any) -> Expr:
     """`column + shift op literal` for an int, long or decimal column and a DOUBLE or FLOAT literal: the column
     values whose conversion to binary floating point satisfies the comparison (approximate.py), on the column's
-    grid. Integers meet a FLOAT in FLOAT in every engine; a decimal meets it in DOUBLE in Spark and in FLOAT in
-    DuckDB and Trino, so both readings are kept. Exact (may prove "all rows match") only when one reading with
-    correctly rounded conversions is left; otherwise `Widened`."""
+    grid. A FLOAT literal is met in FLOAT by DuckDB, Trino and Spark without ANSI mode, but in DOUBLE by Spark for a
+    decimal, and for an int or long too in ANSI mode (its least common type skips FLOAT), so both readings are kept.
+    Exact (may prove "all rows match") only with one reading and correctly rounded conversions; otherwise
+    `Widened`."""
     ctype = column.type
     shift_scale = None if isinstance(shift, float) else scale_of(shift)
     if shift_scale is None:
@@ -580,7 +582,7 @@ def _exact_against_approximate(op: str, column: BoundColumn, literal: Binary, sh
     integral = isinstance(ctype, (IntegerType, LongType)) and isinstance(shift, int)
     scale = max(ctype.scale if isinstance(ctype, DecimalType) else 0, shift_scale)
     readings = [literal]
-    if literal.bits == FLOAT and not integral:
+    if literal.bits == FLOAT:
         readings.append(Binary(literal.low, literal.high, DOUBLE))
     magnitude = 2 * Fraction(max(abs(literal.low), abs(literal.high)))
     errors = [0 if integral else error_ulps(scale, magnitude, reading.bits) for reading in readings]

@@ -69,8 +69,10 @@ class LookupResult:
         return {"table": self.table, "where": self.where, "files": self.files, "summary": self.summary}
 
 
-def bound_predicate(where: str, schema: Any, table: str, clock: Clock | None = None) -> Expr:
-    return bind(normalize(parse_where(where, clock)), schema, table)
+def bound_predicate(
+    where: str, schema: Any, table: str, clock: Clock | None = None, dialect: str | None = None
+) -> Expr:
+    return bind(normalize(parse_where(where, clock, dialect)), schema, table)
 
 
 @dataclass(frozen=True)

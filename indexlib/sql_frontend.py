@@ -165,6 +165,12 @@ class _Converter:
         if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):
             return self.null_safe_equal(node)
         if isinstance(node, exp.Between):
+            if self.mixes_approximate_and_exact(node.args["low"], node.args["high"]):
+                return Unusable(
+                    node.sql(),
+                    "BETWEEN a floating-point and an exact bound: DuckDB compares all three in one floating-point "
+                    "type, Spark each side apart",
+                )
             low = self.comparison(">=", node.this, node.args["low"], node)
             high = self.comparison("<=", node.this, node.args["high"], node)
             return and_(low, high)
@@ -213,6 +219,14 @@ class _Converter:
             return _compare_constants(op, self.constant(left), value, node)
         except _NotAConstant:
             return Unusable(node.sql(), f"{left.sql()} is not a column, a function the index unwraps, or a constant")
+
+    def mixes_approximate_and_exact(self, *bounds: exp.Expression) -> bool:
+        try:
+            values = [self.constant(bound) for bound in bounds]
+        except _NotAConstant:
+            return False
+        numbers = [v for v in values if is_number(v)]
+        return any(isinstance(v, float) for v in numbers) and any(not isinstance(v, float) for v in numbers)
 
     def null_safe_equal(self, node: exp.Expression) -> Expr:
         """`a <=> v` (IS NOT DISTINCT FROM) is never NULL: `a IS NULL` for v NULL, else `a IS NOT NULL AND a = v`.
@@ -389,10 +403,11 @@ def _compare_constants(op: str, a: Any, b: Any, node: exp.Expression) -> Expr:
 
 def _compare_approximate_constants(op: str, a: Any, b: Any, node: exp.Expression) -> Expr:
     """Constants compared in floating point, as the engines do (see approximate.py): `9007199254740993 = 2^53e0` is
-    TRUE. A FLOAT meets a decimal in DOUBLE in Spark and in FLOAT in DuckDB: folded only where both agree."""
+    TRUE. A FLOAT meets an exact number in DOUBLE in Spark (ANSI mode; decimals always) and in FLOAT in DuckDB:
+    folded only where both readings agree."""
     doubles = any(isinstance(v, float) and bits_of(v) == DOUBLE for v in (a, b))
-    exact_decimal = any(not isinstance(v, (int, float)) for v in (a, b))
-    readings = [DOUBLE] if doubles else [FLOAT, DOUBLE] if exact_decimal else [FLOAT]
+    only_floats = all(isinstance(v, float) for v in (a, b))
+    readings = [DOUBLE] if doubles else [FLOAT] if only_floats else [FLOAT, DOUBLE]
     answers = set()
     for bits in readings:
         left, right = as_binary(a, bits), as_binary(b, bits)
@@ -400,7 +415,7 @@ def _compare_approximate_constants(op: str, a: Any, b: Any, node: exp.Expression
             return Unusable(node.sql(), "engines may round this constant to floating point differently")
         answers.add(COMPARE[op](left.low, right.low))
     if len(answers) > 1:
-        return Unusable(node.sql(), "engines compare FLOAT with DECIMAL in different types")
+        return Unusable(node.sql(), "engines compare FLOAT with exact numbers in different types")
     return TRUE if answers.pop() else FALSE
 
 

@@ -69,3 +69,10 @@ def write_and_index(directory, tables, schema, settings=None):
         paths.append(path)
         entries.append(entry_row(path, 0, record_count, 1, stats))
     return paths, pa.Table.from_pylist(entries, schema=ENTRY_ARROW_SCHEMA)
+
+
+def pytest_collection_modifyitems(items):
+    """Tests that use the shared SparkSession carry the `spark` marker: `pytest -m 'not spark'` is the fast loop."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)

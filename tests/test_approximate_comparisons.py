@@ -83,8 +83,9 @@ MATCHES = [
     ("big = 1e20", {"big": Decimal(10**20 + 1)}, True, "a DECIMAL(38,0) may convert 1 ulp off (DuckDB HUGEINT)"),
     ("i + 1 = 9.223372036854776e18", {"i": 2**63 - 2}, True, "col + k: the sum converts to DOUBLE"),
     ("dec + 1 = 2.01e0", {"dec": Decimal("1.01")}, True, "col + k: decimal sum 2.01 converts to 2.01e0"),
-    ("n = CAST(16777216 AS REAL)", {"n": 16777217}, True, "int meets FLOAT in FLOAT: 2^24+1 rounds to 2^24"),
-    ("n > CAST(16777216 AS REAL)", {"n": 16777217}, False, "... and is not above it"),
+    ("n = CAST(16777216 AS REAL)", {"n": 16777217}, True, "int meets FLOAT in FLOAT (DuckDB): 2^24+1 is 2^24"),
+    ("n > CAST(16777216 AS REAL)", {"n": 16777217}, True, "... and in DOUBLE (Spark ANSI): 2^24+1 > 2^24"),
+    ("n < CAST(16777216 AS REAL)", {"n": 16777217}, False, "below 2^24 in neither reading"),
     ("dec > CAST(1.01 AS REAL)", {"dec": Decimal("1.01")}, True, "Spark: decimal vs FLOAT in DOUBLE (1.01 > 1.01f)"),
     ("dec = CAST(1.01 AS REAL)", {"dec": Decimal("1.01")}, True, "DuckDB: decimal vs FLOAT in FLOAT (1.01f = 1.01f)"),
     (
@@ -121,6 +122,7 @@ def test_file_is_kept_when_its_row_matches(tmp_path, where, row, matches, rule):
 # (where, row, all rows proven to match, rule)
 ALL_MATCH = [
     ("i = 9007199254740992e0", {"i": 2**53 + 1}, True, "one correctly rounded reading: exact, so all-match holds"),
+    ("n = CAST(16777216 AS REAL)", {"n": 16777216}, False, "FLOAT or DOUBLE reading (Spark ANSI): never all-match"),
     ("i <= -9.223372036854776e18", {"i": -(2**63)}, True, "long -> DOUBLE is correctly rounded everywhere"),
     ("dec = 1.01e0", {"dec": Decimal("1.01")}, True, "short decimals convert correctly rounded everywhere"),
     ("dec > CAST(1.01 AS REAL)", {"dec": Decimal("1.01")}, False, "Spark TRUE, DuckDB FALSE: never all-match"),
@@ -169,6 +171,7 @@ NOT_FOLDED = [
     ("i = CAST(123456789012345678901234567.5 AS DOUBLE)", "DuckDB converts wide decimals up to 1 ulp off"),
     ("ts = TIMESTAMP '2024-01-01 00:00:00.0000001'", "digits below the microsecond: truncated or compared"),
     ("n = '1.5'", "an off-grid string: rounded (DuckDB), truncated (Spark) or an error (ANSI)"),
+    ("dec BETWEEN CAST(0 AS REAL) AND 1", "DuckDB's BETWEEN uses one common type (FLOAT here), Spark's each side"),
 ]
 
 
@@ -180,7 +183,10 @@ def test_literals_engines_disagree_on_are_unused(where, rule):
 
 def test_constant_comparisons_in_floating_point():
     assert str(parse_where("9007199254740993 = 9007199254740992e0")) == "TRUE", "the integer converts to 2^53"
-    assert str(parse_where("16777217 = CAST(16777216 AS REAL)")) == "TRUE", "an int meets FLOAT in FLOAT"
+    assert str(parse_where("16777216 = CAST(16777216 AS REAL)")) == "TRUE", "the same in FLOAT and DOUBLE"
+    assert isinstance(parse_where("16777217 = CAST(16777216 AS REAL)"), Unusable), (
+        "an int meets FLOAT in FLOAT (DuckDB, Spark legacy) but in DOUBLE (Spark ANSI): they disagree here"
+    )
 
 
 # approximate.py against an independent rounding: Python's int -> float and numpy's int64 -> float32 conversions
