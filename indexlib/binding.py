@@ -6,6 +6,9 @@ column's values safely make that leaf `Unusable` (kept, and reported by explain)
 
 * int/long/decimal columns hold discrete values: `c < 5.5` is exactly `c <= 5`, `c = 5.5` is
   FALSE, `c != 5.5` is `c IS NOT NULL`; a literal beyond the type's range folds the same way.
+* against a DOUBLE or FLOAT value the engines convert the column value to floating point first: the bound leaf is
+  the interval of column values whose conversion satisfies the comparison (`_exact_against_approximate`,
+  approximate.py), so `i = 9007199254740992e0` holds for 2^53 + 1.
 * float columns: engines disagree on whether `f = 0.1` compares in float or double; the leaf is widened to the
   float neighbours of the literal so both readings are covered.
 * a zone-less timestamp literal against a `timestamptz` column (or a zoned one against `timestamp`) depends on
