@@ -212,7 +212,7 @@ def combine_calendar_fields(conjuncts: list[Expr]) -> list[Expr]:
     for part in conjuncts:
         if isinstance(part, Compare) and part.op == "=" and isinstance(part.column, Transform):
             value = part.value
-            if is_number(value) and Fraction(value).denominator == 1:
+            if is_number(value) and _finite(value) and Fraction(value).denominator == 1:
                 fields.setdefault((part.column.column, part.column.func), (int(value), part))
     combined: list[Expr] = []
     used: set[int] = set()
@@ -266,8 +266,8 @@ def _unwrap(op: str, term: Transform, column: BoundColumn, value: Any, source: E
             raise _CannotCoerce(f"{term} against a zoned literal depends on the session time zone")
         return _truncated_range(op, column, unit, value, source)
     # year / month / day / hour: integer fields
-    if isinstance(value, str) or not is_number(value):
-        raise _CannotCoerce(f"{term} is compared with a non-number")
+    if isinstance(value, str) or not is_number(value) or not _finite(value):
+        raise _CannotCoerce(f"{term} is compared with a non-number or a non-finite one")
     if term.func == "hour" and isinstance(ctype, DateType):
         raise _CannotCoerce(f"hour() of date column {column.name} is not supported")
     if term.func != "year" and isinstance(ctype, TimestamptzType):
@@ -281,6 +281,13 @@ def _unwrap(op: str, term: Transform, column: BoundColumn, value: Any, source: E
     if not 1 <= number <= 9999:
         raise _CannotCoerce(f"year {number} is outside the supported calendar")
     return _truncated_range(op, column, "year", dt.datetime(number, 1, 1), source)
+
+
+def _finite(value: Any) -> bool:
+    """Not NaN or an infinity (which only floats and Decimals can be)."""
+    if isinstance(value, Decimal):
+        return value.is_finite()
+    return math.isfinite(value) if isinstance(value, float) else True
 
 
 def _integer_comparison(op: str, value: Fraction) -> tuple[str, int] | Expr:
