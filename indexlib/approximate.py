@@ -58,7 +58,10 @@ def bits_of(value: float) -> int:
 
 def nearest(x: Fraction, bits: int) -> float:
     """`x` correctly rounded to the format (round-half-even), as the equal Python float."""
-    guess = float(x)  # Python rounds int / int correctly to double
+    try:
+        guess = float(x)  # Python rounds int / int correctly to double
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
     if bits == DOUBLE or not math.isfinite(guess):
         return guess
     candidate = float(np.float32(guess))  # may be off by a double rounding: compare the neighbours exactly
