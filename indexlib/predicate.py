@@ -8,7 +8,7 @@ Unbound leaves name a column by string, or a `Transform` of one column (`CAST(ts
 `date_trunc('month', ts)`, `i + 1`) that the binder turns into a range on the column itself. `bind` (in
 `binding.py`) resolves names against a table schema and converts literals to the column's type.
 
-Literals are typed Python values: bool, int, Decimal, Fraction (exact quotients), float, str, bytes, date,
+Literals are typed Python values: bool, int, Decimal, float (DOUBLE; `approximate.Float32` for FLOAT), str, bytes, date,
 datetime (naive, or zoned for TIMESTAMP WITH TIME ZONE values), and None for SQL NULL.
 """
 
