@@ -9,8 +9,8 @@ here exactly from the rounding interval of L: the exact values that round to L, 
 Engines do not all convert the same way (measured): int64 -> double or float is one correctly rounded hardware
 conversion everywhere; a decimal with an unscaled value up to 2^53 and a scale up to 22 is correctly rounded too
 (DuckDB and Trino divide the exactly converted unscaled value by an exact power of ten; Spark's BigDecimal
-conversion is always correct), but DuckDB's conversion of wider decimals (HUGEINT) is off by up to one ulp, and its
-decimal -> FLOAT is a double rounding through DOUBLE. Where a conversion may be off, `error_ulps` says by how much
+conversion is always correct), but DuckDB's conversion of a wide DECIMAL type (HUGEINT storage, over 18 digits) is
+off by up to one ulp even for values below 2^63, and its decimal -> FLOAT is a double rounding through DOUBLE. Where a conversion may be off, `error_ulps` says by how much
 and the interval is widened by that many steps of the format: sound under every engine, never "all rows match".
 """
 
@@ -116,10 +116,11 @@ def rounding_interval(value: float, bits: int) -> tuple[Edge, Edge]:
     return Edge(low, even), Edge(high, even)
 
 
-def error_ulps(scale: int, magnitude: Fraction, bits: int) -> int:
-    """How many steps of the format an engine's conversion of an exact value near `magnitude` with `scale` decimal
-    places may be off its correct rounding (0: every engine rounds it correctly; see the module docstring)."""
-    if scale == 0 and magnitude < _INT64_LIMIT:
+def error_ulps(scale: int, magnitude: Fraction, bits: int, integer_type: bool = False) -> int:
+    """How many steps of the format an engine's conversion of an exact value near `magnitude` may be off its correct
+    rounding (0: every engine rounds it correctly; see the module docstring). `integer_type`: an INT or BIGINT value
+    (one hardware conversion); a DECIMAL, even with scale 0, may take DuckDB's HUGEINT path whatever its value."""
+    if integer_type and magnitude < _INT64_LIMIT:
         return 0
     if (
         scale <= _EXACT_POWERS_OF_TEN[bits]
@@ -168,7 +169,7 @@ def as_binary(value: int | Decimal | Fraction | float, bits: int) -> Binary | No
     if not math.isfinite(centre):
         return None
     scale = scale_of(value)
-    off = _ULPS_OFF[bits] if scale is None else error_ulps(scale, abs(exact), bits)
+    off = _ULPS_OFF[bits] if scale is None else error_ulps(scale, abs(exact), bits, isinstance(value, int))
     low, high = step(centre, bits, -off), step(centre, bits, off)
     return Binary(low, high, bits) if math.isfinite(low) and math.isfinite(high) else None
 

@@ -81,6 +81,12 @@ MATCHES = [
     ("dec = 1.0100000000000002e0", {"dec": Decimal("1.01")}, False, "no decimal(10,2) rounds to the next double"),
     ("dec > 1.0099999999999998e0", {"dec": Decimal("1.01")}, True, "the decimal's double is above the one below"),
     ("big = 1e20", {"big": Decimal(10**20 + 1)}, True, "a DECIMAL(38,0) may convert 1 ulp off (DuckDB HUGEINT)"),
+    (
+        "big = -6.878992987188078e+16",
+        {"big": Decimal(-68789929871880789)},
+        True,
+        "DuckDB converts this DECIMAL(38,0) value to the double 1 ulp above its correct rounding",
+    ),
     ("i + 1 = 9.223372036854776e18", {"i": 2**63 - 2}, True, "col + k: the sum converts to DOUBLE"),
     ("dec + 1 = 2.01e0", {"dec": Decimal("1.01")}, True, "col + k: decimal sum 2.01 converts to 2.01e0"),
     ("n = CAST(16777216 AS REAL)", {"n": 16777217}, True, "int meets FLOAT in FLOAT (DuckDB): 2^24+1 is 2^24"),
