@@ -10,8 +10,9 @@ Engines do not all convert the same way (measured): int64 -> double or float is 
 conversion everywhere; a decimal with an unscaled value up to 2^53 and a scale up to 22 is correctly rounded too
 (DuckDB and Trino divide the exactly converted unscaled value by an exact power of ten; Spark's BigDecimal
 conversion is always correct), but DuckDB's conversion of a wide DECIMAL type (HUGEINT storage, over 18 digits) is
-off by up to one ulp even for values below 2^63, and its decimal -> FLOAT is a double rounding through DOUBLE. Where a conversion may be off, `error_ulps` says by how much
-and the interval is widened by that many steps of the format: sound under every engine, never "all rows match".
+off by up to one ulp even for values below 2^63, and its decimal -> FLOAT is a double rounding through DOUBLE.
+Where a conversion may be off, `error_ulps` says by how much and the interval is widened by that many steps of the
+format: sound under every engine, never "all rows match".
 """
 
 from __future__ import annotations
@@ -146,16 +147,15 @@ def scale_of(value: int | Decimal | Fraction) -> int | None:
 @dataclass(frozen=True)
 class Binary:
     """What the engines make of one literal in a binary format: a value in [low, high] (low == high when they all
-    agree), to be compared with column values converted to `bits` with up to `ulps` steps of error."""
+    agree)."""
 
     low: float
     high: float
     bits: int
-    ulps: int = 0
 
     @property
     def exact(self) -> bool:
-        return self.low == self.high and self.ulps == 0
+        return self.low == self.high
 
 
 def as_binary(value: int | Decimal | Fraction | float, bits: int) -> Binary | None:

@@ -60,7 +60,7 @@ def select_files(source: Source, where: str | None, config: Config) -> list[Data
     from indexlib.lookup import bound_predicate
     from indexlib.sql_frontend import Clock
 
-    predicate = bound_predicate(where, source.schema, source.name, Clock.system(config.time_zone))
+    predicate = bound_predicate(where, source.schema, source.name, Clock.system(config.time_zone), config.dialect)
     pruning = source.prune_partitions(live, predicate)
     if not pruning.lifted:
         raise UserError(

@@ -543,8 +543,8 @@ def _literal_binary(value: Any, column: BoundColumn) -> Binary:
     if isinstance(value, str):  # a cast from text: a correctly rounded parse in every engine
         parsed = _as_number(value, column)
         return _binary(float(parsed))
-    number = _as_number(value, column)
-    converted = as_binary(value if isinstance(value, (int, Decimal, Fraction)) else number, DOUBLE)
+    _as_number(value, column)  # refuses booleans, NaN and infinities
+    converted = as_binary(value, DOUBLE)
     if converted is None:
         raise _CannotCoerce(f"{value} is outside the range of DOUBLE")
     return converted
