@@ -20,12 +20,12 @@ from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.schema import Schema
 from timing import best_of
 
-from indexlib.canonical import distinct_keys
-from indexlib.column_stats import compute_column_stats
 from indexlib.demo import _events_shard
-from indexlib.index_choice import IndexSettings, wants_automaton, wants_bloom
-from indexlib.index_kinds import registry
-from indexlib.ndv import sketch_keys
+from indexlib.index_kinds.registry import registry
+from indexlib.index_kinds.settings import IndexSettings, wants_automaton, wants_bloom
+from indexlib.statistics.canonical import distinct_keys
+from indexlib.statistics.column_stats import compute_column_stats
+from indexlib.statistics.sketches import sketch_keys
 
 SETTINGS = IndexSettings()
 

@@ -23,9 +23,9 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 from timing import best_of
 
-from indexlib.delta_source import DeltaSource
-from indexlib.index_table import ENTRY_ARROW_SCHEMA, IndexTable, entry_row
-from indexlib.source import IcebergSource
+from indexlib.sources.delta import DeltaSource
+from indexlib.sources.iceberg import IcebergSource
+from indexlib.store.table import ENTRY_ARROW_SCHEMA, IndexTable, entry_row
 
 PARTS = 10
 SCHEMA = Schema(NestedField(1, "id", LongType()), NestedField(2, "part", StringType()))

@@ -19,10 +19,11 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType, TimestampType
 from timing import best_of
 
-from indexlib.file_indexer import DEFAULT_SETTINGS, index_column
-from indexlib.index_table import ENTRY_ARROW_SCHEMA, entry_row
-from indexlib.lookup import bound_predicate, prune
-from indexlib.sql_frontend import Clock
+from indexlib.indexing.file_indexer import DEFAULT_SETTINGS, index_column
+from indexlib.lookup import prune
+from indexlib.query.binding import bound_predicate
+from indexlib.query.sql import Clock
+from indexlib.store.table import ENTRY_ARROW_SCHEMA, entry_row
 
 SCHEMA = Schema(
     NestedField(1, "order_key", LongType()),

@@ -7,10 +7,10 @@ Planner code:
     result.files, result.summary
 """
 
-from indexlib.build import build_index
 from indexlib.config import load_config
 from indexlib.errors import UserError
+from indexlib.indexing.build import build_index
 from indexlib.lookup import LookupResult, lookup
-from indexlib.sql_frontend import Clock
+from indexlib.query.sql import Clock
 
 __all__ = ["Clock", "LookupResult", "UserError", "build_index", "load_config", "lookup"]

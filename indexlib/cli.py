@@ -102,20 +102,20 @@ def _print_explain(result) -> None:  # noqa: ANN001 (LookupResult; imported lazi
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.conf)
     if args.command == "build":
-        from indexlib.build import build_index
+        from indexlib.indexing.build import build_index
 
         print(build_index(config, args.table).message())
     elif args.command == "backfill":
-        from indexlib.backfill import backfill
+        from indexlib.indexing.backfill import backfill
 
         print(backfill(config, args.table, args.where).message())
     elif args.command == "compact":
-        from indexlib.maintenance import compact, indexed_sources
+        from indexlib.indexing.upkeep import compact, indexed_sources
 
         for table in [args.table] if args.table else indexed_sources(config):
             print(compact(config, table).message())
     elif args.command == "verify":
-        from indexlib.maintenance import verify
+        from indexlib.indexing.upkeep import verify
 
         if args.sample < 0:
             raise UserError(f"--sample must be >= 0, got {args.sample}")
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             _print_explain(result)
     elif args.command == "stats":
-        from indexlib.stats import format_report, table_stats
+        from indexlib.report import format_report, table_stats
 
         report = table_stats(config, args.table, args.where)
         print(json.dumps(report.as_json()) if args.json else format_report(report))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from indexlib.errors import UserError
-from indexlib.index_choice import SETTING_NAMES, IndexSettings, can_build, parse_settings
+from indexlib.index_kinds.settings import SETTING_NAMES, IndexSettings, can_build, parse_settings
 
 DEFAULT_CONF_PATH = Path("conf/local.toml")
 DEFAULT_INDEX_NAMESPACE = "skipindex"
@@ -119,7 +119,7 @@ def load_config(path: str | Path | None = None) -> Config:
     lookup = raw.get("lookup", {})
     time_zone = lookup.get("time_zone")
     if time_zone is not None:
-        from indexlib.sql_frontend import Clock
+        from indexlib.query.sql import Clock
 
         try:  # fail now, naming the file, rather than at the first lookup
             Clock.system(str(time_zone))
@@ -127,7 +127,7 @@ def load_config(path: str | Path | None = None) -> Config:
             raise UserError(f"config file {conf_path}: lookup.time_zone: {exc}") from None
     dialect = lookup.get("dialect")
     if dialect is not None:
-        from indexlib.sql_frontend import check_dialect
+        from indexlib.query.sql import check_dialect
 
         try:
             check_dialect(str(dialect))

@@ -25,12 +25,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.exceptions import NoSuchTableError
 
-from indexlib.build import build_index
 from indexlib.config import Config
 from indexlib.errors import UserError
-from indexlib.iceberg_filter import to_iceberg_filter
-from indexlib.lookup import bound_predicate, lookup
-from indexlib.spark import get_spark
+from indexlib.indexing.build import build_index
+from indexlib.indexing.spark import get_spark
+from indexlib.lookup import lookup
+from indexlib.pruning.iceberg_filter import to_iceberg_filter
+from indexlib.query.binding import bound_predicate
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

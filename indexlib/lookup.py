@@ -19,14 +19,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from indexlib.binding import bind
 from indexlib.config import Config
-from indexlib.index_kinds import IndexKind, registry
-from indexlib.index_table import IndexTable
-from indexlib.predicate import Expr, Pattern, leaves, normalize, unusable_parts
-from indexlib.pruning import FileStatistics, evaluate, statistics_used, value_set
-from indexlib.source import open_source
-from indexlib.sql_frontend import Clock, parse_where
+from indexlib.index_kinds.base import IndexKind
+from indexlib.index_kinds.registry import registry
+from indexlib.pruning.minmax import Evaluation, statistics_used
+from indexlib.pruning.partitions import prune_partitions
+from indexlib.query.binding import bind
+from indexlib.query.model import Expr, Pattern
+from indexlib.query.normalize import leaves, normalize, unusable_parts
+from indexlib.query.sql import Clock, parse_where
+from indexlib.query.value_set import value_set
+from indexlib.sources.registry import open_source
+from indexlib.store.entries import EntryStatistics, one_entry_per_path
+from indexlib.store.table import IndexTable
 
 
 @dataclass(frozen=True)
@@ -69,12 +74,6 @@ class LookupResult:
         return {"table": self.table, "where": self.where, "files": self.files, "summary": self.summary}
 
 
-def bound_predicate(
-    where: str, schema: Any, table: str, clock: Clock | None = None, dialect: str | None = None
-) -> Expr:
-    return bind(normalize(parse_where(where, clock, dialect)), schema, table)
-
-
 @dataclass(frozen=True)
 class IndexVerdicts:
     """Per live file: has an index entry, and per index stage (cumulative) kept / proven-all masks."""
@@ -98,9 +97,7 @@ def prune(
     one stage per kind in `kinds` (default: every kind), each using min/max and every kind before it."""
     kinds = list(registry().values()) if kinds is None else kinds
     entries = entries.filter(pc.is_in(entries.column("file_path"), value_set=pa.array(live_paths, pa.string())))
-    # One entry per path: duplicates carry the same file's statistics, any one of them is valid.
-    _, first = np.unique(entries.column("file_path").to_numpy(zero_copy_only=False), return_index=True)
-    entries = entries.take(pa.array(np.sort(first), pa.int64()))
+    entries = one_entry_per_path(entries)
     position = {path: i for i, path in enumerate(entries.column("file_path").to_pylist())}
     index_of = np.array([position.get(path, -1) for path in live_paths], dtype=np.int64)
     indexed = index_of >= 0
@@ -108,13 +105,13 @@ def prune(
     if not indexed.any():
         keep_all, none = np.ones(len(live_paths), dtype=bool), np.zeros(len(live_paths), dtype=bool)
         return IndexVerdicts(indexed, [(name, keep_all, none) for name in names])
-    stats = FileStatistics(entries)
+    evaluation = Evaluation(EntryStatistics(entries))
     at = np.where(indexed, index_of, 0)
     stages = []
     for used, name in enumerate(names):
-        verdict = evaluate(predicate, stats, kinds[:used])
+        verdict = evaluation.evaluate(predicate, kinds[:used])
         kept = ~indexed | verdict.might[at]
-        stages.append((name, kept, indexed & verdict.all[at] & kept))
+        stages.append((name, kept, indexed & verdict.all_match[at] & kept))
     return IndexVerdicts(indexed, stages)
 
 
@@ -140,13 +137,13 @@ def lookup(config: Config, table: str, where: str, clock: Clock | None = None) -
     live = source.live_files()
     live_paths = [f.path for f in live]
 
-    partitions = source.prune_partitions(live, predicate)
+    partitions = prune_partitions(source, live, predicate)
     after_partition = np.asarray(partitions.might, dtype=bool)
     entries = IndexTable(catalog, config.index_namespace, source.name).entries()
     kinds = list(registry().values())
     verdicts = prune(predicate, live_paths, entries, kinds)
     stages = [Stage("partition", len(live_paths), int(after_partition.sum()))]
-    proven = np.asarray(partitions.all, dtype=bool)
+    proven = np.asarray(partitions.all_match, dtype=bool)
     kept = after_partition
     for name, stage_kept, stage_proven in verdicts.stages:
         stage_kept = stage_kept & after_partition

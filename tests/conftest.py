@@ -57,8 +57,8 @@ def write_and_index(directory, tables, schema, settings=None):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from indexlib.file_indexer import index_file
-    from indexlib.index_table import ENTRY_ARROW_SCHEMA, entry_row
+    from indexlib.indexing.file_indexer import index_file
+    from indexlib.store.table import ENTRY_ARROW_SCHEMA, entry_row
 
     paths, entries = [], []
     for n, table in enumerate(tables):

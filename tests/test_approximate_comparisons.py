@@ -26,11 +26,12 @@ from pyiceberg.types import (
     TimestampType,
 )
 
-from indexlib.approximate import DOUBLE, FLOAT, Binary, Float32, matching_set, nearest, rounding_interval
-from indexlib.binding import bind
-from indexlib.lookup import bound_predicate, prune
-from indexlib.predicate import COMPARE, Unusable, normalize
-from indexlib.sql_frontend import parse_where
+from indexlib.lookup import prune
+from indexlib.query.approximate import DOUBLE, FLOAT, Binary, Float32, matching_set, nearest, rounding_interval
+from indexlib.query.binding import bind, bound_predicate
+from indexlib.query.model import COMPARE, Unusable
+from indexlib.query.normalize import normalize
+from indexlib.query.sql import parse_where
 
 SCHEMA = Schema(
     NestedField(1, "n", IntegerType()),

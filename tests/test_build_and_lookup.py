@@ -12,10 +12,10 @@ import pyarrow as pa
 import pytest
 from pyiceberg.conversions import from_bytes
 
-from indexlib.build import build_index
-from indexlib.column_stats import parse_type
-from indexlib.index_table import IndexTable
+from indexlib.indexing.build import build_index
 from indexlib.lookup import lookup
+from indexlib.statistics.column_stats import parse_type
+from indexlib.store.table import IndexTable
 
 ARROW_SCHEMA = pa.schema(
     [

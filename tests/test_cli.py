@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from indexlib.build import build_index
+from indexlib.indexing.build import build_index
 
 SKIPINDEX = str(Path(sys.executable).with_name("skipindex"))
 

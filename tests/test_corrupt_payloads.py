@@ -33,9 +33,10 @@ from pyiceberg.types import (
     TimestampType,
 )
 
-from indexlib.index_choice import IndexSettings
-from indexlib.index_table import ENTRY_ARROW_SCHEMA
-from indexlib.lookup import bound_predicate, prune
+from indexlib.index_kinds.settings import IndexSettings
+from indexlib.lookup import prune
+from indexlib.query.binding import bound_predicate
+from indexlib.store.table import ENTRY_ARROW_SCHEMA
 
 BOTH_KINDS = IndexSettings(kinds=("bloom", "automaton"))  # every column a Bloom filter, strings an automaton too
 HEADER = 40  # bytes of pybloom-live's header before the bit array
@@ -131,7 +132,7 @@ def test_a_damaged_value_keeps_its_file_and_nothing_else_changes(indexed, caplog
     paths, entries = indexed
     intact = _answers(paths, entries, where)
     assert intact[0] != (True, False), f"case must matter: the intact index skips or proves file 0 ({where})"
-    with caplog.at_level(logging.WARNING, logger="indexlib.pruning"):
+    with caplog.at_level(logging.WARNING, logger="indexlib.statistics.provider"):
         answers = _answers(paths, _damaged(entries, 0, column, field, damage), where)
     assert answers[0] == (True, False), f"Should keep, unproven: {rule} ({where})"
     assert answers[1:] == intact[1:], f"Other files as without the damage: {rule} ({where})"
@@ -145,7 +146,7 @@ def test_several_damaged_files_of_one_column_give_one_warning_counting_them(inde
     paths, entries = indexed
     damaged = _damaged(entries, 0, "id", "upper", lambda b: b[:3])
     damaged = _damaged(damaged, 2, "id", "lower", lambda b: b[:5])
-    with caplog.at_level(logging.WARNING, logger="indexlib.pruning"):
+    with caplog.at_level(logging.WARNING, logger="indexlib.statistics.provider"):
         answers = _answers(paths, damaged, "id >= 100 AND id < 200")
     assert answers == [(True, False), (True, True), (True, False)], "damaged files kept; the intact one still proven"
     warnings = [r.getMessage() for r in caplog.records]
@@ -158,7 +159,7 @@ def test_every_file_damaged_still_answers(indexed, caplog):
     for k in range(3):
         damaged = _damaged(damaged, k, "name", "lower", lambda b: b"\xff")
         damaged = _damaged(damaged, k, "tag", "automaton", lambda b: b"null")
-    with caplog.at_level(logging.WARNING, logger="indexlib.pruning"):
+    with caplog.at_level(logging.WARNING, logger="indexlib.statistics.provider"):
         answers = _answers(paths, damaged, "name >= 'x' OR tag LIKE 'meta%'")
     assert answers == [(True, False)] * 3, "nothing readable: everything kept"
     assert len(caplog.records) == 2, [r.getMessage() for r in caplog.records]

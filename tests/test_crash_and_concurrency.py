@@ -19,11 +19,11 @@ import pyarrow as pa
 import pytest
 from lakes import Lake
 
-from indexlib.backfill import backfill
-from indexlib.build import build_index
 from indexlib.config import load_config
-from indexlib.index_table import IndexTable
-from indexlib.source import open_source
+from indexlib.indexing.backfill import backfill
+from indexlib.indexing.build import build_index
+from indexlib.sources.registry import open_source
+from indexlib.store.table import IndexTable
 
 RUNNER = Path(__file__).with_name("interrupted_run.py")
 SCHEMA = pa.schema([("id", pa.int64()), ("service", pa.string())])

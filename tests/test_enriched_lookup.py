@@ -14,12 +14,12 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pytest
 
-from indexlib.build import build_index
 from indexlib.config import load_config
 from indexlib.errors import UserError
-from indexlib.index_table import FORMAT_PROPERTY, FORMAT_VERSION, IndexTable
+from indexlib.indexing.build import build_index
 from indexlib.lookup import lookup
-from indexlib.stats import table_stats
+from indexlib.report import table_stats
+from indexlib.store.table import FORMAT_PROPERTY, FORMAT_VERSION, IndexTable
 
 SKIPINDEX = str(Path(sys.executable).with_name("skipindex"))
 SHARDS = [["compactor", "reader", "writer"], ["metadata", "reader"], ["auth", "billing", "writer"], ["search"]]

@@ -37,11 +37,12 @@ from pyiceberg.types import (
 
 from indexlib.automaton import build_tag_regex
 from indexlib.automaton.emit import ANY_STRING_REGEX
-from indexlib.canonical import distinct_keys, literal_key
-from indexlib.file_indexer import index_column
-from indexlib.index_choice import IndexSettings
 from indexlib.index_kinds.bloom import BloomIndex, load_filter, might_contain
-from indexlib.lookup import bound_predicate, prune
+from indexlib.index_kinds.settings import IndexSettings
+from indexlib.indexing.file_indexer import index_column
+from indexlib.lookup import prune
+from indexlib.query.binding import bound_predicate
+from indexlib.statistics.canonical import distinct_keys, literal_key
 
 BLOOM = IndexSettings(kinds=("bloom",))
 AUTOMATON = IndexSettings(kinds=("automaton",))
@@ -409,7 +410,7 @@ def test_configured_kinds_override_the_choice():
 
 
 def test_every_column_gets_its_distinct_count_and_a_mergeable_sketch():
-    from indexlib.ndv import merged_estimate
+    from indexlib.statistics.sketches import merged_estimate
 
     _, first = _kinds(LongType(), pa.int64(), list(range(0, 3000)) + [None])
     _, second = _kinds(LongType(), pa.int32(), list(range(2000, 5000)))

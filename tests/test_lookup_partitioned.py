@@ -26,10 +26,10 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import DayTransform, MonthTransform
 from pyiceberg.types import LongType, NestedField, StringType, TimestampType
 
-from indexlib.build import build_index
 from indexlib.config import Config, load_config
+from indexlib.indexing.build import build_index
 from indexlib.lookup import LookupResult, lookup
-from indexlib.sql_frontend import Clock
+from indexlib.query.sql import Clock
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType()),

@@ -9,11 +9,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from indexlib.build import build_index
 from indexlib.cli import main
-from indexlib.index_table import IndexTable
+from indexlib.indexing.build import build_index
+from indexlib.indexing.upkeep import compact, indexed_sources, verify
 from indexlib.lookup import lookup
-from indexlib.maintenance import compact, indexed_sources, verify
+from indexlib.store.table import IndexTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("service", pa.string())])
 

@@ -32,7 +32,8 @@ from hypothesis import strategies as st
 from pyiceberg.schema import Schema
 from pyiceberg.types import DecimalType, DoubleType, FloatType, IntegerType, LongType, NestedField
 
-from indexlib.lookup import bound_predicate, prune
+from indexlib.lookup import prune
+from indexlib.query.binding import bound_predicate
 
 EXAMPLES = int(os.environ.get("SKIPINDEX_NUMERIC_EXAMPLES", "1000"))
 PREDICATES_PER_EXAMPLE = 10

@@ -13,7 +13,8 @@ from conftest import write_and_index
 from pyiceberg.schema import Schema
 from pyiceberg.types import DecimalType, FloatType, IntegerType, LongType, NestedField
 
-from indexlib.lookup import bound_predicate, prune
+from indexlib.lookup import prune
+from indexlib.query.binding import bound_predicate
 
 SCHEMA = Schema(
     NestedField(1, "n", IntegerType()),

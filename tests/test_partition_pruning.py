@@ -35,8 +35,9 @@ from pyiceberg.transforms import (
 from pyiceberg.typedef import Record
 from pyiceberg.types import DateType, DoubleType, LongType, NestedField, StringType, TimestampType
 
-from indexlib.partition_pruning import lifted_fields, partition_verdict
-from indexlib.source import DataFileRef, IcebergSource
+from indexlib.pruning.partitions import lifted_fields, partition_verdict
+from indexlib.sources.base import DataFileRef
+from indexlib.sources.iceberg import IcebergSource
 
 SCHEMA = Schema(
     NestedField(1, "tag", StringType()),
@@ -655,8 +656,8 @@ CALENDAR_CASES = [
 @pytest.mark.parametrize(("name", "where"), CALENDAR_CASES, ids=[f"{t}:{w}" for t, w in CALENDAR_CASES])
 def test_calendar_fields_decided_by_partition_values(tables, ice_catalog, name, where):
     """month/day/hour(c) op N is fixed for every row of a file partitioned by a fine enough transform of c."""
-    from indexlib.lookup import bound_predicate
-    from indexlib.partition_pruning import calendar_field_verdict
+    from indexlib.pruning.partitions import calendar_field_verdict
+    from indexlib.query.binding import bound_predicate
 
     table = tables(name)
     column = "d" if name.endswith("_d") else "ts"

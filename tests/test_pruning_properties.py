@@ -40,8 +40,9 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from indexlib.index_choice import IndexSettings
-from indexlib.lookup import bound_predicate, prune
+from indexlib.index_kinds.settings import IndexSettings
+from indexlib.lookup import prune
+from indexlib.query.binding import bound_predicate
 
 EXAMPLES = int(os.environ.get("SKIPINDEX_PROPERTY_EXAMPLES", "2500"))
 PREDICATES_PER_EXAMPLE = 4

@@ -22,9 +22,10 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from indexlib.index_choice import IndexSettings
-from indexlib.lookup import bound_predicate, prune
-from indexlib.sql_frontend import Clock
+from indexlib.index_kinds.settings import IndexSettings
+from indexlib.lookup import prune
+from indexlib.query.binding import bound_predicate
+from indexlib.query.sql import Clock
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType()),

@@ -17,10 +17,10 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from indexlib.binding import bind
 from indexlib.errors import UserError
-from indexlib.predicate import normalize
-from indexlib.sql_frontend import Clock, parse_where
+from indexlib.query.binding import bind
+from indexlib.query.normalize import normalize
+from indexlib.query.sql import Clock, parse_where
 
 SCHEMA = Schema(
     NestedField(1, "i", LongType()),

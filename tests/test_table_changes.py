@@ -15,14 +15,15 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from lakes import Lake
 
-from indexlib.backfill import backfill, batches_of_partitions
-from indexlib.build import build_index
 from indexlib.config import load_config
 from indexlib.errors import UserError
-from indexlib.file_indexer import config_version
-from indexlib.index_table import IndexTable
+from indexlib.indexing.backfill import backfill, batches_of_partitions
+from indexlib.indexing.build import build_index
+from indexlib.indexing.file_indexer import config_version
 from indexlib.lookup import lookup
-from indexlib.source import DataFileRef, open_source
+from indexlib.sources.base import DataFileRef
+from indexlib.sources.registry import open_source
+from indexlib.store.table import IndexTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("service", pa.string()), ("part", pa.string())])
 SERVICES = ["auth", "billing", "search", "web", "mail", "queue"]

@@ -25,10 +25,12 @@ from indexlib.automaton.emit import ANY_STRING_REGEX
 from indexlib.automaton.limits import Unsupported
 from indexlib.automaton.parse import parse_stored_regex
 from indexlib.automaton.query import STORED_CACHE_SIZE
-from indexlib.index_choice import IndexSettings
-from indexlib.index_kinds import BuiltIndex, IndexKind
-from indexlib.predicate import Pattern
-from indexlib.pruning import ColumnStatistics, ValueSet, Verdict
+from indexlib.index_kinds.base import BuiltIndex, IndexKind
+from indexlib.index_kinds.settings import IndexSettings
+from indexlib.query.model import Pattern
+from indexlib.query.value_set import ValueSet
+from indexlib.statistics.provider import ColumnStatistics
+from indexlib.statistics.verdict import Verdict
 
 
 class AutomatonIndex(IndexKind):
@@ -104,7 +106,7 @@ class AutomatonIndex(IndexKind):
 def _load(payload: bytes) -> TagAutomaton:
     """The automaton of one payload. Raises ValueError when the payload is not one this kind wrote (not JSON, no
     string "regex", or a regex emit.py cannot have written): the lookup then reads the file's automaton as unknown
-    (pruning.FileStatistics), never as the language of whatever the damaged regex still parses to."""
+    (pruning/minmax.py `Evaluation.kind_verdict`), never as the language of whatever the damaged regex still parses to."""
     try:
         regex = json.loads(payload)["regex"]
     except (ValueError, KeyError, TypeError) as error:

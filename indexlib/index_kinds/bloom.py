@@ -11,7 +11,7 @@ bits per slice, capacity, count, then the bit array, little-endian bit order). T
 (`might_contain`) with pybloom-live's own hash functions, cached per filter shape, instead of building a filter
 object per file: tested to agree with `key in BloomFilter.fromfile(...)`. A payload whose length or header is not
 what pybloom-live writes raises ValueError (the lookup then reads that file's filter as unknown, see
-pruning.FileStatistics).
+pruning/minmax.py).
 """
 
 from __future__ import annotations
@@ -27,12 +27,14 @@ from pybloom_live import BloomFilter
 from pybloom_live.pybloom import make_hashfuncs
 from pyiceberg.types import IcebergType
 
-from indexlib.canonical import literal_key
-from indexlib.index_choice import IndexSettings
-from indexlib.index_kinds import BuiltIndex, IndexKind
-from indexlib.patterns import pattern_shape
-from indexlib.predicate import Pattern
-from indexlib.pruning import ColumnStatistics, ValueSet, Verdict
+from indexlib.index_kinds.base import BuiltIndex, IndexKind
+from indexlib.index_kinds.settings import IndexSettings
+from indexlib.query.model import Pattern
+from indexlib.query.patterns import pattern_shape
+from indexlib.query.value_set import ValueSet
+from indexlib.statistics.canonical import literal_key
+from indexlib.statistics.provider import ColumnStatistics
+from indexlib.statistics.verdict import Verdict
 
 
 class BloomIndex(IndexKind):

@@ -23,6 +23,8 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from pyiceberg.types import DateType, IcebergType, TimestampType, TimestamptzType
+
 COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
 COMPARE = {
     "=": operator.eq,
@@ -323,84 +325,62 @@ def or_(*operands: Expr) -> Expr:
     return result
 
 
-def push_not(expr: Expr, negate: bool = False) -> Expr:
-    """Remove every NOT. Each rule keeps the set of TRUE rows exact in three-valued logic:
-
-    NOT (a op v) = a op' v (both NULL when a or v is NULL); NOT IN <-> IN; NOT IS NULL <-> IS NOT NULL;
-    NOT LIKE / NOT RLIKE / NOT starts_with / NOT isnan flip `negated` (NULL stays NULL); De Morgan for AND/OR;
-    NOT NULL = NULL; NOT of an unusable part is still unusable.
-    """
-    if isinstance(expr, Not):
-        return push_not(expr.child, not negate)
-    if not negate:
-        if isinstance(expr, And):
-            return and_(push_not(expr.left), push_not(expr.right))
-        if isinstance(expr, Or):
-            return or_(push_not(expr.left), push_not(expr.right))
-        return expr
-    if isinstance(expr, Const):
-        return NULL if expr.value is None else Const(not expr.value)
-    if isinstance(expr, Unusable):
-        return expr
-    if isinstance(expr, Compare):
-        return Compare(NEGATED_COMPARISON[expr.op], expr.column, expr.value)
-    if isinstance(expr, In):
-        return In(expr.column, expr.values, not expr.negated)
-    if isinstance(expr, IsNull):
-        return IsNull(expr.column, not expr.negated)
-    if isinstance(expr, IsNaN):
-        return IsNaN(expr.column, not expr.negated)
-    if isinstance(expr, Pattern):
-        return Pattern(expr.kind, expr.column, expr.pattern, not expr.negated, expr.escape)
-    if isinstance(expr, And):
-        return or_(push_not(expr.left, True), push_not(expr.right, True))
-    if isinstance(expr, Or):
-        return and_(push_not(expr.left, True), push_not(expr.right, True))
-    raise TypeError(f"unknown expression {expr!r}")
+@dataclass(frozen=True)
+class BoundColumn:
+    field_id: int
+    name: str
+    type: IcebergType
 
 
-def resolve_nulls(expr: Expr) -> Expr:
-    """After `push_not`: NULL can no longer turn TRUE, so it behaves as FALSE; fold it away.
+@dataclass(frozen=True)
+class BoundCompare(Expr):
+    """`column op value` with `value` in the column's physical domain (see column_stats)."""
 
-    `a = NULL` and `a NOT IN (.., NULL)` are never TRUE; NULLs inside IN lists are dropped.
-    """
-    if isinstance(expr, And):
-        return and_(resolve_nulls(expr.left), resolve_nulls(expr.right))
-    if isinstance(expr, Or):
-        return or_(resolve_nulls(expr.left), resolve_nulls(expr.right))
-    if isinstance(expr, Not):
-        raise ValueError("resolve_nulls needs a NOT-free expression; call push_not first")
-    if expr == NULL:
-        return FALSE
-    if isinstance(expr, Compare) and expr.value is None:
-        return FALSE
-    if isinstance(expr, In):
-        if expr.negated and any(v is None for v in expr.values):
-            return FALSE
-        values = tuple(v for v in expr.values if v is not None)
-        return In(expr.column, values, expr.negated) if values else (TRUE if expr.negated else FALSE)
-    return expr
+    op: str
+    column: BoundColumn
+    value: Any
+
+    def __str__(self) -> str:
+        return str(Compare(self.op, self.column.name, display_value(self.column.type, self.value)))
 
 
-def normalize(expr: Expr) -> Expr:
-    """NOT-free, NULL-free form that the binder and the pruning evaluator take."""
-    return resolve_nulls(push_not(expr))
+@dataclass(frozen=True)
+class BoundField(Expr):
+    """`month(column) op value` (or day / hour): a calendar field, monotone only within the enclosing period."""
+
+    field: str
+    op: str
+    column: BoundColumn
+    value: int
+
+    def __str__(self) -> str:
+        return f"{self.field}({self.column.name}) {self.op} {self.value}"
 
 
-def leaves(expr: Expr) -> list[Expr]:
-    """The leaves of an expression, left to right (wrappers such as `Widened` count as leaves)."""
-    if isinstance(expr, (And, Or)):
-        return leaves(expr.left) + leaves(expr.right)
-    if isinstance(expr, Not):
-        return leaves(expr.child)
-    return [] if isinstance(expr, Const) else [expr]
+@dataclass(frozen=True)
+class Widened(Expr):
+    """A superset of the rows the original leaf matches: may prune, never proves "all rows match"."""
+
+    child: Expr
+
+    def __str__(self) -> str:
+        return f"widened({self.child})"
 
 
-def unusable_parts(expr: Expr) -> list[Unusable]:
-    if isinstance(expr, Unusable):
-        return [expr]
-    if isinstance(expr, (And, Or)):
-        return unusable_parts(expr.left) + unusable_parts(expr.right)
-    if isinstance(expr, Not):
-        return unusable_parts(expr.child)
-    return []
+def display_value(iceberg_type: IcebergType, value: Any) -> Any:
+    """A physical value (days, micros) as the date / timestamp it stands for, for explain."""
+    try:
+        if isinstance(iceberg_type, DateType):
+            return _EPOCH_DATE + dt.timedelta(days=value)
+        if isinstance(iceberg_type, TimestampType):
+            return _EPOCH + dt.timedelta(microseconds=value)
+        if isinstance(iceberg_type, TimestamptzType):
+            return _EPOCH_TZ + dt.timedelta(microseconds=value)
+    except OverflowError:
+        pass
+    return value
+
+
+_EPOCH_DATE = dt.date(1970, 1, 1)
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_TZ = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)

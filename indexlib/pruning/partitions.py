@@ -29,6 +29,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -47,14 +48,71 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.types import DateType
 
-from indexlib.binding import BoundField, Widened
-from indexlib.predicate import COMPARE, And, Const, Expr, Or, leaves
-from indexlib.source import DataFileRef
+from indexlib.pruning.iceberg_filter import to_iceberg_filter, to_strict_iceberg_filter
+from indexlib.pruning.minmax import evaluate
+from indexlib.query.model import COMPARE, And, BoundField, Const, Expr, Or, Widened
+from indexlib.query.normalize import leaves
+from indexlib.sources.base import DataFileRef, IcebergPartitioning, IdentityPartitioning, Source
+from indexlib.statistics.partition_values import PartitionValueStatistics
 
 log = logging.getLogger(__name__)
 
 _Verdict = Callable[[Any], tuple[bool, bool]]
 _UNKNOWN = (True, False)
+
+
+@dataclass(frozen=True)
+class PartitionPruning:
+    """What the files' partition values prove about a bound predicate: per-file might / all_match, and for explain
+    the partition fields the predicate was lifted to."""
+
+    might: np.ndarray
+    all_match: np.ndarray
+    lifted: list[str] = field(default_factory=list)
+
+    @staticmethod
+    def unknown(n: int) -> PartitionPruning:
+        return PartitionPruning(np.ones(n, dtype=bool), np.zeros(n, dtype=bool))
+
+
+def prune_partitions(source: Source, files: list[DataFileRef], predicate: Expr) -> PartitionPruning:
+    """The partition stage over `files` of `source` for a bound predicate; never fails a lookup (a stage that
+    cannot run proves nothing: every file is kept)."""
+    partitioning = source.partitioning
+    if isinstance(partitioning, IcebergPartitioning):
+        return _iceberg_stage(source.name, partitioning.table, files, predicate)
+    if isinstance(partitioning, IdentityPartitioning):
+        return _identity_stage(partitioning, files, predicate)
+    raise TypeError(f"unknown partitioning {partitioning!r} of {source.name}")
+
+
+def _iceberg_stage(name: str, table: Any, files: list[DataFileRef], predicate: Expr) -> PartitionPruning:
+    """Lift the bound predicate through each file's partition spec (pyiceberg inclusive / strict projection)."""
+    inclusive = to_iceberg_filter(predicate)
+    try:
+        might, every = partition_verdict(
+            table, files, inclusive, case_sensitive=True, strict_filter=to_strict_iceberg_filter(predicate)
+        )
+        field_might, field_every = calendar_field_verdict(table, files, predicate)
+        might, every = might & field_might, every | field_every
+        lifted = lifted_fields(table, inclusive, case_sensitive=True)
+    except Exception:  # never fail a lookup over the partition stage: it proves nothing, every file is kept
+        log.warning("partition stage skipped for %s (filter %s)", name, inclusive, exc_info=True)
+        return PartitionPruning.unknown(len(files))
+    return PartitionPruning(might, every, lifted)
+
+
+def _identity_stage(partitioning: IdentityPartitioning, files: list[DataFileRef], predicate: Expr) -> PartitionPruning:
+    """Identity partitions: each file's partition value is its column's min and max (NULL: every row NULL), so the
+    min/max rules decide the predicate on them (statistics/partition_values.py)."""
+    used = {getattr(getattr(leaf, "column", None), "field_id", None) for leaf in leaves(predicate)}
+    columns = [f for f in partitioning.columns if f.field_id in used]
+    if not columns or not files:
+        return PartitionPruning.unknown(len(files))
+    names = {f.name for f in columns}
+    values = [{c: v for c, v in ref.partition or () if c in names} for ref in files]
+    verdict = evaluate(predicate, PartitionValueStatistics(values, [ref.record_count for ref in files]))
+    return PartitionPruning(verdict.might, verdict.all_match, [f"{f.name} (identity)" for f in columns])
 
 
 def partition_verdict(

@@ -17,15 +17,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from indexlib.errors import UserError
-from indexlib.file_indexer import TASK_OUTPUT_SCHEMA, config_version, index_files_task, settings_json
-from indexlib.index_table import ENTRY_ARROW_SCHEMA, IndexTable, WatermarkMoved
-from indexlib.source import DataFileRef, Source, open_source
+from indexlib.indexing.file_indexer import TASK_OUTPUT_SCHEMA, config_version, index_files_task, settings_json
+from indexlib.sources.base import DataFileRef, Source
+from indexlib.sources.registry import open_source
+from indexlib.store.table import ENTRY_ARROW_SCHEMA, IndexTable, WatermarkMoved
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from indexlib.config import Config
-    from indexlib.index_choice import IndexSettings
+    from indexlib.index_kinds.settings import IndexSettings
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +153,7 @@ def _build_once(config: Config, source: Source, index: IndexTable, spark: SparkS
         watermark,
     )
     if new_files and spark is None:
-        from indexlib.spark import get_spark
+        from indexlib.indexing.spark import get_spark
 
         spark = get_spark(config)
     computed = (

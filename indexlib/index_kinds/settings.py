@@ -21,7 +21,7 @@ from typing import Any
 
 from pyiceberg.types import BooleanType, DateType, DecimalType, IcebergType, IntegerType, LongType, StringType
 
-from indexlib.canonical import has_keys
+from indexlib.statistics.canonical import has_keys
 
 KIND_NAMES = ("bloom", "automaton")
 

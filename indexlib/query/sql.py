@@ -26,9 +26,9 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
-from indexlib.approximate import DOUBLE, FLOAT, Float32, as_binary, bits_of, nearest
 from indexlib.errors import UserError
-from indexlib.predicate import (
+from indexlib.query.approximate import DOUBLE, FLOAT, Float32, as_binary, bits_of, nearest
+from indexlib.query.model import (
     COMPARE,
     FALSE,
     FLIPPED_COMPARISON,

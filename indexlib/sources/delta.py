@@ -5,26 +5,24 @@ the add actions of the versions after W that are still live (live now and not li
 but not now was removed (delete, overwrite, OPTIMIZE). Spark tasks then read the data files as plain Parquet.
 
 Delta keeps partition columns out of the data files, so the file indexer finds no statistics for them (unknown:
-kept). The partition stage uses the partition values of the add actions instead, as min = max statistics.
+kept). The partition stage reads the partition values of the add actions instead (`partitioning`), as min = max
+statistics (statistics/partition_values.py).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
-import re
 from functools import cached_property
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-import numpy as np
 import pyarrow as pa
-from pyiceberg.io.pyarrow import _pyarrow_to_schema_without_ids, schema_to_pyarrow
+from pyiceberg.io.pyarrow import _pyarrow_to_schema_without_ids
 from pyiceberg.schema import Schema, assign_fresh_schema_ids
 
 from indexlib.errors import UserError
-from indexlib.source import DataFileRef, PartitionPruning, SourceChanges
+from indexlib.sources.base import DataFileRef, IdentityPartitioning, SourceChanges
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +41,6 @@ def normalize_delta_name(name: str) -> str:
         return name.rstrip("/")
     path = urlparse(name).path if name.startswith("file://") else name
     return os.path.abspath(path)
-
-
-def delta_index_table_name(name: str) -> str:
-    """`/data/lake/events` -> `delta__events__<hash of the full name>`: readable and unique per table."""
-    last = re.sub(r"[^0-9A-Za-z_]", "_", name.rstrip("/").rsplit("/", 1)[-1]) or "table"
-    return f"delta__{last}__{hashlib.sha256(name.encode()).hexdigest()[:12]}"
 
 
 class DeltaSource:
@@ -127,54 +119,7 @@ class DeltaSource:
     def partition_label(self, ref: DataFileRef) -> str:
         return "/".join(f"{c}={v}" for c, v in ref.partition or ()) or "(unpartitioned)"
 
-    def prune_partitions(self, files: list[DataFileRef], predicate: Any) -> PartitionPruning:
-        """Identity partitions: each file's partition value is its column's min and max (NULL: every row NULL), so
-        the min/max rules of pruning.py decide the predicate on them. Bounds are serialised once per distinct
-        partition value; a file whose row count the log does not give, or a value we cannot type, stays unknown."""
-        from indexlib.index_table import ENTRY_ARROW_SCHEMA
-        from indexlib.predicate import leaves
-        from indexlib.pruning import FileStatistics, evaluate
-
-        used = {getattr(getattr(leaf, "column", None), "field_id", None) for leaf in leaves(predicate)}
+    @property
+    def partitioning(self) -> IdentityPartitioning:
         by_name = {f.name: f for f in self.schema.fields}
-        columns = [by_name[c] for c in self.partition_columns if c in by_name and by_name[c].field_id in used]
-        if not columns or not files:
-            return PartitionPruning(np.ones(len(files), dtype=bool), np.zeros(len(files), dtype=bool), [])
-        bounds: dict[tuple[int, Any], dict[str, Any] | None] = {}
-        paths, elements = [], []
-        for ref in files:
-            values = dict(ref.partition or ())
-            stats = []
-            for field in columns if ref.record_count >= 0 else ():
-                if field.name not in values:
-                    continue
-                value = values[field.name]
-                key = (field.field_id, value)
-                if key not in bounds:
-                    bounds[key] = _value_bounds(field, value)
-                if bounds[key] is not None:
-                    nulls = ref.record_count if value is None else 0
-                    stats.append({**bounds[key], "value_count": ref.record_count, "null_count": nulls})
-            paths.append(ref.path)
-            elements.append(stats)
-        entries = pa.table(
-            {
-                "file_path": pa.array(paths, pa.string()),
-                "columns": pa.array(elements, ENTRY_ARROW_SCHEMA.field("columns").type),
-            }
-        )
-        verdict = evaluate(predicate, FileStatistics(entries))
-        return PartitionPruning(verdict.might, verdict.all, [f"{f.name} (identity)" for f in columns])
-
-
-def _value_bounds(field: Any, value: Any) -> dict[str, Any] | None:
-    """The statistics element of a column holding only `value` (counts are filled in per file)."""
-    from indexlib.column_stats import compute_column_stats
-
-    try:
-        stats = compute_column_stats(
-            field.field_id, field.name, field.field_type, pa.array([value], schema_to_pyarrow(field.field_type))
-        )
-    except (pa.ArrowException, ValueError, TypeError):  # a value we cannot type: unknown, the file is kept
-        return None
-    return {**stats.__dict__, "indexes": None}
+        return IdentityPartitioning(tuple(by_name[c] for c in self.partition_columns if c in by_name))

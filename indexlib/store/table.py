@@ -9,8 +9,10 @@ what keeps one entry per data file with concurrent writers and after a crash. Se
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -27,8 +29,8 @@ from pyiceberg.expressions import In
 from pyiceberg.schema import Schema
 from pyiceberg.types import BinaryType, IntegerType, ListType, LongType, NestedField, StringType, StructType
 
-from indexlib.column_stats import ColumnStats
 from indexlib.errors import UserError
+from indexlib.statistics.column_stats import ColumnStats
 
 log = logging.getLogger(__name__)
 
@@ -124,11 +126,12 @@ ENTRY_ARROW_SCHEMA = pa.schema(
 
 
 def index_table_name(source_name: str) -> str:
-    """`ns.name` -> `ns__name`, a Delta path -> `delta__<last part>__<hash>`: readable; a collision is detected
-    through the source-table property."""
-    from indexlib.delta_source import delta_index_table_name, is_delta_name
-
-    return delta_index_table_name(source_name) if is_delta_name(source_name) else source_name.replace(".", "__")
+    """`ns.name` -> `ns__name`; a source named by a path or URI (a Delta table) -> `delta__<last part>__<hash of the
+    full name>`: readable and unique per table. A collision is detected through the source-table property."""
+    if "/" not in source_name and "://" not in source_name:
+        return source_name.replace(".", "__")
+    last = re.sub(r"[^0-9A-Za-z_]", "_", source_name.rstrip("/").rsplit("/", 1)[-1]) or "table"
+    return f"delta__{last}__{hashlib.sha256(source_name.encode()).hexdigest()[:12]}"
 
 
 def entry_row(

@@ -198,7 +198,7 @@ def decode_bounds(stored_type: PrimitiveType, current_type: IcebergType, payload
     """`decode_bound` over an array of payloads (null where unknown), vectorised for the common types.
 
     Raises (ValueError, struct.error or pyarrow.ArrowInvalid) when any payload is malformed; the caller decides
-    what that means for which file (pruning.FileStatistics: that file's bounds are unknown).
+    what that means for which file (store/entries.py: that file's bounds are unknown).
     """
     target = physical_arrow_type(current_type)
     if not same_domain(stored_type, current_type):

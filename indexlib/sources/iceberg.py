@@ -1,81 +1,18 @@
-"""Source tables behind one interface: what is live now, and what changed since a watermark.
-
-Iceberg tables (through pyiceberg) are named by their identifier in the configured catalog; Delta tables (through
-delta-rs, delta_source.py) by their path or URI.
-"""
+"""Iceberg tables as sources, read through pyiceberg: the watermark is a snapshot id."""
 
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError, ValidationError
 from pyiceberg.partitioning import PartitionSpec
-from pyiceberg.schema import Schema
 from pyiceberg.table.snapshots import Operation, ancestors_of
 
 from indexlib.errors import UserError
-
-log = logging.getLogger(__name__)
+from indexlib.sources.base import DataFileRef, IcebergPartitioning, SourceChanges
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
-
-    from indexlib.config import Config
-
-
-@dataclass(frozen=True)
-class DataFileRef:
-    """A data file as the source table records it; `path` is never rewritten.
-
-    `spec_id` and `partition` (the pyiceberg partition Record, positional per that spec's fields) feed the partition
-    stage only; they stay in the planner process and are never shipped to Spark tasks. `partition` is None when
-    the source does not say, which that stage reads as "unknown: keep".
-    """
-
-    path: str
-    record_count: int
-    file_size_in_bytes: int
-    file_format: str
-    spec_id: int = 0
-    partition: Any = field(default=None, compare=False)
-
-
-@dataclass(frozen=True)
-class SourceChanges:
-    """Since a watermark: the live files added after it, and the live paths now when files may have been removed
-    (None when only appends happened, so nothing was removed)."""
-
-    added: list[DataFileRef]
-    live_paths: frozenset[str] | None
-
-
-class Source(Protocol):
-    name: str
-    schema: Schema
-    io_properties: dict[str, str]
-    name_mapping_json: str | None
-
-    def current_version(self) -> int | None: ...
-
-    def live_files(self) -> list[DataFileRef]: ...
-
-    def changes_since(self, watermark: int | None) -> SourceChanges: ...
-
-    def partition_label(self, ref: DataFileRef) -> str: ...
-
-    def prune_partitions(self, files: list[DataFileRef], predicate: Any) -> PartitionPruning: ...
-
-
-@dataclass(frozen=True)
-class PartitionPruning:
-    """What the files' partition values prove about a bound predicate: per-file might / all, and for explain the
-    partition fields the predicate was lifted to."""
-
-    might: Any  # numpy bool array over the files
-    all: Any
-    lifted: list[str]
 
 
 def _ref(data_file: Any) -> DataFileRef:
@@ -116,25 +53,9 @@ class IcebergSource:
         """Every partition spec of the table by spec id (a file's `DataFileRef.spec_id` names one)."""
         return self.table.specs()
 
-    def prune_partitions(self, files: list[DataFileRef], predicate: Any) -> PartitionPruning:
-        """Lift the bound predicate through each file's partition spec (pyiceberg inclusive / strict projection)."""
-        import numpy as np
-
-        from indexlib.iceberg_filter import to_iceberg_filter, to_strict_iceberg_filter
-        from indexlib.partition_pruning import calendar_field_verdict, lifted_fields, partition_verdict
-
-        inclusive = to_iceberg_filter(predicate)
-        try:
-            might, every = partition_verdict(
-                self.table, files, inclusive, case_sensitive=True, strict_filter=to_strict_iceberg_filter(predicate)
-            )
-            field_might, field_every = calendar_field_verdict(self.table, files, predicate)
-            might, every = might & field_might, every | field_every
-            lifted = lifted_fields(self.table, inclusive, case_sensitive=True)
-        except Exception:  # never fail a lookup over the partition stage: it proves nothing, every file is kept
-            log.warning("partition stage skipped for %s (filter %s)", self.name, inclusive, exc_info=True)
-            return PartitionPruning(np.ones(len(files), dtype=bool), np.zeros(len(files), dtype=bool), [])
-        return PartitionPruning(might, every, lifted)
+    @property
+    def partitioning(self) -> IcebergPartitioning:
+        return IcebergPartitioning(self.table)
 
     def current_version(self) -> int | None:
         snapshot = self.table.current_snapshot()
@@ -187,16 +108,3 @@ class IcebergSource:
         if spec is None or spec.is_unpartitioned() or ref.partition is None:
             return "(unpartitioned)"
         return spec.partition_to_path(ref.partition, self.schema)
-
-
-def open_source(config: Config, name: str, catalog: Any = None) -> Source:
-    """The source table `name`: a Delta table when named by a path or URI, else `ns.name` in the catalog."""
-    from indexlib.delta_source import DeltaSource, is_delta_name
-
-    if is_delta_name(name):
-        return DeltaSource(name, config.delta_storage_options, config.catalog_properties)
-    if "." not in name:
-        raise UserError(
-            f"table {name!r} must be named namespace.table in the configured catalog, or be a Delta table path"
-        )
-    return IcebergSource(catalog if catalog is not None else config.load_catalog(), name)

@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from indexlib.config import Config
-from indexlib.index_table import IndexTable
-from indexlib.ndv import merged_estimate
-from indexlib.source import open_source
+from indexlib.sources.registry import open_source
+from indexlib.statistics.sketches import merged_estimate
+from indexlib.store.table import IndexTable
 
 
 @dataclass

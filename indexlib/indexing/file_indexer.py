@@ -22,12 +22,12 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.name_mapping import parse_mapping_from_json
 from pyiceberg.types import PrimitiveType
 
-from indexlib.canonical import distinct_keys
-from indexlib.column_stats import ColumnStats, compute_column_stats
-from indexlib.index_choice import IndexSettings, wants_automaton, wants_bloom
-from indexlib.index_kinds import registry
-from indexlib.index_table import ENTRY_ARROW_SCHEMA, FORMAT_VERSION, entry_row
-from indexlib.ndv import sketch_keys
+from indexlib.index_kinds.registry import registry
+from indexlib.index_kinds.settings import IndexSettings, wants_automaton, wants_bloom
+from indexlib.statistics.canonical import distinct_keys
+from indexlib.statistics.column_stats import ColumnStats, compute_column_stats
+from indexlib.statistics.sketches import sketch_keys
+from indexlib.store.table import ENTRY_ARROW_SCHEMA, FORMAT_VERSION, entry_row
 
 DEFAULT_SETTINGS = IndexSettings()
 

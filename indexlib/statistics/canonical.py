@@ -35,7 +35,7 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from indexlib.column_stats import INTEGRAL_TYPES, UNIT_PER_SECOND, supports_bounds
+from indexlib.statistics.column_stats import INTEGRAL_TYPES, UNIT_PER_SECOND, supports_bounds
 
 _MILLIS_PER_DAY = 86_400_000
 

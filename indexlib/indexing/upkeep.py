@@ -9,15 +9,15 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.exceptions import NoSuchNamespaceError
 
-from indexlib.build import index_new_files
-from indexlib.file_indexer import config_version
-from indexlib.index_table import SOURCE_PROPERTY, IndexTable
-from indexlib.source import open_source
+from indexlib.indexing.build import index_new_files
+from indexlib.indexing.file_indexer import config_version
+from indexlib.sources.registry import open_source
+from indexlib.store.entries import one_entry_per_path
+from indexlib.store.table import SOURCE_PROPERTY, IndexTable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -69,17 +69,12 @@ def compact(config: Config, table_name: str) -> CompactResult:
     counts: dict[str, int] = {}
 
     def plan(entries: pa.Table) -> pa.Table | None:
-        # one entry per path: the one of the newest source version
-        order = pc.sort_indices(entries, sort_keys=[("file_path", "ascending"), ("source_version", "descending")])
-        entries = entries.take(order)
-        paths = entries.column("file_path").to_numpy(zero_copy_only=False)
-        _, first = np.unique(paths, return_index=True)
-        kept = entries.take(pa.array(first, pa.int64()))
+        kept = one_entry_per_path(entries)
         alive = kept.filter(pc.is_in(kept.column("file_path"), value_set=pa.array(sorted(live), pa.string())))
         counts.update(
             before=_data_files(index),
             entries=alive.num_rows,
-            dup=len(paths) - len(first),
+            dup=entries.num_rows - kept.num_rows,
             dead=kept.num_rows - alive.num_rows,
         )
         if counts["before"] <= 1 and counts["dup"] == 0 and counts["dead"] == 0:
@@ -166,7 +161,7 @@ def verify(
     stale: list[tuple[str, str]] = []
     if chosen:
         if spark is None:
-            from indexlib.spark import get_spark
+            from indexlib.indexing.spark import get_spark
 
             spark = get_spark(config)
         by_path = {f.path: f for f in live}
@@ -175,9 +170,7 @@ def verify(
         )
         stale += [(path, f"cannot be read now: {reason}") for path, reason in computed.skipped]
         fresh = {row["file_path"]: row for row in computed.entries.to_pylist()}
-        stored: dict[str, dict[str, Any]] = {}
-        for row in index.entries(chosen).to_pylist():
-            stored.setdefault(row["file_path"], row)
+        stored = {row["file_path"]: row for row in one_entry_per_path(index.entries(chosen)).to_pylist()}
         for path in chosen:
             if path in fresh and path in stored:
                 reason = _difference(

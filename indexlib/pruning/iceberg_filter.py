@@ -15,9 +15,8 @@ from __future__ import annotations
 from pyiceberg import expressions as ice
 from pyiceberg.types import DoubleType, FloatType
 
-from indexlib.binding import BoundCompare, Widened
-from indexlib.patterns import pattern_shape
-from indexlib.predicate import And, Const, Expr, IsNaN, IsNull, Or, Pattern
+from indexlib.query.model import And, BoundCompare, Const, Expr, IsNaN, IsNull, Or, Pattern, Widened
+from indexlib.query.patterns import pattern_shape
 
 _LEAF = {
     "=": ice.EqualTo,

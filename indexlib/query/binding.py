@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any
@@ -54,13 +53,15 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from indexlib.approximate import DOUBLE, FLOAT, Binary, as_binary, bits_of, error_ulps, matching_set, scale_of
-from indexlib.column_stats import physical_arrow_type, supports_bounds
 from indexlib.errors import UserError
-from indexlib.predicate import (
+from indexlib.query.approximate import DOUBLE, FLOAT, Binary, as_binary, bits_of, error_ulps, matching_set, scale_of
+from indexlib.query.model import (
     FALSE,
     TRUE,
     And,
+    BoundColumn,
+    BoundCompare,
+    BoundField,
     Compare,
     Const,
     Expr,
@@ -72,6 +73,7 @@ from indexlib.predicate import (
     Pattern,
     Transform,
     Unusable,
+    Widened,
     WrittenOffset,
     add_interval,
     and_,
@@ -80,6 +82,10 @@ from indexlib.predicate import (
     or_,
     parse_timestamp,
 )
+from indexlib.query.normalize import normalize
+from indexlib.query.sql import Clock, parse_where
+from indexlib.query.visitor import ExprVisitor
+from indexlib.statistics.column_stats import supports_bounds
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -98,62 +104,6 @@ _FIXED_UNITS = {"week": 7 * _MICROS_PER_DAY, "day": _MICROS_PER_DAY, "hour": 3_6
 _FIXED_UNITS["second"] = 1_000_000
 
 
-@dataclass(frozen=True)
-class BoundColumn:
-    field_id: int
-    name: str
-    type: IcebergType
-
-
-@dataclass(frozen=True)
-class BoundCompare(Expr):
-    """`column op value` with `value` in the column's physical domain (see column_stats)."""
-
-    op: str
-    column: BoundColumn
-    value: Any
-
-    def __str__(self) -> str:
-        return str(Compare(self.op, self.column.name, display_value(self.column.type, self.value)))
-
-
-@dataclass(frozen=True)
-class BoundField(Expr):
-    """`month(column) op value` (or day / hour): a calendar field, monotone only within the enclosing period."""
-
-    field: str
-    op: str
-    column: BoundColumn
-    value: int
-
-    def __str__(self) -> str:
-        return f"{self.field}({self.column.name}) {self.op} {self.value}"
-
-
-@dataclass(frozen=True)
-class Widened(Expr):
-    """A superset of the rows the original leaf matches: may prune, never proves "all rows match"."""
-
-    child: Expr
-
-    def __str__(self) -> str:
-        return f"widened({self.child})"
-
-
-def display_value(iceberg_type: IcebergType, value: Any) -> Any:
-    """A physical value (days, micros) as the date / timestamp it stands for, for explain."""
-    try:
-        if isinstance(iceberg_type, DateType):
-            return _EPOCH_DATE + dt.timedelta(days=value)
-        if isinstance(iceberg_type, TimestampType):
-            return _EPOCH + dt.timedelta(microseconds=value)
-        if isinstance(iceberg_type, TimestamptzType):
-            return _EPOCH_TZ + dt.timedelta(microseconds=value)
-    except OverflowError:
-        pass
-    return value
-
-
 def resolve_column(schema: Schema, name: str, table: str) -> BoundColumn:
     """Exact name first, then a unique case-insensitive match (SQL identifiers are case-insensitive)."""
     field = next((f for f in schema.fields if f.name == name), None)
@@ -167,35 +117,56 @@ def resolve_column(schema: Schema, name: str, table: str) -> BoundColumn:
 
 def bind(expr: Expr, schema: Schema, table: str) -> Expr:
     """Bind a normalised (NOT-free, NULL-free) expression; IN / NOT IN expand into OR / AND of comparisons."""
-    if isinstance(expr, And):
-        return and_(*(bind(part, schema, table) for part in combine_calendar_fields(_conjuncts(expr))))
-    if isinstance(expr, Or):
-        return or_(bind(expr.left, schema, table), bind(expr.right, schema, table))
-    if isinstance(expr, (Const, Unusable)):
+    return _Binder(schema, table).visit(expr)
+
+
+class _Binder(ExprVisitor[Expr]):
+    """Unbound nodes to bound ones (bound nodes and NOT are not expected: the input is normalised and unbound)."""
+
+    def __init__(self, schema: Schema, table: str) -> None:
+        self.schema, self.table = schema, table
+
+    def column(self, name: str) -> BoundColumn:
+        return resolve_column(self.schema, name, self.table)
+
+    def visit_and(self, expr: And) -> Expr:
+        return and_(*(self.visit(part) for part in combine_calendar_fields(_conjuncts(expr))))
+
+    def visit_or(self, expr: Or) -> Expr:
+        return or_(self.visit(expr.left), self.visit(expr.right))
+
+    def visit_const(self, expr: Const) -> Expr:
         return expr
-    if isinstance(expr, IsNull):
-        return IsNull(resolve_column(schema, expr.column, table), expr.negated)
-    if isinstance(expr, IsNaN):
-        column = resolve_column(schema, expr.column, table)
+
+    def visit_unusable(self, expr: Unusable) -> Expr:
+        return expr
+
+    def visit_is_null(self, expr: IsNull) -> Expr:
+        return IsNull(self.column(expr.column), expr.negated)
+
+    def visit_is_nan(self, expr: IsNaN) -> Expr:
+        column = self.column(expr.column)
         if not isinstance(column.type, (FloatType, DoubleType, IntegerType, LongType, DecimalType)):
             return Unusable(str(expr), f"isnan of {column.type} column {column.name} depends on engine casts")
         return IsNaN(column, expr.negated)
-    if isinstance(expr, Pattern):
-        column = resolve_column(schema, expr.column, table)
+
+    def visit_pattern(self, expr: Pattern) -> Expr:
+        column = self.column(expr.column)
         if not isinstance(column.type, StringType):
             return Unusable(str(expr), f"pattern matching on {column.type} column {column.name} is not supported")
         return Pattern(expr.kind, column, expr.pattern, expr.negated, expr.escape)
-    if isinstance(expr, In):
+
+    def visit_in(self, expr: In) -> Expr:
         op = "!=" if expr.negated else "="
         try:
             values = in_list_values(expr.values)
         except _CannotCoerce as exc:
             return Unusable(str(expr), str(exc))
-        leaves = [_bind_leaf(op, expr.column, v, schema, table) for v in values]
+        leaves = [_bind_leaf(op, expr.column, v, self.schema, self.table) for v in values]
         return and_(*leaves) if expr.negated else or_(*leaves)
-    if isinstance(expr, Compare):
-        return _bind_leaf(expr.op, expr.column, expr.value, schema, table)
-    raise TypeError(f"cannot bind {expr!r}")
+
+    def visit_compare(self, expr: Compare) -> Expr:
+        return _bind_leaf(expr.op, expr.column, expr.value, self.schema, self.table)
 
 
 def _conjuncts(expr: Expr) -> list[Expr]:
@@ -727,8 +698,8 @@ def _as_micros(value: Any, column: BoundColumn, column_has_zone: bool) -> tuple[
     return delta // dt.timedelta(microseconds=1), has_zone == column_has_zone
 
 
-def literal_scalar(leaf: BoundCompare) -> Any:
-    """The leaf's value as an Arrow scalar of the column's physical type."""
-    import pyarrow as pa
-
-    return pa.scalar(leaf.value, type=physical_arrow_type(leaf.column.type))
+def bound_predicate(
+    where: str, schema: Schema, table: str, clock: Clock | None = None, dialect: str | None = None
+) -> Expr:
+    """A SQL WHERE clause parsed (in `dialect`), normalised and bound to `schema`: what every stage evaluates."""
+    return bind(normalize(parse_where(where, clock, dialect)), schema, table)

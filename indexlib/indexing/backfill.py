@@ -17,11 +17,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from indexlib.build import index_new_files
 from indexlib.errors import UserError
-from indexlib.file_indexer import config_version
-from indexlib.index_table import IndexTable
-from indexlib.source import DataFileRef, Source, open_source
+from indexlib.indexing.build import index_new_files
+from indexlib.indexing.file_indexer import config_version
+from indexlib.pruning.partitions import prune_partitions
+from indexlib.query.binding import bound_predicate
+from indexlib.query.sql import Clock
+from indexlib.sources.base import DataFileRef, Source
+from indexlib.sources.registry import open_source
+from indexlib.store.table import IndexTable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -57,11 +61,9 @@ def select_files(source: Source, where: str | None, config: Config) -> list[Data
     live = source.live_files()
     if where is None:
         return live
-    from indexlib.lookup import bound_predicate
-    from indexlib.sql_frontend import Clock
 
     predicate = bound_predicate(where, source.schema, source.name, Clock.system(config.time_zone), config.dialect)
-    pruning = source.prune_partitions(live, predicate)
+    pruning = prune_partitions(source, live, predicate)
     if not pruning.lifted:
         raise UserError(
             f"{source.name}: backfill --where {where!r} restricts no partition field; "
@@ -115,7 +117,7 @@ def backfill(
         len(batches),
     )
     if batches and spark is None:
-        from indexlib.spark import get_spark
+        from indexlib.indexing.spark import get_spark
 
         spark = get_spark(config)
     version = source.current_version() or 0

@@ -1,0 +1,55 @@
+"""The interface of an index kind: one module per kind implements it, `registry.py` lists the kinds.
+
+A kind builds one payload from one file's distinct column values (canonical keys, see canonical.py), stores it with
+its format version in the entry's `indexes` list, and answers, for all files at once, two questions about a leaf
+(as pruning.evaluate does for min/max): might some row match (False only when the payload proves none can), and do
+all rows match (True only when proven). A file without a payload of the kind, with a payload of a newer version, or
+written for a column type of another physical domain, answers "might match, not proven": unknown means keep.
+A payload the kind cannot read (damaged) makes `verdict` raise ValueError rather than guess; the lookup then reads
+that one file's payload as unknown and warns (pruning/minmax.py `Evaluation.kind_verdict`).
+
+Leaves a kind sees: `ValueSet` (`=`, `!=`, IN, NOT IN on one column, gathered from the predicate tree so that NOT IN
+can be answered as a whole) and `Pattern` (LIKE, starts_with, RLIKE).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pyiceberg.types import IcebergType
+
+from indexlib.index_kinds.settings import IndexSettings
+from indexlib.query.model import Pattern
+from indexlib.query.value_set import ValueSet
+from indexlib.statistics.provider import ColumnStatistics
+from indexlib.statistics.verdict import Verdict
+
+
+@dataclass(frozen=True)
+class BuiltIndex:
+    payload: bytes
+    exact: bool = False  # the payload describes exactly the file's values (no false positives)
+
+
+class IndexKind(ABC):
+    name: ClassVar[str]
+    version: ClassVar[int]  # format version of the payload; readers ignore payloads newer than theirs
+
+    @abstractmethod
+    def build(self, keys: list[str], iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex | None:
+        """The payload for one file's column (`keys`: the sorted canonical keys of its distinct values), or None
+        when it could not prune anything (e.g. an automaton generalised to every string)."""
+
+    @abstractmethod
+    def verdict(
+        self, leaf: ValueSet | Pattern, payloads: Sequence[bytes | None], stats: ColumnStatistics
+    ) -> Verdict | None:
+        """Per-file verdict from `payloads` (None where a file has none), or None when the kind cannot use `leaf`.
+        Raises when a payload is not one this kind wrote."""
+
+    @abstractmethod
+    def reads(self, leaf: ValueSet | Pattern) -> str | None:
+        """For explain: what the kind checks for `leaf`, or None when it does not answer it."""

@@ -1,0 +1,314 @@
+"""Min/max/null-count pruning over all files at once.
+
+The rules read a `StatisticsProvider` (statistics/provider.py): per column, arrays over N files of lower/upper
+bounds, value, null and NaN counts; missing numbers are "unknown". `evaluate` answers, per file, two questions about
+a bound, normalised predicate:
+
+* might[i]: some row of file i might make the predicate TRUE. False only when the statistics prove no row can.
+  Every unknown (no stats, no bound, type we cannot compare) answers True.
+* all_match[i]: every row of file i is proven to make the predicate TRUE (a planner may drop the residual filter).
+  Every unknown answers False.
+
+Patterns (LIKE, starts_with, RLIKE) use their literal prefix (see patterns.py): the strings with prefix P form one
+interval in UTF-8 byte order, so a file whose bounds lie wholly before or after it cannot match, and a file whose
+lower and upper bounds both start with P holds only values starting with P. A negated leaf that is never NULL on a
+non-NULL value (NOT LIKE, NOT starts_with, NOT RLIKE) cannot match where the leaf is proven on every row, and
+matches every row where the leaf matches none and the column has no NULLs.
+
+Calendar fields (month/day/hour) are monotone within one year / month / day: a file whose bounds share that period
+is evaluated on the fields of its bounds; any other file might match.
+
+NaN: engines disagree (Spark and Postgres order NaN above every number and make NaN = NaN true; IEEE makes every
+comparison with NaN false but !=). NaN rows are treated as matching `>`, `>=`, `!=` (might), and no rule proves
+"all match" for a comparison other than != when a file holds NaNs: sound under both readings.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.types import DateType, LongType
+
+from indexlib.query.model import (
+    And,
+    BoundColumn,
+    BoundCompare,
+    BoundField,
+    Const,
+    Expr,
+    IsNaN,
+    IsNull,
+    Or,
+    Pattern,
+    Unusable,
+    Widened,
+)
+from indexlib.query.patterns import pattern_shape
+from indexlib.query.value_set import ValueSet, value_set
+from indexlib.query.visitor import ExprVisitor
+from indexlib.statistics.column_stats import physical_arrow_type
+from indexlib.statistics.provider import ColumnStatistics, StatisticsProvider, isolate_damage
+from indexlib.statistics.verdict import Verdict
+
+if TYPE_CHECKING:
+    from indexlib.index_kinds.base import IndexKind
+
+log = logging.getLogger(__name__)
+
+
+def literal_scalar(leaf: BoundCompare) -> Any:
+    """The leaf's value as an Arrow scalar of the column's physical type."""
+    return pa.scalar(leaf.value, type=physical_arrow_type(leaf.column.type))
+
+
+def _true_where_unknown(result: pa.Array) -> np.ndarray:
+    return pc.fill_null(result, True).to_numpy(zero_copy_only=False)
+
+
+def _false_where_unknown(result: pa.Array) -> np.ndarray:
+    return pc.fill_null(result, False).to_numpy(zero_copy_only=False)
+
+
+_ARROW_COMPARE = {
+    "=": pc.equal,
+    "!=": pc.not_equal,
+    "<": pc.less,
+    "<=": pc.less_equal,
+    ">": pc.greater,
+    ">=": pc.greater_equal,
+}
+
+
+def _compare(leaf: BoundCompare, stats: ColumnStatistics) -> Verdict:
+    value = literal_scalar(leaf)
+    lower, upper = stats.lower, stats.upper
+    has_values = stats.comparable_values != 0  # True also where unknown (-1)
+    no_nulls = stats.null_count == 0
+    no_nans = stats.nan_count == 0
+    has_nans = stats.nan_count != 0  # True also where unknown
+    op = leaf.op
+    if op == "=":
+        # A value equal to v lies within [lower, upper].
+        might = (
+            has_values
+            & _true_where_unknown(pc.less_equal(lower, value))
+            & _true_where_unknown(pc.greater_equal(upper, value))
+        )
+        proven = (
+            no_nulls
+            & no_nans
+            & _false_where_unknown(pc.equal(lower, value))
+            & _false_where_unknown(pc.equal(upper, value))
+        )
+    elif op == "!=":
+        # Cannot match only if every comparable value equals v (lower == upper == v) and there is no NaN.
+        single_value = _false_where_unknown(pc.equal(lower, value)) & _false_where_unknown(pc.equal(upper, value))
+        might = (has_values & ~single_value) | (has_nans & stats.known) | ~stats.known
+        outside = _false_where_unknown(pc.less(upper, value)) | _false_where_unknown(pc.greater(lower, value))
+        proven = no_nulls & (outside | (stats.comparable_values == 0))
+    elif op in ("<", "<="):
+        # Some value below v exists iff lower is below v; all are iff upper is.
+        might = has_values & _true_where_unknown(_ARROW_COMPARE[op](lower, value))
+        proven = no_nulls & no_nans & _false_where_unknown(_ARROW_COMPARE[op](upper, value))
+    else:  # ">", ">="
+        might = (has_values & _true_where_unknown(_ARROW_COMPARE[op](upper, value))) | has_nans
+        proven = no_nulls & no_nans & _false_where_unknown(_ARROW_COMPARE[op](lower, value))
+    return Verdict(might | ~stats.known, proven & stats.known)
+
+
+def _is_null(leaf: IsNull, stats: ColumnStatistics) -> Verdict:
+    if leaf.negated:  # IS NOT NULL: some row is not null / no row is null
+        return Verdict((stats.null_count < stats.value_count) | ~stats.known, stats.known & (stats.null_count == 0))
+    return Verdict((stats.null_count != 0) | ~stats.known, stats.known & (stats.null_count == stats.value_count))
+
+
+def _is_nan(leaf: IsNaN, stats: ColumnStatistics) -> Verdict:
+    # NULL rows: isnan is FALSE in Spark and NULL in DuckDB, so NOT isnan might match them but proves nothing.
+    if leaf.negated:
+        might = (stats.value_count - stats.nan_count > 0) | ~stats.known
+        return Verdict(might, stats.known & (stats.nan_count == 0) & (stats.null_count == 0))
+    return Verdict((stats.nan_count != 0) | ~stats.known, stats.known & (stats.nan_count == stats.value_count))
+
+
+def _pattern(leaf: Pattern, stats: ColumnStatistics) -> Verdict:
+    shape = pattern_shape(leaf.kind, leaf.pattern, leaf.escape)
+    if shape.exact == "equal":
+        positive = _compare(BoundCompare("=", leaf.column, shape.prefix), stats)
+    else:
+        prefix = pa.scalar(shape.prefix, pa.large_string())
+        has_values = stats.comparable_values != 0
+        before = _false_where_unknown(pc.less(stats.upper, prefix))
+        lower_starts = pc.starts_with(stats.lower, pattern=shape.prefix)
+        after = _false_where_unknown(pc.and_(pc.greater(stats.lower, prefix), pc.invert(lower_starts)))
+        might = has_values & ~before & ~after
+        proven = np.zeros(len(might), dtype=bool)
+        if shape.exact == "prefix":
+            upper_starts = pc.starts_with(stats.upper, pattern=shape.prefix)
+            both = _false_where_unknown(lower_starts) & _false_where_unknown(upper_starts)
+            proven = (stats.null_count == 0) & (both | (shape.prefix == ""))
+        positive = Verdict(might | ~stats.known, proven & stats.known & (stats.value_count > 0))
+    if not leaf.negated:
+        return positive
+    return Verdict(~positive.all_match, stats.known & ~positive.might & (stats.null_count == 0))
+
+
+def _field(leaf: BoundField, stats: ColumnStatistics) -> Verdict:
+    # physical bounds (days or micros) back to calendar values
+    is_date = isinstance(leaf.column.type, DateType)
+    temporal = pa.date32() if is_date else pa.timestamp("us")
+    lower, upper = (
+        bounds.cast(pa.int32() if is_date else pa.int64()).cast(temporal) for bounds in (stats.lower, stats.upper)
+    )
+    period = {"month": "year", "day": "month", "hour": "day"}[leaf.field]
+    same_period = pc.equal(pc.floor_temporal(lower, unit=period), pc.floor_temporal(upper, unit=period))
+    extract = {"month": pc.month, "day": pc.day, "hour": pc.hour}[leaf.field]
+    within = pc.fill_null(same_period, False)
+    field_stats = ColumnStatistics(
+        lower=pc.if_else(within, extract(lower), pa.scalar(None, pa.int64())).cast(pa.int64()),
+        upper=pc.if_else(within, extract(upper), pa.scalar(None, pa.int64())).cast(pa.int64()),
+        value_count=stats.value_count,
+        null_count=stats.null_count,
+        nan_count=stats.nan_count,
+    )
+    column = BoundColumn(leaf.column.field_id, leaf.column.name, LongType())
+    return _compare(BoundCompare(leaf.op, column, leaf.value), field_stats)
+
+
+def evaluate(expr: Expr, stats: StatisticsProvider, kinds: Sequence[IndexKind] = ()) -> Verdict:
+    """Per-file verdict on a bound, normalised predicate (see module docstring), from min/max and the payloads of
+    `kinds`. One-off; a lookup that evaluates the predicate once per stage keeps one `Evaluation`."""
+    return Evaluation(stats).evaluate(expr, kinds)
+
+
+class Evaluation:
+    """The verdicts of one predicate over one provider's files, stage by stage: each kind's verdict on a value set or
+    pattern is computed once and reused by every later stage."""
+
+    def __init__(self, stats: StatisticsProvider) -> None:
+        self.stats = stats
+        self._kind_verdicts: dict[tuple[str, Any], Verdict | None] = {}
+
+    def evaluate(self, expr: Expr, kinds: Sequence[IndexKind] = ()) -> Verdict:
+        """Min/max, then for a value set or a pattern each kind that can answer narrows `might` (both verdicts are
+        sound, so their conjunction is) and may prove `all_match`."""
+        return _Evaluator(self, tuple(kinds)).visit(expr)
+
+    def kind_verdict(
+        self, kind: IndexKind, target: ValueSet | Pattern, column: ColumnStatistics, candidates: np.ndarray
+    ) -> Verdict | None:
+        """`kind`'s verdict on `target`, reading payloads only of `candidates` (files not ruled out yet; the others
+        answer "might match", which is sound whatever the candidates were, so the answer is cached). A payload the
+        kind cannot read is isolated and read as unknown (`isolate_damage`)."""
+        key = (kind.name, target)
+        if key not in self._kind_verdicts:
+            payloads = self.stats.payloads(target.column, kind.name, kind.version)
+            payloads = [p if keep else None for p, keep in zip(payloads, candidates, strict=True)]
+            try:
+                self._kind_verdicts[key] = kind.verdict(target, payloads, column)
+            except Exception as error:  # a damaged payload: isolate it
+
+                def judge(start: int, stop: int) -> Verdict:
+                    answer = kind.verdict(target, payloads[start:stop], column.window(start, stop))
+                    return answer if answer is not None else Verdict.unknown(stop - start)
+
+                parts, bad, error = isolate_damage(self.stats.num_files, judge, Verdict.unknown, error)
+                self.stats.damaged(target.column, kind.name, np.flatnonzero(bad), error)
+                self._kind_verdicts[key] = Verdict(
+                    np.concatenate([part.might for part in parts]), np.concatenate([part.all_match for part in parts])
+                )
+        return self._kind_verdicts[key]
+
+
+class _Evaluator(ExprVisitor[Verdict]):
+    def __init__(self, evaluation: Evaluation, kinds: tuple[IndexKind, ...]) -> None:
+        self.evaluation, self.kinds = evaluation, kinds
+        self.stats = evaluation.stats
+
+    def visit(self, expr: Expr) -> Verdict:
+        target = (value_set(expr) or (expr if isinstance(expr, Pattern) else None)) if self.kinds else None
+        if target is None:
+            return super().visit(expr)
+        verdict = _Evaluator(self.evaluation, ()).visit(expr)
+        column = self.stats.column(target.column)
+        for kind in self.kinds:
+            answer = self.evaluation.kind_verdict(kind, target, column, verdict.might)
+            if answer is not None:
+                verdict = verdict.narrowed_by(answer)
+        return verdict
+
+    def visit_const(self, expr: Const) -> Verdict:
+        return Verdict.constant(self.stats.num_files, bool(expr.value))
+
+    def visit_unusable(self, expr: Unusable) -> Verdict:
+        return Verdict.unknown(self.stats.num_files)  # not evaluable: might match, unproven
+
+    def visit_widened(self, expr: Widened) -> Verdict:
+        return self.visit(expr.child).never_proven()
+
+    def visit_and(self, expr: And) -> Verdict:
+        return self.visit(expr.left) & self.visit(expr.right)
+
+    def visit_or(self, expr: Or) -> Verdict:
+        return self.visit(expr.left) | self.visit(expr.right)
+
+    def visit_bound_compare(self, expr: BoundCompare) -> Verdict:
+        return _compare(expr, self.stats.column(expr.column))
+
+    def visit_is_null(self, expr: IsNull) -> Verdict:
+        return _is_null(expr, self.stats.column(expr.column))
+
+    def visit_is_nan(self, expr: IsNaN) -> Verdict:
+        return _is_nan(expr, self.stats.column(expr.column))
+
+    def visit_pattern(self, expr: Pattern) -> Verdict:
+        return _pattern(expr, self.stats.column(expr.column))
+
+    def visit_bound_field(self, expr: BoundField) -> Verdict:
+        return _field(expr, self.stats.column(expr.column))
+
+
+def statistics_used(leaf: Expr) -> str:
+    """Which statistics the min/max stage reads for one bound leaf (for explain)."""
+    return _StatisticsUsed().visit(leaf)
+
+
+class _StatisticsUsed(ExprVisitor[str]):
+    def visit_widened(self, expr: Widened) -> str:
+        return self.visit(expr.child) + " (literal widened: never proves all rows match)"
+
+    def visit_and(self, expr: And) -> str:
+        return "; ".join(self.visit(part) for part in (expr.left, expr.right))
+
+    visit_or = visit_and
+
+    def visit_bound_compare(self, expr: BoundCompare) -> str:
+        return f"lower/upper bounds and null/NaN counts of {expr.column.name}"
+
+    def visit_is_null(self, expr: IsNull) -> str:
+        return f"null and value counts of {expr.column.name}"
+
+    def visit_is_nan(self, expr: IsNaN) -> str:
+        return f"NaN, null and value counts of {expr.column.name}"
+
+    def visit_pattern(self, expr: Pattern) -> str:
+        shape = pattern_shape(expr.kind, expr.pattern, expr.escape)
+        if shape.exact == "equal":
+            return f"lower/upper bounds of {expr.column.name} (pattern is an equality)"
+        if not shape.prefix:
+            return f"null counts of {expr.column.name} only (no literal prefix)"
+        return f"lower/upper bounds of {expr.column.name} against prefix {shape.prefix!r}"
+
+    def visit_bound_field(self, expr: BoundField) -> str:
+        period = {"month": "year", "day": "month", "hour": "day"}[expr.field]
+        return f"lower/upper bounds of {expr.column.name}, for files within one {period}"
+
+    def visit_unusable(self, expr: Unusable) -> str:
+        return f"none: {expr.reason}"
+
+    def visit_const(self, expr: Const) -> str:
+        return "none"

@@ -1,0 +1,76 @@
+"""Source tables behind one interface: what is live now, what changed since a watermark, and what the files'
+partition values say (facts only: the partition stage in pruning/partitions.py reasons about them).
+
+Iceberg tables (through pyiceberg, iceberg.py) are named by their identifier in the configured catalog; Delta tables
+(through delta-rs, delta.py) by their path or URI; registry.py opens either by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pyiceberg.schema import Schema
+from pyiceberg.types import NestedField
+
+
+@dataclass(frozen=True)
+class DataFileRef:
+    """A data file as the source table records it; `path` is never rewritten.
+
+    `spec_id` and `partition` (the pyiceberg partition Record, positional per that spec's fields) feed the partition
+    stage only; they stay in the planner process and are never shipped to Spark tasks. `partition` is None when
+    the source does not say, which that stage reads as "unknown: keep".
+    """
+
+    path: str
+    record_count: int
+    file_size_in_bytes: int
+    file_format: str
+    spec_id: int = 0
+    partition: Any = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class SourceChanges:
+    """Since a watermark: the live files added after it, and the live paths now when files may have been removed
+    (None when only appends happened, so nothing was removed)."""
+
+    added: list[DataFileRef]
+    live_paths: frozenset[str] | None
+
+
+class Source(Protocol):
+    name: str
+    schema: Schema
+    io_properties: dict[str, str]
+    name_mapping_json: str | None
+
+    def current_version(self) -> int | None: ...
+
+    def live_files(self) -> list[DataFileRef]: ...
+
+    def changes_since(self, watermark: int | None) -> SourceChanges: ...
+
+    def partition_label(self, ref: DataFileRef) -> str: ...
+
+    @property
+    def partitioning(self) -> IcebergPartitioning | IdentityPartitioning:
+        """What the files' `partition` says, for the partition stage (pruning/partitions.py)."""
+        ...
+
+
+@dataclass(frozen=True)
+class IcebergPartitioning:
+    """Each file carries the id of the spec it was written under and that spec's partition record (transformed
+    values: `day(ts)`, `bucket[16](id)`, ...); `table` has the schema and every spec (`schema()`, `specs()`)."""
+
+    table: Any
+
+
+@dataclass(frozen=True)
+class IdentityPartitioning:
+    """Each file carries `(column name, value)` pairs of the columns it is partitioned by, every row holding that
+    value (Delta); `columns` are those columns' fields in the table schema."""
+
+    columns: tuple[NestedField, ...]

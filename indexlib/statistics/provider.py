@@ -1,0 +1,134 @@
+"""The interface between stored statistics and the pruning rules (as DataFusion's PruningStatistics).
+
+A provider answers, for N files at once, what is known about one column: bounds and counts (`ColumnStatistics`),
+and the payloads of the index kinds built for it. Whatever a provider cannot say is unknown (null bounds, -1
+counts, None payloads), and every rule reads unknown as "might match, not proven".
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+import pyarrow as pa
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class ColumnRef(Protocol):
+    """A column of the table being pruned (a bound column of the query language has these)."""
+
+    field_id: int
+    name: str
+    type: Any  # the pyiceberg type in the table's current schema
+
+
+@dataclass(frozen=True)
+class ColumnStatistics:
+    """One column over N files. Counts are -1 where unknown; bounds are null where unknown."""
+
+    lower: pa.Array
+    upper: pa.Array
+    value_count: np.ndarray
+    null_count: np.ndarray
+    nan_count: np.ndarray
+
+    @staticmethod
+    def unknown(n: int, arrow_type: pa.DataType) -> ColumnStatistics:
+        missing = np.full(n, -1, dtype=np.int64)
+        return ColumnStatistics(pa.nulls(n, arrow_type), pa.nulls(n, arrow_type), missing, missing, missing)
+
+    @cached_property
+    def known(self) -> np.ndarray:
+        return self.value_count >= 0
+
+    @cached_property
+    def comparable_values(self) -> np.ndarray:
+        """Rows that are neither NULL nor NaN (the ones bounds describe); -1 where unknown."""
+        return np.where(self.known, self.value_count - self.null_count - self.nan_count, -1)
+
+    def window(self, start: int, stop: int) -> ColumnStatistics:
+        """Files start..stop-1 only."""
+        return ColumnStatistics(
+            lower=self.lower.slice(start, stop - start),
+            upper=self.upper.slice(start, stop - start),
+            value_count=self.value_count[start:stop],
+            null_count=self.null_count[start:stop],
+            nan_count=self.nan_count[start:stop],
+        )
+
+
+class StatisticsProvider(ABC):
+    """Statistics of N files. `column` and `payloads` are asked once per column (and kind) per lookup stage, so
+    providers decode lazily and cache."""
+
+    num_files: int
+
+    @abstractmethod
+    def column(self, column: ColumnRef) -> ColumnStatistics:
+        """Bounds (in the column's physical domain, see column_stats) and counts of `column` in each file."""
+
+    def payloads(self, column: ColumnRef, kind: str, version: int) -> list[bytes | None]:
+        """Per file, the payload of index `kind` (at most `version`) for `column`; None where there is none."""
+        return [None] * self.num_files
+
+    def damaged(self, column: ColumnRef, what: str, files: np.ndarray, error: Exception) -> None:
+        """Files whose `what` (a kind's name, or "bounds") of `column` could not be read and were read as unknown:
+        one warning per provider (one lookup) and (column, what), naming how many files and one of them."""
+        reported: set[tuple[int, str]] = self.__dict__.setdefault("_reported_damage", set())
+        if not len(files) or (column.field_id, what) in reported:
+            return
+        reported.add((column.field_id, what))
+        log.warning(
+            "ignoring %d corrupt %s payload(s) of column %s, read as unknown (e.g. data file %s): %s",
+            len(files),
+            what,
+            column.name,
+            self.file_name(int(files[0])),
+            error,
+        )
+
+    def file_name(self, index: int) -> str:
+        """How file `index` is named in warnings."""
+        return f"#{index}"
+
+
+def isolate_damage(
+    n: int, run: Callable[[int, int], T], unknown: Callable[[int], T], error: Exception
+) -> tuple[list[T], np.ndarray, Exception]:
+    """After `run(0, n)` raised `error`: `run` over halves of 0..n-1, recursively, down to single items; each item
+    that fails alone gets `unknown(1)`. Returns the parts in order (covering 0..n-1), the failed items, and the
+    first of their errors (else `error`). k bad items among n cost O(k log n) calls of `run`.
+
+    Safe: unknown is what a missing statistic already means, so a damaged file is kept and never proven, and every
+    other file gets exactly the answer it gets without the damaged one (each file's answer depends only on its own
+    statistics). Free on healthy data: the halving runs only after the fast path raised."""
+    parts: list[T] = []
+    bad = np.zeros(n, dtype=bool)
+    errors: list[Exception] = []
+
+    def failed(start: int, stop: int, exc: Exception) -> None:
+        if stop - start <= 1:
+            if stop > start:
+                bad[start] = True
+                errors.append(exc)
+                parts.append(unknown(1))
+            return
+        middle = (start + stop) // 2
+        for low, high in ((start, middle), (middle, stop)):
+            try:
+                part = run(low, high)
+            except Exception as sub:
+                failed(low, high, sub)
+            else:
+                parts.append(part)
+
+    failed(0, n, error)
+    return parts, bad, errors[0] if errors else error

@@ -1,0 +1,188 @@
+"""The index-entry reader: the statistics of an index-table scan, as a `StatisticsProvider`.
+
+Corrupt statistics. A stored byte string may be damaged: a bound of the wrong length for its type, not UTF-8, or
+tagged with a type name that does not parse; a payload an index kind cannot read. The decoders and the index kinds
+raise on such a value instead of guessing. Bounds are decoded for all files at once (the fast path); only when that
+raises is the work redone over halves of the files, down to single files (`isolate_damage`), and each file that still
+fails alone gets that statistic as unknown. One warning per lookup and (column, kind or "bounds") names the column,
+how many files and one of them. Not covered: damage that still reads as a well-formed value (a flipped bit inside an
+8-byte bound or a Bloom bit array, a string bound cut at a character boundary) cannot be told from data without
+checksums.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.types import PrimitiveType
+
+from indexlib.statistics.column_stats import (
+    decode_bounds,
+    parse_type,
+    physical_arrow_type,
+    same_domain,
+    supports_bounds,
+)
+from indexlib.statistics.provider import ColumnRef, ColumnStatistics, StatisticsProvider, isolate_damage
+
+
+class EntryStatistics(StatisticsProvider):
+    """Per-file statistics of the entries in an index-table scan (one row per data file, in scan order), decoded
+    lazily per column; damaged values read as unknown (see the module docstring)."""
+
+    def __init__(self, entries: pa.Table) -> None:
+        self.entries = entries
+        self.num_files = entries.num_rows
+        self._columns: dict[int, ColumnStatistics] = {}
+        self._payloads: dict[tuple[int, str, int], list[bytes | None]] = {}
+        flat = pc.list_flatten(entries.column("columns"))
+        self._parents = pc.list_parent_indices(entries.column("columns")).to_numpy()
+        self._flat = pa.Table.from_struct_array(flat) if len(flat) else None
+
+    def payloads(self, column: ColumnRef, kind: str, version: int) -> list[bytes | None]:
+        """Per file, the payload of index `kind` for `column`; None where absent, newer than `version`, or written
+        for a column type of another physical domain (its keys would not be this type's keys)."""
+        key = (column.field_id, kind, version)
+        if key not in self._payloads:
+            self._payloads[key] = self._find_payloads(column, kind, version)
+        return self._payloads[key]
+
+    def file_name(self, index: int) -> str:
+        return self.entries.column("file_path")[index].as_py()
+
+    def _find_payloads(self, column: ColumnRef, kind: str, version: int) -> list[bytes | None]:
+        found: list[bytes | None] = [None] * self.num_files
+        if self._flat is None or "indexes" not in self._flat.column_names:
+            return found  # entries written before index kinds existed
+        is_column = pc.equal(self._flat.column("field_id"), column.field_id).to_numpy(zero_copy_only=False)
+        rows = self._flat.filter(is_column)
+        indexes = _binary(rows.column("indexes"))
+        flat_indexes = pc.list_flatten(indexes)
+        if not len(flat_indexes):
+            return found
+        types = rows.column("type")
+        usable_types = [
+            t
+            for t in pc.unique(types).to_pylist()
+            if (stored := _parsed(t)) is not None and same_domain(stored, column.type)
+        ]
+        usable_row = pc.is_in(types, value_set=pa.array(usable_types, pa.string())).to_numpy(zero_copy_only=False)
+        flat = pa.Table.from_struct_array(flat_indexes)
+        row_of = pc.list_parent_indices(indexes).to_numpy()
+        wanted = (
+            pc.and_(pc.equal(flat.column("kind"), kind), pc.less_equal(flat.column("version"), version)).to_numpy(
+                zero_copy_only=False
+            )
+            & usable_row[row_of]
+        )
+        parents = self._parents[is_column][row_of[wanted]]
+        for parent, payload in zip(parents, flat.column("payload").filter(pa.array(wanted)).to_pylist(), strict=True):
+            found[parent] = payload
+        return found
+
+    def column(self, column: ColumnRef) -> ColumnStatistics:
+        if column.field_id not in self._columns:
+            self._columns[column.field_id] = self._decode(column)
+        return self._columns[column.field_id]
+
+    def _decode(self, column: ColumnRef) -> ColumnStatistics:
+        n = self.num_files
+        value_count = np.full(n, -1, dtype=np.int64)
+        null_count = np.full(n, -1, dtype=np.int64)
+        nan_count = np.full(n, -1, dtype=np.int64)
+        arrow_type = physical_arrow_type(column.type) if supports_bounds(column.type) else pa.null()
+        lower = pa.nulls(n, arrow_type)
+        upper = pa.nulls(n, arrow_type)
+        if self._flat is not None:
+            rows = self._flat.filter(pc.equal(self._flat.column("field_id"), column.field_id))
+            mask = pc.equal(self._flat.column("field_id"), column.field_id).to_numpy(zero_copy_only=False)
+            parents = self._parents[mask]
+            value_count[parents] = rows.column("value_count").to_numpy()
+            null_count[parents] = rows.column("null_count").to_numpy()
+            nan_count[parents] = pc.fill_null(rows.column("nan_count"), 0).to_numpy()
+            if supports_bounds(column.type) and rows.num_rows:
+                lower_parts, upper_parts, positions = [], [], []
+                types = rows.column("type").combine_chunks()
+                for type_string in pc.unique(types).to_pylist():  # usually one: the type the bounds were written for
+                    same = pc.equal(types, type_string)
+                    files = parents[same.to_numpy(zero_copy_only=False)]
+                    lower_bytes = _binary(rows.column("lower").filter(same))
+                    upper_bytes = _binary(rows.column("upper").filter(same))
+                    lower, upper = self._decode_bounds(column, type_string, lower_bytes, upper_bytes, files)
+                    lower_parts.append(lower)
+                    upper_parts.append(upper)
+                    positions.append(files)
+                order = np.concatenate(positions)
+                lower = _scatter(pa.concat_arrays(lower_parts), order, n, arrow_type)
+                upper = _scatter(pa.concat_arrays(upper_parts), order, n, arrow_type)
+        return ColumnStatistics(
+            lower=lower,
+            upper=upper,
+            value_count=value_count,
+            null_count=null_count,
+            nan_count=nan_count,
+        )
+
+    def _decode_bounds(
+        self, column: ColumnRef, type_string: str, lower: pa.Array, upper: pa.Array, files: np.ndarray
+    ) -> tuple[pa.Array, pa.Array]:
+        """Lower and upper bounds written for `type_string` (one entry row each, of data files `files`), decoded
+        into `column`'s domain; a damaged pair reads as unknown (see the class docstring)."""
+        arrow_type = physical_arrow_type(column.type)
+
+        def unknown(n: int) -> tuple[pa.Array, pa.Array]:
+            return pa.nulls(n, arrow_type), pa.nulls(n, arrow_type)
+
+        stored = _parsed(type_string)
+        if stored is None:
+            self.damaged(column, "bounds", files, ValueError(f"unknown type {type_string!r}"))
+            return unknown(len(files))
+
+        def decode(start: int, stop: int) -> tuple[pa.Array, pa.Array]:
+            length = stop - start
+            return (
+                decode_bounds(stored, column.type, lower.slice(start, length)),
+                decode_bounds(stored, column.type, upper.slice(start, length)),
+            )
+
+        try:
+            return decode(0, len(files))
+        except Exception as error:  # a damaged bound: isolate it
+            parts, bad, error = isolate_damage(len(files), decode, unknown, error)
+            self.damaged(column, "bounds", files[bad], error)
+            return pa.concat_arrays([p[0] for p in parts]), pa.concat_arrays([p[1] for p in parts])
+
+
+def _parsed(type_string: str) -> PrimitiveType | None:
+    """The stored type, or None when the name does not parse (damaged, or a type this reader does not know)."""
+    try:
+        return parse_type(type_string)
+    except Exception:
+        return None
+
+
+def _binary(column: pa.ChunkedArray) -> pa.Array:
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def _scatter(values: pa.Array, positions: np.ndarray, n: int, arrow_type: pa.DataType) -> pa.Array:
+    """An array of length n holding values[k] at positions[k] and null elsewhere."""
+    index = np.full(n, -1, dtype=np.int64)
+    index[positions] = np.arange(len(positions))
+    taken = values.take(pa.array(np.where(index >= 0, index, 0), pa.int64()))
+    return pc.if_else(pa.array(index >= 0), taken, pa.nulls(n, arrow_type))
+
+
+def one_entry_per_path(entries: pa.Table) -> pa.Table:
+    """One entry per data file path, the one of the newest source version, ordered by path.
+
+    Duplicates of a path exist only in index tables written before format 3 (or while a compaction is pending); they
+    describe the same immutable file, so any one is valid: the newest is the one every reader picks.
+    """
+    if entries.num_rows == 0:
+        return entries
+    order = pc.sort_indices(entries, sort_keys=[("file_path", "ascending"), ("source_version", "descending")])
+    entries = entries.take(order)
+    _, first = np.unique(entries.column("file_path").to_numpy(zero_copy_only=False), return_index=True)
+    return entries.take(pa.array(first, pa.int64()))
