@@ -25,7 +25,8 @@ from timing import best_of
 
 from indexlib.sources.delta import DeltaSource
 from indexlib.sources.iceberg import IcebergSource
-from indexlib.store.table import ENTRY_ARROW_SCHEMA, IndexTable, entry_row
+from indexlib.store.schema import ENTRY_ARROW_SCHEMA, entry_row
+from indexlib.store.table import IndexTable
 
 PARTS = 10
 SCHEMA = Schema(NestedField(1, "id", LongType()), NestedField(2, "part", StringType()))

@@ -23,7 +23,7 @@ from indexlib.indexing.file_indexer import DEFAULT_SETTINGS, index_column
 from indexlib.lookup import prune
 from indexlib.query.binding import bound_predicate
 from indexlib.query.sql import Clock
-from indexlib.store.table import ENTRY_ARROW_SCHEMA, entry_row
+from indexlib.store.schema import ENTRY_ARROW_SCHEMA, entry_row
 
 SCHEMA = Schema(
     NestedField(1, "order_key", LongType()),

@@ -30,6 +30,7 @@ from indexlib.query.normalize import leaves, normalize, unusable_parts
 from indexlib.query.sql import Clock, parse_where
 from indexlib.query.value_set import value_set
 from indexlib.sources.registry import open_source
+from indexlib.statistics.verdict import Verdict
 from indexlib.store.entries import EntryStatistics, one_entry_per_path
 from indexlib.store.table import IndexTable
 
@@ -76,7 +77,7 @@ class LookupResult:
 
 @dataclass(frozen=True)
 class IndexVerdicts:
-    """Per live file: has an index entry, and per index stage (cumulative) kept / proven-all masks."""
+    """Per live file: has an index entry, and per index stage (cumulative) kept / all-match masks."""
 
     indexed: np.ndarray
     stages: list[tuple[str, np.ndarray, np.ndarray]]
@@ -103,8 +104,8 @@ def prune(
     indexed = index_of >= 0
     names = ["minmax", *(kind.name for kind in kinds)]
     if not indexed.any():
-        keep_all, none = np.ones(len(live_paths), dtype=bool), np.zeros(len(live_paths), dtype=bool)
-        return IndexVerdicts(indexed, [(name, keep_all, none) for name in names])
+        unknown = Verdict.unknown(len(live_paths))
+        return IndexVerdicts(indexed, [(name, unknown.might, unknown.all_match) for name in names])
     evaluation = Evaluation(EntryStatistics(entries))
     at = np.where(indexed, index_of, 0)
     stages = []
@@ -143,21 +144,21 @@ def lookup(config: Config, table: str, where: str, clock: Clock | None = None) -
     kinds = list(registry().values())
     verdicts = prune(predicate, live_paths, entries, kinds)
     stages = [Stage("partition", len(live_paths), int(after_partition.sum()))]
-    proven = np.asarray(partitions.all_match, dtype=bool)
+    all_match = np.asarray(partitions.all_match, dtype=bool)
     kept = after_partition
-    for name, stage_kept, stage_proven in verdicts.stages:
+    for name, stage_kept, stage_all_match in verdicts.stages:
         stage_kept = stage_kept & after_partition
         stages.append(Stage(name, int(kept.sum()), int(stage_kept.sum())))
-        kept, proven = stage_kept, proven | stage_proven
+        kept, all_match = stage_kept, all_match | stage_all_match
     indexed = verdicts.indexed
-    all_match = kept & proven
+    all_match = kept & all_match
     return LookupResult(
         table=table,
         where=where,
         files=[path for path, keep in zip(live_paths, kept, strict=True) if keep],
         files_total=len(live_paths),
         files_unindexed=int((kept & ~indexed).sum()),
-        all_match=[path for path, every in zip(live_paths, all_match, strict=True) if every],
+        all_match=[path for path, matched in zip(live_paths, all_match, strict=True) if matched],
         stages=stages,
         parsed=str(parsed),
         predicate=str(predicate),

@@ -58,7 +58,7 @@ def write_and_index(directory, tables, schema, settings=None):
     import pyarrow.parquet as pq
 
     from indexlib.indexing.file_indexer import index_file
-    from indexlib.store.table import ENTRY_ARROW_SCHEMA, entry_row
+    from indexlib.store.schema import ENTRY_ARROW_SCHEMA, entry_row
 
     paths, entries = [], []
     for n, table in enumerate(tables):

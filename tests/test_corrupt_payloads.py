@@ -36,7 +36,7 @@ from pyiceberg.types import (
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.lookup import prune
 from indexlib.query.binding import bound_predicate
-from indexlib.store.table import ENTRY_ARROW_SCHEMA
+from indexlib.store.schema import ENTRY_ARROW_SCHEMA
 
 BOTH_KINDS = IndexSettings(kinds=("bloom", "automaton"))  # every column a Bloom filter, strings an automaton too
 HEADER = 40  # bytes of pybloom-live's header before the bit array

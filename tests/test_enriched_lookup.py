@@ -19,7 +19,8 @@ from indexlib.errors import UserError
 from indexlib.indexing.build import build_index
 from indexlib.lookup import lookup
 from indexlib.report import table_stats
-from indexlib.store.table import FORMAT_PROPERTY, FORMAT_VERSION, IndexTable
+from indexlib.store.schema import FORMAT_VERSION
+from indexlib.store.table import FORMAT_PROPERTY, IndexTable
 
 SKIPINDEX = str(Path(sys.executable).with_name("skipindex"))
 SHARDS = [["compactor", "reader", "writer"], ["metadata", "reader"], ["auth", "billing", "writer"], ["search"]]

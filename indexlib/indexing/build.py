@@ -20,7 +20,8 @@ from indexlib.errors import UserError
 from indexlib.indexing.file_indexer import TASK_OUTPUT_SCHEMA, config_version, index_files_task, settings_json
 from indexlib.sources.base import DataFileRef, Source
 from indexlib.sources.registry import open_source
-from indexlib.store.table import ENTRY_ARROW_SCHEMA, IndexTable, WatermarkMoved
+from indexlib.store.schema import ENTRY_ARROW_SCHEMA
+from indexlib.store.table import IndexTable, WatermarkMoved
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -27,7 +27,7 @@ from indexlib.index_kinds.settings import IndexSettings, wants_automaton, wants_
 from indexlib.statistics.canonical import distinct_keys
 from indexlib.statistics.column_stats import ColumnStats, compute_column_stats
 from indexlib.statistics.sketches import sketch_keys
-from indexlib.store.table import ENTRY_ARROW_SCHEMA, FORMAT_VERSION, entry_row
+from indexlib.store.schema import ENTRY_ARROW_SCHEMA, FORMAT_VERSION, entry_row
 
 DEFAULT_SETTINGS = IndexSettings()
 

@@ -15,8 +15,21 @@ from __future__ import annotations
 from pyiceberg import expressions as ice
 from pyiceberg.types import DoubleType, FloatType
 
-from indexlib.query.model import And, BoundCompare, Const, Expr, IsNaN, IsNull, Or, Pattern, Widened
+from indexlib.query.model import (
+    And,
+    BoundCompare,
+    BoundField,
+    Const,
+    Expr,
+    IsNaN,
+    IsNull,
+    Or,
+    Pattern,
+    Unusable,
+    Widened,
+)
 from indexlib.query.patterns import pattern_shape
+from indexlib.query.visitor import ExprVisitor
 
 _LEAF = {
     "=": ice.EqualTo,
@@ -29,40 +42,61 @@ _LEAF = {
 
 
 def to_iceberg_filter(expr: Expr) -> ice.BooleanExpression:
-    return _translate(expr, strict=False)
+    return _ToIceberg(strict=False).visit(expr)
 
 
 def to_strict_iceberg_filter(expr: Expr) -> ice.BooleanExpression:
-    return _translate(expr, strict=True)
+    return _ToIceberg(strict=True).visit(expr)
 
 
-def _translate(expr: Expr, strict: bool) -> ice.BooleanExpression:
-    unknown = ice.AlwaysFalse() if strict else ice.AlwaysTrue()
-    if isinstance(expr, Const):
+class _ToIceberg(ExprVisitor[ice.BooleanExpression]):
+    """A bound predicate as a pyiceberg row filter; what cannot be translated exactly is `unknown` (AlwaysTrue for
+    the inclusive reading, AlwaysFalse for the strict one)."""
+
+    def __init__(self, strict: bool) -> None:
+        self.strict = strict
+        self.unknown: ice.BooleanExpression = ice.AlwaysFalse() if strict else ice.AlwaysTrue()
+
+    def visit_const(self, expr: Const) -> ice.BooleanExpression:
         return ice.AlwaysTrue() if expr.value else ice.AlwaysFalse()
-    if isinstance(expr, And):
-        return ice.And(_translate(expr.left, strict), _translate(expr.right, strict))
-    if isinstance(expr, Or):
-        return ice.Or(_translate(expr.left, strict), _translate(expr.right, strict))
-    if isinstance(expr, Widened):
-        return unknown if strict else _translate(expr.child, strict)
-    if isinstance(expr, IsNull):
+
+    def visit_and(self, expr: And) -> ice.BooleanExpression:
+        return ice.And(self.visit(expr.left), self.visit(expr.right))
+
+    def visit_or(self, expr: Or) -> ice.BooleanExpression:
+        return ice.Or(self.visit(expr.left), self.visit(expr.right))
+
+    def visit_widened(self, expr: Widened) -> ice.BooleanExpression:
+        return self.unknown if self.strict else self.visit(expr.child)
+
+    def visit_is_null(self, expr: IsNull) -> ice.BooleanExpression:
         return (ice.NotNull if expr.negated else ice.IsNull)(expr.column.name)
-    if isinstance(expr, IsNaN):
+
+    def visit_is_nan(self, expr: IsNaN) -> ice.BooleanExpression:
         if expr.negated:  # NOT isnan of a NULL is TRUE in Spark, NULL in DuckDB: neither reading is exact
-            return unknown
-        return (
-            ice.IsNaN(expr.column.name) if isinstance(expr.column.type, (FloatType, DoubleType)) else ice.AlwaysFalse()
-        )
-    if isinstance(expr, Pattern) and not expr.negated:
+            return self.unknown
+        if isinstance(expr.column.type, (FloatType, DoubleType)):
+            return ice.IsNaN(expr.column.name)
+        return ice.AlwaysFalse()
+
+    def visit_pattern(self, expr: Pattern) -> ice.BooleanExpression:
+        if expr.negated:
+            return self.unknown
         shape = pattern_shape(expr.kind, expr.pattern, expr.escape)
         if shape.exact == "equal":
             return ice.EqualTo(expr.column.name, shape.prefix)
-        if shape.exact == "prefix" or not strict:
+        if shape.exact == "prefix" or not self.strict:
             return ice.StartsWith(expr.column.name, shape.prefix) if shape.prefix else ice.NotNull(expr.column.name)
-        return unknown
-    if isinstance(expr, BoundCompare) and not isinstance(expr.column.type, FloatType):
-        # physical values (days, micros, Decimal, str, bytes, bool, double) bind to pyiceberg literals as they are;
-        # float columns would round the double literal: not translated
+        return self.unknown
+
+    def visit_bound_compare(self, expr: BoundCompare) -> ice.BooleanExpression:
+        if isinstance(expr.column.type, FloatType):
+            return self.unknown  # the double literal would be rounded to a float by pyiceberg: not translated
+        # physical values (days, micros, Decimal, str, bytes, bool, double) bind to pyiceberg literals as they are
         return _LEAF[expr.op](expr.column.name, expr.value)
-    return unknown
+
+    def visit_bound_field(self, expr: BoundField) -> ice.BooleanExpression:
+        return self.unknown  # month/day/hour of a column: no pyiceberg term (see partitions.calendar_field_verdict)
+
+    def visit_unusable(self, expr: Unusable) -> ice.BooleanExpression:
+        return self.unknown

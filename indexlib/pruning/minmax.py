@@ -99,7 +99,7 @@ def _compare(leaf: BoundCompare, stats: ColumnStatistics) -> Verdict:
             & _true_where_unknown(pc.less_equal(lower, value))
             & _true_where_unknown(pc.greater_equal(upper, value))
         )
-        proven = (
+        all_match = (
             no_nulls
             & no_nans
             & _false_where_unknown(pc.equal(lower, value))
@@ -110,15 +110,15 @@ def _compare(leaf: BoundCompare, stats: ColumnStatistics) -> Verdict:
         single_value = _false_where_unknown(pc.equal(lower, value)) & _false_where_unknown(pc.equal(upper, value))
         might = (has_values & ~single_value) | (has_nans & stats.known) | ~stats.known
         outside = _false_where_unknown(pc.less(upper, value)) | _false_where_unknown(pc.greater(lower, value))
-        proven = no_nulls & (outside | (stats.comparable_values == 0))
+        all_match = no_nulls & (outside | (stats.comparable_values == 0))
     elif op in ("<", "<="):
         # Some value below v exists iff lower is below v; all are iff upper is.
         might = has_values & _true_where_unknown(_ARROW_COMPARE[op](lower, value))
-        proven = no_nulls & no_nans & _false_where_unknown(_ARROW_COMPARE[op](upper, value))
+        all_match = no_nulls & no_nans & _false_where_unknown(_ARROW_COMPARE[op](upper, value))
     else:  # ">", ">="
         might = (has_values & _true_where_unknown(_ARROW_COMPARE[op](upper, value))) | has_nans
-        proven = no_nulls & no_nans & _false_where_unknown(_ARROW_COMPARE[op](lower, value))
-    return Verdict(might | ~stats.known, proven & stats.known)
+        all_match = no_nulls & no_nans & _false_where_unknown(_ARROW_COMPARE[op](lower, value))
+    return Verdict(might | ~stats.known, all_match & stats.known)
 
 
 def _is_null(leaf: IsNull, stats: ColumnStatistics) -> Verdict:
@@ -146,12 +146,12 @@ def _pattern(leaf: Pattern, stats: ColumnStatistics) -> Verdict:
         lower_starts = pc.starts_with(stats.lower, pattern=shape.prefix)
         after = _false_where_unknown(pc.and_(pc.greater(stats.lower, prefix), pc.invert(lower_starts)))
         might = has_values & ~before & ~after
-        proven = np.zeros(len(might), dtype=bool)
+        all_match = np.zeros(len(might), dtype=bool)
         if shape.exact == "prefix":
             upper_starts = pc.starts_with(stats.upper, pattern=shape.prefix)
             both = _false_where_unknown(lower_starts) & _false_where_unknown(upper_starts)
-            proven = (stats.null_count == 0) & (both | (shape.prefix == ""))
-        positive = Verdict(might | ~stats.known, proven & stats.known & (stats.value_count > 0))
+            all_match = (stats.null_count == 0) & (both | (shape.prefix == ""))
+        positive = Verdict(might | ~stats.known, all_match & stats.known & (stats.value_count > 0))
     if not leaf.negated:
         return positive
     return Verdict(~positive.all_match, stats.known & ~positive.might & (stats.null_count == 0))

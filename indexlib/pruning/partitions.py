@@ -52,8 +52,10 @@ from indexlib.pruning.iceberg_filter import to_iceberg_filter, to_strict_iceberg
 from indexlib.pruning.minmax import evaluate
 from indexlib.query.model import COMPARE, And, BoundField, Const, Expr, Or, Widened
 from indexlib.query.normalize import leaves
+from indexlib.query.visitor import ExprVisitor
 from indexlib.sources.base import DataFileRef, IcebergPartitioning, IdentityPartitioning, Source
 from indexlib.statistics.partition_values import PartitionValueStatistics
+from indexlib.statistics.verdict import Verdict
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +74,8 @@ class PartitionPruning:
 
     @staticmethod
     def unknown(n: int) -> PartitionPruning:
-        return PartitionPruning(np.ones(n, dtype=bool), np.zeros(n, dtype=bool))
+        unknown = Verdict.unknown(n)
+        return PartitionPruning(unknown.might, unknown.all_match)
 
 
 def prune_partitions(source: Source, files: list[DataFileRef], predicate: Expr) -> PartitionPruning:
@@ -90,16 +93,16 @@ def _iceberg_stage(name: str, table: Any, files: list[DataFileRef], predicate: E
     """Lift the bound predicate through each file's partition spec (pyiceberg inclusive / strict projection)."""
     inclusive = to_iceberg_filter(predicate)
     try:
-        might, every = partition_verdict(
+        might, all_match = partition_verdict(
             table, files, inclusive, case_sensitive=True, strict_filter=to_strict_iceberg_filter(predicate)
         )
-        field_might, field_every = calendar_field_verdict(table, files, predicate)
-        might, every = might & field_might, every | field_every
+        field_might, field_all_match = calendar_field_verdict(table, files, predicate)
+        might, all_match = might & field_might, all_match | field_all_match
         lifted = lifted_fields(table, inclusive, case_sensitive=True)
     except Exception:  # never fail a lookup over the partition stage: it proves nothing, every file is kept
         log.warning("partition stage skipped for %s (filter %s)", name, inclusive, exc_info=True)
         return PartitionPruning.unknown(len(files))
-    return PartitionPruning(might, every, lifted)
+    return PartitionPruning(might, all_match, lifted)
 
 
 def _identity_stage(partitioning: IdentityPartitioning, files: list[DataFileRef], predicate: Expr) -> PartitionPruning:
@@ -124,12 +127,12 @@ def partition_verdict(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(might, all) boolean arrays over `files` for the unbound pyiceberg `row_filter`.
 
-    `strict_filter`, when given, is what `all` is proven for: a subset of `row_filter`'s rows. Callers whose
+    `strict_filter`, when given, is what `all_match` is proven for: a subset of `row_filter`'s rows. Callers whose
     `row_filter` is a widened (inclusive) translation of their predicate pass the exact-or-narrower one here.
 
     `table` is a pyiceberg `Table` (or its `TableMetadata`: anything with `schema()` and `specs()`); `files` carry
     their `spec_id` and partition record. `might[i]` is False only when file i's partition values prove no row
-    matches; `all[i]` is True only when they prove every row does. A filter that does not bind to the table's
+    matches; `all_match[i]` is True only when they prove every row does. A filter that does not bind to the table's
     schema raises, as it would in pyiceberg's own scan.
     """
     schema = table.schema()
@@ -137,8 +140,8 @@ def partition_verdict(
     specs = table.specs()
     verdicts: dict[int, _Verdict | None] = {}
     seen: dict[tuple[int, tuple[Any, ...]], tuple[bool, bool]] = {}
-    might = np.ones(len(files), dtype=bool)
-    every = np.zeros(len(files), dtype=bool)
+    unknown = Verdict.unknown(len(files))
+    might, all_match = unknown.might, unknown.all_match
     for i, ref in enumerate(files):
         if ref.partition is None or ref.spec_id not in specs:
             continue
@@ -162,8 +165,8 @@ def partition_verdict(
             result = verdict(ref.partition)
             if key is not None:
                 seen[key] = result
-        might[i], every[i] = result
-    return might, every
+        might[i], all_match[i] = result
+    return might, all_match
 
 
 def lifted_fields(table: Any, row_filter: ice.BooleanExpression, case_sensitive: bool = False) -> list[str]:
@@ -272,29 +275,11 @@ def calendar_field_verdict(table: Any, files: Sequence[DataFileRef], predicate: 
     the file), so such a leaf is decided exactly. Every other leaf counts as unknown (might, not all), so the result
     is a sound superset / subset on its own and combines with the projection verdict by AND (might) / OR (all).
     """
-    might = np.ones(len(files), dtype=bool)
-    every = np.zeros(len(files), dtype=bool)
+    unknown = Verdict.unknown(len(files))
+    might, all_match = unknown.might, unknown.all_match
     if not any(isinstance(leaf, BoundField) for leaf in leaves(predicate)):
-        return might, every
+        return might, all_match
     specs, schema = table.specs(), table.schema()
-
-    def evaluate(expr: Expr, spec: PartitionSpec | None, partition: Any) -> tuple[bool, bool]:
-        if isinstance(expr, Const):
-            return bool(expr.value), bool(expr.value)
-        if isinstance(expr, (And, Or)):
-            (m1, a1), (m2, a2) = evaluate(expr.left, spec, partition), evaluate(expr.right, spec, partition)
-            return (m1 and m2, a1 and a2) if isinstance(expr, And) else (m1 or m2, a1 or a2)
-        if isinstance(expr, Widened):
-            return evaluate(expr.child, spec, partition)[0], False
-        if isinstance(expr, BoundField):
-            moment = _partition_moment(schema, spec, partition, expr.column.field_id, expr.field)
-            if moment is _ALL_NULL:
-                return False, False
-            if moment is not None:
-                value = {"month": moment.month, "day": moment.day, "hour": getattr(moment, "hour", 0)}[expr.field]
-                result = COMPARE[expr.op](value, expr.value)
-                return result, result
-        return _UNKNOWN
 
     seen: dict[Any, tuple[bool, bool]] = {}
     for i, ref in enumerate(files):
@@ -306,11 +291,47 @@ def calendar_field_verdict(table: Any, files: Sequence[DataFileRef], predicate: 
         except TypeError:  # an unhashable partition value: just evaluate
             key, result = None, None
         if result is None:
-            result = evaluate(predicate, specs.get(ref.spec_id), ref.partition)
+            result = _CalendarFields(schema, specs.get(ref.spec_id), ref.partition).visit(predicate)
             if key is not None:
                 seen[key] = result
-        might[i], every[i] = result
-    return might, every
+        might[i], all_match[i] = result
+    return might, all_match
+
+
+class _CalendarFields(ExprVisitor[tuple[bool, bool]]):
+    """(might, all) of a predicate for one partition record, deciding only calendar-field leaves."""
+
+    def __init__(self, schema: Schema, spec: PartitionSpec | None, partition: Any) -> None:
+        self.schema, self.spec, self.partition = schema, spec, partition
+
+    def visit_const(self, expr: Const) -> tuple[bool, bool]:
+        return bool(expr.value), bool(expr.value)
+
+    def visit_and(self, expr: And) -> tuple[bool, bool]:
+        (m1, a1), (m2, a2) = self.visit(expr.left), self.visit(expr.right)
+        return m1 and m2, a1 and a2
+
+    def visit_or(self, expr: Or) -> tuple[bool, bool]:
+        (m1, a1), (m2, a2) = self.visit(expr.left), self.visit(expr.right)
+        return m1 or m2, a1 or a2
+
+    def visit_widened(self, expr: Widened) -> tuple[bool, bool]:
+        return self.visit(expr.child)[0], False
+
+    def visit_bound_field(self, expr: BoundField) -> tuple[bool, bool]:
+        moment = _partition_moment(self.schema, self.spec, self.partition, expr.column.field_id, expr.field)
+        if moment is _ALL_NULL:
+            return False, False
+        if moment is None:
+            return _UNKNOWN
+        value = {"month": moment.month, "day": moment.day, "hour": getattr(moment, "hour", 0)}[expr.field]
+        result = COMPARE[expr.op](value, expr.value)
+        return result, result
+
+    def visit_leaf(self, expr: Expr) -> tuple[bool, bool]:
+        return _UNKNOWN  # every other leaf: the projection and statistics stages decide it
+
+    visit_bound_compare = visit_is_null = visit_is_nan = visit_pattern = visit_unusable = visit_leaf
 
 
 _NULL_PRESERVING = ("identity", "year", "month", "day", "hour")  # f(x) is NULL exactly when x is (void is not)

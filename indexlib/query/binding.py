@@ -80,6 +80,7 @@ from indexlib.query.model import (
     as_datetime,
     is_number,
     or_,
+    parse_date,
     parse_timestamp,
 )
 from indexlib.query.normalize import normalize
@@ -337,7 +338,7 @@ def _subtract(value: Any, addend: Any, column: BoundColumn) -> Any:
 
 def _parse_temporal(text: str, column: BoundColumn, date_only: bool) -> dt.date:
     try:
-        return dt.date.fromisoformat(text.strip()) if date_only else parse_timestamp(text)
+        return parse_date(text) if date_only else parse_timestamp(text)
     except ValueError:
         raise _CannotCoerce(f"{text!r} is not a date/timestamp literal for {column.name}") from None
 
@@ -668,7 +669,7 @@ def _as_days(value: Any, column: BoundColumn) -> Fraction:
     """Days since the epoch; a (zone-less) timestamp is a fraction of a day, compared with the date's midnight."""
     if isinstance(value, str):
         try:
-            value = dt.date.fromisoformat(value.strip())
+            value = parse_date(value)
         except ValueError:
             raise _CannotCoerce(f"{column.name} is a date but {value!r} is not a date literal") from None
     if isinstance(value, dt.datetime):

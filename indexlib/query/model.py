@@ -152,6 +152,11 @@ def parse_timestamp(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text.strip())
 
 
+def parse_date(text: str) -> dt.date:
+    """An ISO date literal (surrounding blanks allowed, as engines cast them)."""
+    return dt.date.fromisoformat(text.strip())
+
+
 def is_number(value: Any) -> bool:
     """A numeric literal (bool is not one, although Python says it is an int)."""
     return isinstance(value, (int, Decimal, Fraction, float)) and not isinstance(value, bool)

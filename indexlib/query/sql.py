@@ -51,6 +51,7 @@ from indexlib.query.model import (
     as_datetime,
     is_number,
     or_,
+    parse_date,
     parse_timestamp,
 )
 
@@ -533,7 +534,7 @@ def _cast(value: Any, node: exp.Cast) -> Any:
     try:
         if target == exp.DataType.Type.DATE:
             if text is not None:
-                return dt.date.fromisoformat(text)
+                return parse_date(text)
             if isinstance(value, dt.datetime) and value.tzinfo is None:
                 return value.date()
             if isinstance(value, dt.date):

@@ -32,12 +32,10 @@ from pyiceberg.types import (
     FloatType,
     IcebergType,
     StringType,
-    TimestamptzType,
 )
 
-from indexlib.statistics.column_stats import INTEGRAL_TYPES, UNIT_PER_SECOND, supports_bounds
-
-_MILLIS_PER_DAY = 86_400_000
+from indexlib.statistics.column_stats import INTEGRAL_TYPES, supports_bounds
+from indexlib.statistics.temporal import physical_range
 
 
 def has_keys(iceberg_type: IcebergType) -> bool:
@@ -101,23 +99,12 @@ def _unscaled(value: Decimal, scale: int) -> str | None:
 
 
 def _as_int64(values: pa.Array, iceberg_type: IcebergType) -> np.ndarray | None:
-    """Days / microseconds / plain integers as int64; both neighbours for sub-microsecond timestamps."""
-    arrow_type = values.type
-    if pa.types.is_date32(arrow_type):
-        return values.cast(pa.int32()).cast(pa.int64()).to_numpy(zero_copy_only=False)
-    if pa.types.is_integer(arrow_type):
+    """Plain integers as int64; days / microseconds of temporal values, both neighbours where a value is not a whole
+    unit (temporal.py)."""
+    if pa.types.is_integer(values.type):
         return values.cast(pa.int64()).to_numpy(zero_copy_only=False)
-    if pa.types.is_date64(arrow_type):
-        return values.cast(pa.int64()).to_numpy(zero_copy_only=False) // _MILLIS_PER_DAY
-    if pa.types.is_timestamp(arrow_type) or pa.types.is_time(arrow_type):
-        if pa.types.is_timestamp(arrow_type) and (arrow_type.tz is not None) != isinstance(
-            iceberg_type, TimestamptzType
-        ):
-            return None  # the table reads these values in another zone sense: no key is right
-        raw = values.cast(pa.int64()).to_numpy(zero_copy_only=False)
-        per_second = UNIT_PER_SECOND[arrow_type.unit]
-        if per_second >= 1_000_000:
-            factor = per_second // 1_000_000
-            return np.concatenate([raw // factor, -(-raw // factor)]) if factor > 1 else raw
-        return raw * (1_000_000 // per_second)
-    return None
+    converted = physical_range(values, iceberg_type)
+    if converted is None:
+        return None
+    floor, ceiling = converted
+    return floor if np.array_equal(floor, ceiling) else np.concatenate([floor, ceiling])

@@ -41,14 +41,14 @@ from pyiceberg.types import (
 from pyiceberg.utils.decimal import decimal_required_bytes
 from pyiceberg.utils.truncate import truncate_upper_bound_binary_string, truncate_upper_bound_text_string
 
+from indexlib.statistics.temporal import physical_range
+
 # Longer string/binary bounds are truncated (lower: prefix; upper: prefix with its last character incremented).
 MAX_BOUND_LENGTH = 256
 
 INTEGRAL_TYPES = (IntegerType, LongType, DateType, TimeType, TimestampType, TimestamptzType)
 _FLOATING = (FloatType, DoubleType)
 _BOUNDED = (BooleanType, *INTEGRAL_TYPES, *_FLOATING, DecimalType, StringType, BinaryType)
-UNIT_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
-_MICROS_PER_DAY = 86_400_000_000
 
 
 @dataclass(frozen=True)
@@ -87,34 +87,13 @@ def physical_arrow_type(iceberg_type: IcebergType) -> pa.DataType:
     raise TypeError(f"no bounds for type {iceberg_type}")
 
 
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def _temporal_min_max(values: pa.Array, iceberg_type: IcebergType) -> tuple[int, int] | None:
     """Min/max of a date/time/timestamp array as days or micros: min floored, max ceiled on unit changes."""
-    arrow_type = values.type
-    if pa.types.is_date32(arrow_type):
-        extremes = pc.min_max(values.cast(pa.int32()))
-        return extremes["min"].as_py(), extremes["max"].as_py()
-    if pa.types.is_date64(arrow_type):
-        extremes = pc.min_max(values.cast(pa.int64()))
-        per_day = 86_400_000
-        return extremes["min"].as_py() // per_day, _ceil_div(extremes["max"].as_py(), per_day)
-    if pa.types.is_timestamp(arrow_type) or pa.types.is_time(arrow_type):
-        if pa.types.is_timestamp(arrow_type) and (arrow_type.tz is not None) != isinstance(
-            iceberg_type, TimestamptzType
-        ):
-            return None  # zone-ness differs between file and table: we cannot say what the table reads
-        extremes = pc.min_max(values.cast(pa.int64()))
-        low, high = extremes["min"].as_py(), extremes["max"].as_py()
-        per_second = UNIT_PER_SECOND[arrow_type.unit]
-        if per_second >= 1_000_000:
-            factor = per_second // 1_000_000
-            return low // factor, _ceil_div(high, factor)
-        factor = 1_000_000 // per_second
-        return low * factor, high * factor
-    return None
+    converted = physical_range(values, iceberg_type)
+    if converted is None:
+        return None
+    floor, ceiling = converted
+    return int(floor.min()), int(ceiling.max())
 
 
 def _truncated_bounds(low: Any, high: Any, iceberg_type: IcebergType) -> tuple[bytes | None, bytes | None]:

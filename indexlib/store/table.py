@@ -26,103 +26,18 @@ from pyiceberg.exceptions import (
     TableAlreadyExistsError,
 )
 from pyiceberg.expressions import In
-from pyiceberg.schema import Schema
-from pyiceberg.types import BinaryType, IntegerType, ListType, LongType, NestedField, StringType, StructType
 
 from indexlib.errors import UserError
-from indexlib.statistics.column_stats import ColumnStats
+from indexlib.store.schema import ENTRY_ARROW_SCHEMA, FORMAT_VERSION, INDEX_SCHEMA
 
 log = logging.getLogger(__name__)
 
-# 2: distinct_count, ndv_sketch and indexes per column (optional: version-1 entries read as unknown)
-# 3: config_version per entry (optional: older entries have none, so a backfill rebuilds them)
-FORMAT_VERSION = 3
 WATERMARK_PROPERTY = "skipindex.source-version"
 SOURCE_PROPERTY = "skipindex.source-table"
 FORMAT_PROPERTY = "skipindex.format-version"
 # Our commits are planned against the state they read; a rebase by pyiceberg could duplicate an entry.
 TABLE_PROPERTIES = {"commit.retry.num-retries": "0"}
 COMMIT_ATTEMPTS = 20
-
-COLUMN_STATS_TYPE = StructType(
-    NestedField(10, "field_id", IntegerType(), required=True),
-    NestedField(11, "name", StringType(), required=True),
-    NestedField(12, "type", StringType(), required=True),
-    NestedField(13, "value_count", LongType(), required=True),
-    NestedField(14, "null_count", LongType(), required=True),
-    NestedField(15, "nan_count", LongType(), required=False),
-    NestedField(16, "lower", BinaryType(), required=False),
-    NestedField(17, "upper", BinaryType(), required=False),
-    NestedField(18, "distinct_count", LongType(), required=False),
-    NestedField(19, "ndv_sketch", BinaryType(), required=False),
-    NestedField(
-        20,
-        "indexes",
-        ListType(
-            21,
-            StructType(
-                NestedField(22, "kind", StringType(), required=True),
-                NestedField(23, "version", IntegerType(), required=True),
-                NestedField(24, "payload", BinaryType(), required=True),
-            ),
-            element_required=True,
-        ),
-        required=False,
-    ),
-)
-
-INDEX_SCHEMA = Schema(
-    NestedField(1, "file_path", StringType(), required=True),
-    NestedField(2, "file_size_in_bytes", LongType(), required=True),
-    NestedField(3, "record_count", LongType(), required=True),
-    NestedField(4, "source_version", LongType(), required=True),
-    NestedField(5, "format_version", IntegerType(), required=True),
-    NestedField(6, "columns", ListType(7, COLUMN_STATS_TYPE, element_required=True), required=True),
-    NestedField(25, "config_version", StringType(), required=False),
-)
-
-# The same layout in plain Arrow types (Spark's Arrow bridge rejects large_list); used by Spark tasks and commits.
-_COLUMN_STATS_ARROW = pa.struct(
-    [
-        pa.field("field_id", pa.int32(), nullable=False),
-        pa.field("name", pa.string(), nullable=False),
-        pa.field("type", pa.string(), nullable=False),
-        pa.field("value_count", pa.int64(), nullable=False),
-        pa.field("null_count", pa.int64(), nullable=False),
-        pa.field("nan_count", pa.int64()),
-        pa.field("lower", pa.binary()),
-        pa.field("upper", pa.binary()),
-        pa.field("distinct_count", pa.int64()),
-        pa.field("ndv_sketch", pa.binary()),
-        pa.field(
-            "indexes",
-            pa.list_(
-                pa.field(
-                    "element",
-                    pa.struct(
-                        [
-                            pa.field("kind", pa.string(), nullable=False),
-                            pa.field("version", pa.int32(), nullable=False),
-                            pa.field("payload", pa.binary(), nullable=False),
-                        ]
-                    ),
-                    nullable=False,
-                )
-            ),
-        ),
-    ]
-)
-ENTRY_ARROW_SCHEMA = pa.schema(
-    [
-        pa.field("file_path", pa.string(), nullable=False),
-        pa.field("file_size_in_bytes", pa.int64(), nullable=False),
-        pa.field("record_count", pa.int64(), nullable=False),
-        pa.field("source_version", pa.int64(), nullable=False),
-        pa.field("format_version", pa.int32(), nullable=False),
-        pa.field("columns", pa.list_(pa.field("element", _COLUMN_STATS_ARROW, nullable=False)), nullable=False),
-        pa.field("config_version", pa.string()),
-    ]
-)
 
 
 def index_table_name(source_name: str) -> str:
@@ -132,25 +47,6 @@ def index_table_name(source_name: str) -> str:
         return source_name.replace(".", "__")
     last = re.sub(r"[^0-9A-Za-z_]", "_", source_name.rstrip("/").rsplit("/", 1)[-1]) or "table"
     return f"delta__{last}__{hashlib.sha256(source_name.encode()).hexdigest()[:12]}"
-
-
-def entry_row(
-    file_path: str,
-    file_size_in_bytes: int,
-    record_count: int,
-    source_version: int,
-    columns: Iterable[ColumnStats],
-    config_version: str | None = None,
-) -> dict[str, Any]:
-    return {
-        "file_path": file_path,
-        "file_size_in_bytes": file_size_in_bytes,
-        "record_count": record_count,
-        "source_version": source_version,
-        "format_version": FORMAT_VERSION,
-        "columns": [{**stats.__dict__, "indexes": list(stats.indexes)} for stats in columns],
-        "config_version": config_version,
-    }
 
 
 class WatermarkMoved(Exception):
