@@ -1,4 +1,4 @@
-"""skipindex: enriched per-file skip indexes for Iceberg tables.
+"""skipindex: enriched per-file skip indexes for Iceberg and Delta tables (docs/architecture.md: the rooms).
 
 Planner code:
 

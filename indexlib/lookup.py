@@ -71,7 +71,7 @@ class LookupResult:
         }
 
     def as_json(self) -> dict[str, Any]:
-        """The `explain --json` object of DESIGN.md."""
+        """The `explain --json` object (its shape is documented in the README)."""
         return {"table": self.table, "where": self.where, "files": self.files, "summary": self.summary}
 
 

@@ -4,7 +4,7 @@ unreadable) and rebuild entries written with another index configuration, partit
 Each batch of whole partitions is one commit, so a crash loses at most the batch in flight and a rerun picks up
 what is still missing: the work list is recomputed from the index itself (no entry, or an entry of another
 configuration version), never from a progress file. Commits keep the watermark as they find it, so a backfill and
-the scheduled build can run at the same time (index_table.py re-plans a commit that lost a race).
+the scheduled build can run at the same time (store/table.py re-plans a commit that lost a race).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ commit both with the new watermark at once.
 
 The driver lists the changes (metadata only), Spark runs one task per file (or per `files_per_task` files), each
 task reads only the indexed columns of its files, and the driver commits. A crash before the commit leaves the index
-as it was; a commit that races another writer is re-planned (index_table.py), and when another build moved the
+as it was; a commit that races another writer is re-planned (store/table.py), and when another build moved the
 watermark in the meantime this one starts over from the new watermark.
 """
 

@@ -9,7 +9,7 @@ a bound, normalised predicate:
 * all_match[i]: every row of file i is proven to make the predicate TRUE (a planner may drop the residual filter).
   Every unknown answers False.
 
-Patterns (LIKE, starts_with, RLIKE) use their literal prefix (see patterns.py): the strings with prefix P form one
+Patterns (LIKE, starts_with, RLIKE) use their literal prefix (see query/patterns.py): the strings with prefix P form one
 interval in UTF-8 byte order, so a file whose bounds lie wholly before or after it cannot match, and a file whose
 lower and upper bounds both start with P holds only values starting with P. A negated leaf that is never NULL on a
 non-NULL value (NOT LIKE, NOT starts_with, NOT RLIKE) cannot match where the leaf is proven on every row, and

@@ -6,7 +6,7 @@ until `push_not` has removed every NOT: `NOT (a = NULL)` is NULL, not TRUE.
 
 Unbound leaves name a column by string, or a `Transform` of one column (`CAST(ts AS DATE)`, `year(ts)`,
 `date_trunc('month', ts)`, `i + 1`) that the binder turns into a range on the column itself. `bind` (in
-`binding.py`) resolves names against a table schema and converts literals to the column's type.
+`query/binding.py`) resolves names against a table schema and converts literals to the column's type.
 
 Literals are typed Python values: bool, int, Decimal, float (DOUBLE; `approximate.Float32` for FLOAT), str, bytes, date,
 datetime (naive, or zoned for TIMESTAMP WITH TIME ZONE values), and None for SQL NULL.

@@ -340,7 +340,7 @@ class _Converter:
     # -- constants --------------------------------------------------------------------------------------------
 
     def constant(self, node: exp.Expression) -> Any:
-        """Fold a constant expression to a typed Python value (see predicate.py), or raise _NotAConstant."""
+        """Fold a constant expression to a typed Python value (see model.py), or raise _NotAConstant."""
         if isinstance(node, exp.Paren):
             return self.constant(node.this)
         if isinstance(node, exp.Null):

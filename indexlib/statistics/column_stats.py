@@ -62,7 +62,7 @@ class ColumnStats:
     lower: bytes | None
     upper: bytes | None
     distinct_count: int | None = None  # exact, over non-null non-NaN values; None where the type has no keys
-    ndv_sketch: bytes | None = None  # HLL sketch of the same values (ndv.py)
+    ndv_sketch: bytes | None = None  # HLL sketch of the same values (sketches.py)
     indexes: tuple[dict[str, Any], ...] = ()  # {"kind", "version", "payload"} per index kind built (index_kinds/)
 
 
