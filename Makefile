@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format bench clean
+.PHONY: demo test test-fast lint format bench clean
 
 $(BIN)/python:
 	$(shell command -v $(PYTHON) || echo python3) -m venv $(VENV)
@@ -19,6 +19,10 @@ demo: $(STAMP)
 test: $(STAMP) lint
 	$(BIN)/pytest
 
+# the inner loop: every rule table, no Spark, no long property runs (CI runs everything through `make test`)
+test-fast: $(STAMP)
+	$(BIN)/pytest -m 'not spark and not slow'
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_lookup.py
 	$(BIN)/python benchmarks/bench_build.py
@@ -28,6 +32,7 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check indexlib jobs tests benchmarks
 	$(BIN)/ruff format --check indexlib jobs tests benchmarks
+	$(BIN)/lint-imports
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix indexlib jobs tests benchmarks

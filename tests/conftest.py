@@ -72,7 +72,8 @@ def write_and_index(directory, tables, schema, settings=None):
 
 
 def pytest_collection_modifyitems(items):
-    """Tests that use the shared SparkSession carry the `spark` marker: `pytest -m 'not spark'` is the fast loop."""
+    """Tests that use the shared SparkSession carry the `spark` marker; with the `slow` marker on long property runs,
+    `pytest -m 'not spark and not slow'` (`make test-fast`) is the fast loop."""
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)

@@ -220,6 +220,7 @@ def _member(value: Fraction, comparisons, op: str) -> bool:
     return any(tests) if op == "!=" else all(tests)
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(x=near_edges, literal=near_edges, op=st.sampled_from(["=", "!=", "<", "<=", ">", ">="]))
 def test_matching_set_is_exactly_the_values_whose_double_satisfies_the_comparison(x, literal, op):
@@ -232,6 +233,7 @@ def test_matching_set_is_exactly_the_values_whose_double_satisfies_the_compariso
         )
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(numerator=st.integers(-(10**20), 10**20), places=st.integers(0, 12), bits=st.sampled_from([DOUBLE, FLOAT]))
 def test_rounding_interval_holds_exactly_the_values_that_round_to_it(numerator, places, bits):

@@ -189,6 +189,7 @@ def test_budget_must_fit_the_last_resort_regex() -> None:
         build_tag_regex(["a"], max_bytes=8)
 
 
+@pytest.mark.slow
 def test_build_is_deterministic_across_processes() -> None:
     rng = random.Random(7)
     cases = [(services(rng, 300), 64), (hostnames(rng, 500), 256), ([str(rng.random()) for _ in range(50)], 16)]
@@ -320,6 +321,7 @@ def mutations(values: list[str]) -> set[str]:
     return near
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(values_strategy, budget_strategy, bytes_strategy)
 def test_stored_regex_holds_every_value_within_budget(values: list[str], max_states: int, max_bytes: int) -> None:
@@ -341,6 +343,7 @@ def test_stored_regex_holds_every_value_within_budget(values: list[str], max_sta
         assert auto.subset_of(values), f"exact {built.regex!r} holds only the values"
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(values_strategy, budget_strategy, st.lists(st.text(st.sampled_from(ALPHABET), max_size=8), max_size=6))
 def test_subset_of_never_overclaims(values: list[str], max_states: int, extra: list[str]) -> None:
@@ -350,6 +353,7 @@ def test_subset_of_never_overclaims(values: list[str], max_states: int, extra: l
         assert set(values) <= listed, f"subset_of({listed}) claimed with values {values} outside the list"
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(values_strategy, budget_strategy, like_patterns())
 def test_like_answers_are_sound(values: list[str], max_states: int, like: tuple[str, str | None]) -> None:
@@ -370,6 +374,7 @@ def test_like_answers_are_sound(values: list[str], max_states: int, like: tuple[
         assert all_ == every_match, f"exact {built.regex!r}: all_match LIKE {pattern!r} is exact"
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(values_strategy, budget_strategy, find_patterns())
 def test_regexp_answers_are_sound(values: list[str], max_states: int, pattern: str) -> None:
@@ -381,6 +386,7 @@ def test_regexp_answers_are_sound(values: list[str], max_states: int, pattern: s
         assert all(matches), f"all_match RLIKE {pattern!r} claimed but a value of {values} does not match"
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(values_strategy, budget_strategy, st.text(st.sampled_from(ALPHABET), max_size=3))
 def test_starts_with_answers_are_sound(values: list[str], max_states: int, prefix: str) -> None:

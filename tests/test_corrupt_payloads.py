@@ -238,6 +238,7 @@ def _detectable_or_harmless(column: str, field: str, kind: str, position: int, v
     return kind != "flip"  # automaton: a cut JSON object is not JSON; anything after it is not JSON or whitespace
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     predicate=PREDICATES,

@@ -345,6 +345,7 @@ def test_automaton_index_accepts_every_value_within_its_budget(values, max_state
 
 
 # ---------------------------------------------------------------- Bloom false-positive rate
+@pytest.mark.slow
 @pytest.mark.parametrize("fpp", [0.01, 0.001])
 def test_bloom_false_positive_rate_is_within_one_and_a_half_times_the_configured_rate(fpp):
     rng = random.Random(7)

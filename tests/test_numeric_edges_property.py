@@ -170,6 +170,7 @@ def duckdb_truth(duck: duckdb.DuckDBPyConnection, where: str) -> dict[int, tuple
     return {file: (total, matched) for file, total, matched in result}
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     file_rows=files,

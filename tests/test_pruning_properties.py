@@ -248,6 +248,7 @@ def duck():
     con.close()
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     file_rows=files,
