@@ -21,8 +21,8 @@ from pyiceberg.schema import Schema
 from timing import best_of
 
 from indexlib.demo import _events_shard
-from indexlib.index_kinds.registry import registry
-from indexlib.index_kinds.settings import IndexSettings, wants_automaton, wants_bloom
+from indexlib.index_kinds.registry import build_order
+from indexlib.index_kinds.settings import IndexSettings
 from indexlib.statistics.canonical import distinct_keys
 from indexlib.statistics.column_stats import compute_column_stats
 from indexlib.statistics.sketches import sketch_keys
@@ -41,7 +41,6 @@ def _lineitem_file() -> pa.Table:
 
 def _rows(name: str, table: pa.Table) -> list[str]:
     schema = _iceberg_schema(table)
-    kinds = registry()
     rows = []
     for field in schema.fields:
         values = table.column(field.name).combine_chunks()
@@ -54,21 +53,18 @@ def _rows(name: str, table: pa.Table) -> list[str]:
         ndv_s = best_of(3, lambda k=keys: sketch_keys(k))
         sketch = sketch_keys(keys)
         cells = {"automaton": "-", "bloom": "-"}
-        exact = False
-        if wants_automaton(SETTINGS, field.field_type, len(keys)):
-            kind = kinds["automaton"]
+        built_so_far = []
+        for kind in build_order():
+            if not kind.chosen(SETTINGS, field.field_type, keys, built_so_far):
+                continue
             seconds = best_of(3, lambda k=keys, f=field, kd=kind: kd.build(k, f.field_type, SETTINGS))
             built = kind.build(keys, field.field_type, SETTINGS)
-            exact = built is not None and built.exact
-            size = len(built.payload) if built is not None else 0
-            cells["automaton"] = f"{seconds * 1e3:.1f} ms, {size:,} B" + (" exact" if exact else "")
-        if wants_bloom(SETTINGS, field.field_type, keys, exact):
-            kind = kinds["bloom"]
-            seconds = best_of(3, lambda k=keys, f=field, kd=kind: kd.build(k, f.field_type, SETTINGS))
-            built = kind.build(keys, field.field_type, SETTINGS)
-            cells["bloom"] = (
-                f"{seconds * 1e3:.1f} ms, {len(built.payload):,} B ({len(keys) / seconds / 1e3:.0f}k keys/s)"
-            )
+            if built is None:
+                continue
+            built_so_far.append(built)
+            cells[kind.name] = f"{seconds * 1e3:.1f} ms, {len(built.payload):,} B" + (" exact" if built.exact else "")
+            if kind.name == "bloom":
+                cells[kind.name] += f" ({len(keys) / seconds / 1e3:.0f}k keys/s)"
         rows.append(
             f"| {name}.{field.name} | {field.field_type} | {n:,} | {len(keys):,} | {stats_s * 1e3:.1f} ms | "
             f"{keys_s * 1e3:.1f} ms | {ndv_s * 1e3:.1f} ms, {len(sketch):,} B | {cells['automaton']} | {cells['bloom']} |"

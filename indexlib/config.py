@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from indexlib.errors import UserError
-from indexlib.index_kinds.settings import SETTING_NAMES, IndexSettings, can_build, parse_settings
+from indexlib.index_kinds.registry import can_index, parse_settings, setting_names
+from indexlib.index_kinds.settings import IndexSettings
 
 DEFAULT_CONF_PATH = Path("conf/local.toml")
 DEFAULT_INDEX_NAMESPACE = "skipindex"
@@ -56,7 +57,7 @@ class Config:
             column = by_name[name]
             column_settings = parse_settings(column_raw, table_wide, where)
             for kind in column_settings.kinds or ():
-                if not can_build(kind, column.field_type):
+                if not can_index(kind, column.field_type):
                     raise UserError(f"{where}: a {kind} index cannot be built on {name} ({column.field_type})")
             settings[column.field_id] = column_settings
         return settings
@@ -163,12 +164,14 @@ def _positive_int(section: dict[str, Any], name: str, default: int, conf_path: P
 
 def _index_settings(index: dict[str, Any], conf_path: Path) -> tuple[IndexSettings, dict[str, dict[str, Any]]]:
     """Defaults from `[index]`, per-table tables from `[index.tables."ns.name"]`, all validated now."""
-    known = {"namespace", "tables", *SETTING_NAMES}
+    known = {"namespace", "tables", *setting_names()}
     for name in index:
         if name not in known:
             raise UserError(f"config file {conf_path}: index.{name}: unknown setting")
     try:
-        defaults = parse_settings({k: v for k, v in index.items() if k in SETTING_NAMES}, IndexSettings(), "index")
+        defaults = parse_settings(
+            {k: v for k, v in index.items() if k in known - {"namespace", "tables"}}, IndexSettings(), "index"
+        )
         tables = dict(index.get("tables", {}))
         for table, raw in tables.items():
             where = f'index.tables."{table}"'

@@ -14,11 +14,11 @@ regex reads the same in Python `re` and Java `Pattern`, so other engines can use
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 
 import numpy as np
-from pyiceberg.types import IcebergType
+from pyiceberg.types import IcebergType, StringType
 
 from indexlib.automaton import TagAutomaton, build_tag_regex
 from indexlib.automaton.emit import ANY_STRING_REGEX
@@ -26,19 +26,37 @@ from indexlib.automaton.limits import Unsupported
 from indexlib.automaton.parse import parse_stored_regex
 from indexlib.automaton.query import STORED_CACHE_SIZE
 from indexlib.index_kinds.base import BuiltIndex, IndexKind
-from indexlib.index_kinds.settings import IndexSettings
+from indexlib.index_kinds.settings import IndexSettings, Setting, positive_int
 from indexlib.query.model import Pattern
 from indexlib.query.value_set import ValueSet
 from indexlib.statistics.provider import ColumnStatistics
 from indexlib.statistics.verdict import Verdict
 
+MAX_NDV = Setting("automaton_max_ndv", 256, positive_int)  # automatic choice: string columns with at most this NDV
+MAX_STATES = Setting("automaton_max_states", 256, positive_int)  # budget of the minimal automaton before trimming
+MAX_BYTES = Setting("automaton_max_bytes", 2048, positive_int)  # budget of the emitted regex
+
 
 class AutomatonIndex(IndexKind):
+    """Built, unless `kinds` says otherwise, for string columns with at most `automaton_max_ndv` distinct values in
+    the file (tags: service, host, status); exact when it fits its budget, trimmed (a superset) otherwise."""
+
     name = "automaton"
     version = 1
+    settings = (MAX_NDV, MAX_STATES, MAX_BYTES)
+    lookup_rank = 20
+    may_be_exact = True
+
+    def can_index(self, iceberg_type: IcebergType) -> bool:
+        return isinstance(iceberg_type, StringType)
+
+    def wanted(
+        self, settings: IndexSettings, iceberg_type: IcebergType, keys: list[str], built: Iterable[BuiltIndex]
+    ) -> bool:
+        return isinstance(iceberg_type, StringType) and 0 < len(keys) <= settings.value(MAX_NDV)
 
     def build(self, keys: list[str], iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex | None:
-        tag = build_tag_regex(keys, max_states=settings.automaton_max_states, max_bytes=settings.automaton_max_bytes)
+        tag = build_tag_regex(keys, max_states=settings.value(MAX_STATES), max_bytes=settings.value(MAX_BYTES))
         if tag.regex == ANY_STRING_REGEX:
             return None  # generalised to every string: it would only cost bytes
         payload = json.dumps({"regex": tag.regex, "exact": tag.exact, "states": tag.states}, ensure_ascii=False)

@@ -1,6 +1,6 @@
 """The interface of an index kind: one module per kind implements it, `registry.py` lists the kinds.
 
-A kind builds one payload from one file's distinct column values (canonical keys, see canonical.py), stores it with
+A kind builds one payload from one file's distinct column values (canonical keys, see statistics/canonical.py), stores it with
 its format version in the entry's `indexes` list, and answers, for all files at once, two questions about a leaf
 (as pruning.evaluate does for min/max): might some row match (False only when the payload proves none can), and do
 all rows match (True only when proven). A file without a payload of the kind, with a payload of a newer version, or
@@ -15,13 +15,13 @@ can be answered as a whole) and `Pattern` (LIKE, starts_with, RLIKE).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from pyiceberg.types import IcebergType
 
-from indexlib.index_kinds.settings import IndexSettings
+from indexlib.index_kinds.settings import IndexSettings, Setting
 from indexlib.query.model import Pattern
 from indexlib.query.value_set import ValueSet
 from indexlib.statistics.provider import ColumnStatistics
@@ -37,6 +37,28 @@ class BuiltIndex:
 class IndexKind(ABC):
     name: ClassVar[str]
     version: ClassVar[int]  # format version of the payload; readers ignore payloads newer than theirs
+    settings: ClassVar[tuple[Setting, ...]] = ()  # the kind's own settings, set in `[index]` like any other
+    lookup_rank: ClassVar[int]  # lookup order: cheap and precise first
+    may_be_exact: ClassVar[bool] = False  # kinds whose payload can be exact build first (see `wanted`)
+
+    @abstractmethod
+    def can_index(self, iceberg_type: IcebergType) -> bool:
+        """Whether a column of this type can get the kind at all (a `kinds` list naming it otherwise is an error)."""
+
+    def chosen(
+        self, settings: IndexSettings, iceberg_type: IcebergType, keys: list[str], built: Iterable[BuiltIndex]
+    ) -> bool:
+        """Whether this file's column gets the kind: as `settings.kinds` says when set, else the kind's own choice.
+        `built`: the payloads already built for the column in this file (kinds that may be exact build first)."""
+        if settings.kinds is not None:
+            return self.name in settings.kinds and self.can_index(iceberg_type) and len(keys) > 0
+        return self.wanted(settings, iceberg_type, keys, built)
+
+    @abstractmethod
+    def wanted(
+        self, settings: IndexSettings, iceberg_type: IcebergType, keys: list[str], built: Iterable[BuiltIndex]
+    ) -> bool:
+        """The automatic choice: whether the payload can prune more than what is stored anyway."""
 
     @abstractmethod
     def build(self, keys: list[str], iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex | None:

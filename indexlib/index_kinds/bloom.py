@@ -1,6 +1,6 @@
 """Bloom filter per (file, column), with pybloom-live: answers `=` and IN (and LIKE without wildcards).
 
-Safety: every distinct non-null, non-NaN value of the file is added under its canonical key (canonical.py), and a
+Safety: every distinct non-null, non-NaN value of the file is added under its canonical key (statistics/canonical.py), and a
 Bloom filter has no false negatives, so a literal whose key is absent is in no row. NaN literals have no key and NULL
 rows are never added (IS NULL uses the null counts): both answer "might match". The filter is sized from the file's
 exact distinct count for the configured false-positive rate. pybloom-live hashes the UTF-8 bytes of the key with
@@ -25,24 +25,47 @@ from functools import lru_cache
 import numpy as np
 from pybloom_live import BloomFilter
 from pybloom_live.pybloom import make_hashfuncs
-from pyiceberg.types import IcebergType
+from pyiceberg.types import BooleanType, DateType, DecimalType, IcebergType, IntegerType, LongType
 
 from indexlib.index_kinds.base import BuiltIndex, IndexKind
-from indexlib.index_kinds.settings import IndexSettings
+from indexlib.index_kinds.settings import IndexSettings, Setting, fraction
 from indexlib.query.model import Pattern
 from indexlib.query.patterns import pattern_shape
 from indexlib.query.value_set import ValueSet
-from indexlib.statistics.canonical import literal_key
+from indexlib.statistics.canonical import has_keys, literal_key
 from indexlib.statistics.provider import ColumnStatistics
 from indexlib.statistics.verdict import Verdict
 
+FPP = Setting("bloom_fpp", 0.01, fraction)  # the false-positive rate each filter is sized for
+
 
 class BloomIndex(IndexKind):
+    """Built, unless `kinds` says otherwise, for every column with keys except where it cannot prune more than what
+    is stored anyway: booleans, and files where the column has fewer than 2 distinct values (min = max already
+    answers `=` exactly); integer, date and decimal columns whose distinct values fill the whole [min, max] range
+    (every value in range is present, so no absent value can be found inside the bounds); columns whose payload of
+    another kind is exact (it answers `=` and IN exactly, and much more)."""
+
     name = "bloom"
     version = 1
+    settings = (FPP,)
+    lookup_rank = 10
+
+    def can_index(self, iceberg_type: IcebergType) -> bool:
+        return has_keys(iceberg_type)
+
+    def wanted(
+        self, settings: IndexSettings, iceberg_type: IcebergType, keys: list[str], built: Iterable[BuiltIndex]
+    ) -> bool:
+        if isinstance(iceberg_type, BooleanType) or len(keys) < 2 or any(index.exact for index in built):
+            return False
+        if isinstance(iceberg_type, (IntegerType, LongType, DateType, DecimalType)):
+            integers = [int(key) for key in keys]
+            return max(integers) - min(integers) + 1 > len(integers)  # some value inside the bounds is absent
+        return True
 
     def build(self, keys: list[str], iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex:
-        bloom = BloomFilter(capacity=max(1, len(keys)), error_rate=settings.bloom_fpp)
+        bloom = BloomFilter(capacity=max(1, len(keys)), error_rate=settings.value(FPP))
         for key in keys:
             bloom.add(key, skip_check=True)
         out = io.BytesIO()

@@ -1,15 +1,73 @@
-"""The registry of index kinds, in lookup order (cheap and precise first)."""
+"""The registry of index kinds: every kind registered under the entry-point group `skipindex.index_kinds`
+(pyproject.toml), in lookup order; and what follows from the kinds' declarations (setting names, parsing, build
+order). Nothing outside a kind's own module names a kind."""
 
 from __future__ import annotations
 
 from functools import cache
+from importlib.metadata import entry_points
+from typing import Any
 
-from indexlib.index_kinds.automaton import AutomatonIndex
+from pyiceberg.types import IcebergType
+
 from indexlib.index_kinds.base import IndexKind
-from indexlib.index_kinds.bloom import BloomIndex
+from indexlib.index_kinds.settings import IndexSettings, Setting
+
+ENTRY_POINT_GROUP = "skipindex.index_kinds"
+_BUILT_IN = ("indexlib.index_kinds.bloom:BloomIndex", "indexlib.index_kinds.automaton:AutomatonIndex")
 
 
 @cache
 def registry() -> dict[str, IndexKind]:
-    """Every kind, in lookup order (cheap and precise first). Kinds hold no state: one instance each."""
-    return {kind.name: kind for kind in (BloomIndex(), AutomatonIndex())}
+    """Every kind, in lookup order (cheap and precise first). Kinds hold no state: one instance each. The built-in
+    kinds are found through the entry-point group too; without package metadata (a checkout on sys.path) they are
+    loaded directly."""
+    classes = [point.load() for point in entry_points(group=ENTRY_POINT_GROUP)]
+    if not classes:
+        classes = [_load(target) for target in _BUILT_IN]
+    kinds = sorted((cls() for cls in classes), key=lambda kind: (kind.lookup_rank, kind.name))
+    return {kind.name: kind for kind in kinds}
+
+
+def _load(target: str) -> type[IndexKind]:
+    from importlib import import_module
+
+    module, name = target.split(":")
+    return getattr(import_module(module), name)
+
+
+def build_order() -> list[IndexKind]:
+    """Kinds whose payload may be exact first, so the others can skip a column already answered exactly."""
+    return sorted(registry().values(), key=lambda kind: not kind.may_be_exact)
+
+
+def declared_settings() -> list[Setting]:
+    return [setting for kind in registry().values() for setting in kind.settings]
+
+
+def setting_names() -> tuple[str, ...]:
+    return ("kinds", *(setting.name for setting in declared_settings()))
+
+
+def parse_settings(raw: dict[str, Any], base: IndexSettings, where: str) -> IndexSettings:
+    """`base` updated with the settings in `raw`; ValueError naming `where` and the setting on bad input."""
+    declared = {setting.name: setting for setting in declared_settings()}
+    kinds, updates = None, {}
+    for name, value in raw.items():
+        if name == "kinds":
+            names = tuple(registry())
+            if not isinstance(value, list) or any(kind not in names for kind in value):
+                raise ValueError(f"{where}.kinds: expected a list of {names}, got {value!r}")
+            kinds = tuple(dict.fromkeys(value))
+        elif name in declared:
+            try:
+                updates[name] = declared[name].check(value)
+            except ValueError as error:
+                raise ValueError(f"{where}.{name}: {error}") from None
+        else:
+            raise ValueError(f"{where}.{name}: unknown setting (expected one of {', '.join(setting_names())})")
+    return base.updated(kinds, **updates)
+
+
+def can_index(kind: str, iceberg_type: IcebergType) -> bool:
+    return registry()[kind].can_index(iceberg_type)

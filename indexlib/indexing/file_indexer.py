@@ -22,8 +22,9 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.name_mapping import parse_mapping_from_json
 from pyiceberg.types import PrimitiveType
 
-from indexlib.index_kinds.registry import registry
-from indexlib.index_kinds.settings import IndexSettings, wants_automaton, wants_bloom
+from indexlib.index_kinds.base import BuiltIndex
+from indexlib.index_kinds.registry import build_order, declared_settings, registry
+from indexlib.index_kinds.settings import IndexSettings
 from indexlib.statistics.canonical import distinct_keys
 from indexlib.statistics.column_stats import ColumnStats, compute_column_stats
 from indexlib.statistics.sketches import sketch_keys
@@ -60,18 +61,14 @@ def index_column(
     keys = distinct_keys(values, iceberg_type)
     if keys is None:
         return stats
-    kinds = registry()
+    built: list[BuiltIndex] = []
     indexes: list[dict[str, Any]] = []
-    exact_automaton = False
-    if wants_automaton(settings, iceberg_type, len(keys)):
-        built = kinds["automaton"].build(keys, iceberg_type, settings)
-        if built is not None:
-            exact_automaton = built.exact
-            indexes.append({"kind": "automaton", "version": kinds["automaton"].version, "payload": built.payload})
-    if wants_bloom(settings, iceberg_type, keys, exact_automaton):
-        built = kinds["bloom"].build(keys, iceberg_type, settings)
-        if built is not None:
-            indexes.append({"kind": "bloom", "version": kinds["bloom"].version, "payload": built.payload})
+    for kind in build_order():
+        if kind.chosen(settings, iceberg_type, keys, built):
+            index = kind.build(keys, iceberg_type, settings)
+            if index is not None:
+                built.append(index)
+                indexes.append({"kind": kind.name, "version": kind.version, "payload": index.payload})
     return replace(stats, distinct_count=len(keys), ndv_sketch=sketch_keys(keys), indexes=tuple(indexes))
 
 
@@ -103,7 +100,8 @@ def index_file(
 
 def settings_json(settings: dict[int, IndexSettings]) -> str:
     """Per-column settings as text for Spark tasks (field id -> settings)."""
-    return json.dumps({str(fid): s.to_json() for fid, s in settings.items()}, sort_keys=True)
+    declared = declared_settings()
+    return json.dumps({str(fid): s.to_json(declared) for fid, s in settings.items()}, sort_keys=True)
 
 
 def config_version(settings: dict[int, IndexSettings]) -> str:

@@ -1,0 +1,92 @@
+"""Index kinds are plug-ins: the indexer, the configuration and the lookup iterate the registry, so a third kind
+needs only its own module and one entry point. Shown with a toy kind registered the way a package would."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from importlib.metadata import EntryPoint, entry_points
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from conftest import write_and_index
+from pyiceberg.schema import Schema
+from pyiceberg.types import IcebergType, LongType, NestedField, StringType
+
+from indexlib.index_kinds import registry as registry_module
+from indexlib.index_kinds.base import BuiltIndex, IndexKind
+from indexlib.index_kinds.registry import ENTRY_POINT_GROUP, parse_settings, registry
+from indexlib.index_kinds.settings import IndexSettings, Setting, positive_int
+from indexlib.lookup import prune
+from indexlib.query.binding import bound_predicate
+from indexlib.query.model import Pattern
+from indexlib.query.value_set import ValueSet
+from indexlib.statistics.provider import ColumnStatistics
+from indexlib.statistics.verdict import Verdict
+
+MAX_KEYS = Setting("toy_max_keys", 100, positive_int)
+
+
+class ToyIndex(IndexKind):
+    """The file's exact set of keys, as JSON: answers `=` / IN exactly."""
+
+    name = "toy"
+    version = 1
+    settings = (MAX_KEYS,)
+    lookup_rank = 30
+
+    def can_index(self, iceberg_type: IcebergType) -> bool:
+        return isinstance(iceberg_type, StringType)
+
+    def wanted(self, settings, iceberg_type, keys: list[str], built: Iterable[BuiltIndex]) -> bool:
+        return self.can_index(iceberg_type) and 0 < len(keys) <= settings.value(MAX_KEYS)
+
+    def build(self, keys, iceberg_type, settings) -> BuiltIndex:
+        return BuiltIndex(json.dumps(keys).encode(), exact=True)
+
+    def verdict(self, leaf, payloads: Sequence[bytes | None], stats: ColumnStatistics) -> Verdict | None:
+        if not isinstance(leaf, ValueSet) or leaf.negated:
+            return None
+        might = [p is None or any(v in json.loads(p) for v in leaf.values) for p in payloads]
+        return Verdict(np.array(might, dtype=bool), np.zeros(len(payloads), dtype=bool))
+
+    def reads(self, leaf: ValueSet | Pattern) -> str | None:
+        return "toy key sets" if isinstance(leaf, ValueSet) else None
+
+
+@pytest.fixture
+def with_toy(monkeypatch):
+    points = [*entry_points(group=ENTRY_POINT_GROUP), EntryPoint("toy", f"{__name__}:ToyIndex", ENTRY_POINT_GROUP)]
+    monkeypatch.setattr(registry_module, "entry_points", lambda group: points if group == ENTRY_POINT_GROUP else [])
+    registry.cache_clear()
+    yield
+    registry.cache_clear()
+
+
+def test_the_built_in_kinds_are_registered_through_the_entry_point_group():
+    names = {point.name for point in entry_points(group=ENTRY_POINT_GROUP)}
+    assert names == {"bloom", "automaton"}, "pyproject.toml registers both kinds (reinstall after editing it)"
+    assert list(registry()) == ["bloom", "automaton"], "lookup order: cheap and precise first"
+
+
+def test_a_registered_kind_gets_its_settings_its_payloads_and_its_lookup_stage(tmp_path, with_toy):
+    assert list(registry()) == ["bloom", "automaton", "toy"]
+    settings = parse_settings({"kinds": ["toy"], "toy_max_keys": 5}, IndexSettings(), "index")
+    assert settings.value(MAX_KEYS) == 5, "the configuration accepts the kind's own setting"
+    with pytest.raises(ValueError, match="index.toy_max_keys: expected an integer >= 1"):
+        parse_settings({"toy_max_keys": 0}, IndexSettings(), "index")
+
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "tag", StringType()))
+    tables = [
+        pa.Table.from_pylist([{"id": 1, "tag": "a"}, {"id": 2, "tag": "c"}], schema=schema.as_arrow()),
+        pa.Table.from_pylist([{"id": 3, "tag": "a"}, {"id": 4, "tag": "b"}], schema=schema.as_arrow()),
+    ]
+    paths, entries = write_and_index(tmp_path, tables, schema, settings)
+    kinds = {i["kind"] for column in entries.column("columns").to_pylist()[0] for i in column["indexes"] or []}
+    assert kinds == {"toy"}, "the indexer built the toy payload (and, with kinds = [toy], nothing else)"
+
+    verdicts = prune(bound_predicate("tag = 'b'", schema, "db.t"), paths, entries)
+    stages = {name: kept.tolist() for name, kept, _ in verdicts.stages}
+    assert stages["minmax"] == [True, True], "min/max alone cannot rule out 'b' in ['a', 'c']"
+    assert stages["toy"] == [False, True], "the toy stage runs in the lookup and removes the first file"
