@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -14,10 +15,14 @@ from conftest import write_and_index
 from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType, LongType, NestedField, StringType
 
-from indexlib.index_kinds import registry as registry_module
+from indexlib.config import Config
+from indexlib.errors import UserError
+from indexlib.index_kinds import loading
 from indexlib.index_kinds.base import BuiltIndex, IndexKind
-from indexlib.index_kinds.registry import ENTRY_POINT_GROUP, parse_settings, registry
+from indexlib.index_kinds.loading import ENTRY_POINT_GROUP
+from indexlib.index_kinds.registry import parse_settings, registry
 from indexlib.index_kinds.settings import IndexSettings, Setting, positive_int
+from indexlib.indexing.file_indexer import config_version
 from indexlib.lookup import prune
 from indexlib.query.binding import bound_predicate
 from indexlib.query.model import Pattern
@@ -55,27 +60,63 @@ class ToyIndex(IndexKind):
         return "toy key sets" if isinstance(leaf, ValueSet) else None
 
 
+def _registered(monkeypatch, points):
+    """What the registry sees when the entry-point group holds `points` (as an installed package would declare)."""
+    monkeypatch.setattr(loading, "entry_points", lambda group: points if group == ENTRY_POINT_GROUP else [])
+    loading.loaded_kinds.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_registry():
+    loading.loaded_kinds.cache_clear()
+    yield
+    loading.loaded_kinds.cache_clear()
+
+
 @pytest.fixture
 def with_toy(monkeypatch):
-    points = [*entry_points(group=ENTRY_POINT_GROUP), EntryPoint("toy", f"{__name__}:ToyIndex", ENTRY_POINT_GROUP)]
-    monkeypatch.setattr(registry_module, "entry_points", lambda group: points if group == ENTRY_POINT_GROUP else [])
-    registry.cache_clear()
-    yield
-    registry.cache_clear()
+    toy = EntryPoint("toy", f"{__name__}:ToyIndex", ENTRY_POINT_GROUP)
+    _registered(monkeypatch, [*entry_points(group=ENTRY_POINT_GROUP), toy])
 
 
-def test_the_built_in_kinds_are_registered_through_the_entry_point_group():
-    names = {point.name for point in entry_points(group=ENTRY_POINT_GROUP)}
-    assert names == {"bloom", "automaton"}, "pyproject.toml registers both kinds (reinstall after editing it)"
+def test_the_built_in_kinds_are_registered_through_the_entry_point_group(monkeypatch):
+    points = list(entry_points(group=ENTRY_POINT_GROUP))
+    assert {point.name for point in points} == {"bloom", "automaton"}, "pyproject.toml registers both (reinstall)"
     assert list(registry()) == ["bloom", "automaton"], "lookup order: cheap and precise first"
+    _registered(monkeypatch, [point for point in points if point.name == "bloom"])
+    assert list(registry()) == ["bloom"], "the registry reads the group (not a list of its own)"
+
+
+def test_without_package_metadata_the_built_in_kinds_are_loaded_directly(monkeypatch):
+    _registered(monkeypatch, [])  # a checkout on sys.path, not installed
+    assert list(registry()) == ["bloom", "automaton"]
+    assert IndexSettings(bloom_fpp=0.2).to_json() == {
+        "kinds": None,
+        "bloom_fpp": 0.2,
+        "automaton_max_ndv": 256,
+        "automaton_max_states": 256,
+        "automaton_max_bytes": 2048,
+    }
+
+
+def test_settings_accept_only_the_registered_kinds_settings(monkeypatch):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'toy_max_keys'"):
+        IndexSettings(toy_max_keys=5)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bloom_fp'"):
+        IndexSettings(bloom_fp=0.2)  # a typo is not silently the default
+    assert IndexSettings(bloom_fpp=0.01) == IndexSettings(), "a value equal to its default is the default"
+    assert hash(IndexSettings(bloom_fpp=0.01)) == hash(IndexSettings())
+    assert IndexSettings(bloom_fpp=0.02) != IndexSettings()
 
 
 def test_a_registered_kind_gets_its_settings_its_payloads_and_its_lookup_stage(tmp_path, with_toy):
     assert list(registry()) == ["bloom", "automaton", "toy"]
     settings = parse_settings({"kinds": ["toy"], "toy_max_keys": 5}, IndexSettings(), "index")
     assert settings.value(MAX_KEYS) == 5, "the configuration accepts the kind's own setting"
+    assert IndexSettings(toy_max_keys=5).value(MAX_KEYS) == 5, "once registered, the constructor takes it too"
     with pytest.raises(ValueError, match="index.toy_max_keys: expected an integer >= 1"):
         parse_settings({"toy_max_keys": 0}, IndexSettings(), "index")
+    assert config_version({2: settings}) != config_version({2: settings.updated(toy_max_keys=6)}), "rebuilds"
 
     schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "tag", StringType()))
     tables = [
@@ -90,3 +131,12 @@ def test_a_registered_kind_gets_its_settings_its_payloads_and_its_lookup_stage(t
     stages = {name: kept.tolist() for name, kept, _ in verdicts.stages}
     assert stages["minmax"] == [True, True], "min/max alone cannot rule out 'b' in ['a', 'c']"
     assert stages["toy"] == [False, True], "the toy stage runs in the lookup and removes the first file"
+
+
+def test_a_registered_kind_is_refused_on_a_type_it_cannot_index(with_toy):
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "tag", StringType()))
+    config = Config(Path("x.toml"), "c", {}, table_settings={"db.t": {"columns": {"tag": {"kinds": ["toy"]}}}})
+    assert config.column_settings("db.t", schema)[2].kinds == ("toy",)
+    config = Config(Path("x.toml"), "c", {}, table_settings={"db.t": {"columns": {"id": {"kinds": ["toy"]}}}})
+    with pytest.raises(UserError, match=r"columns.id: a toy index cannot be built on id \(long\)"):
+        config.column_settings("db.t", schema)

@@ -1,2 +1,3 @@
-"""Index kinds beyond min/max: the interface (`base`), the registry (`registry`), their settings (`settings`), and
-one module per kind (`bloom`, `automaton`)."""
+"""Index kinds beyond min/max: the interface (`base`), their settings (`settings`), the registry (`registry`, the
+kinds found by `loading` through the entry-point group `skipindex.index_kinds`), and one module per kind (`bloom`,
+`automaton`)."""

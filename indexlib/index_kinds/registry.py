@@ -1,39 +1,22 @@
 """The registry of index kinds: every kind registered under the entry-point group `skipindex.index_kinds`
-(pyproject.toml), in lookup order; and what follows from the kinds' declarations (setting names, parsing, build
-order). Nothing outside a kind's own module names a kind."""
+(pyproject.toml, loaded by `loading.py`), in lookup order; and what follows from the kinds' declarations (setting
+names, parsing, build order). Nothing outside a kind's own module names a kind."""
 
 from __future__ import annotations
 
-from functools import cache
-from importlib.metadata import entry_points
 from typing import Any
 
 from pyiceberg.types import IcebergType
 
 from indexlib.index_kinds.base import IndexKind
+from indexlib.index_kinds.loading import loaded_kinds
 from indexlib.index_kinds.settings import IndexSettings, Setting
 
-ENTRY_POINT_GROUP = "skipindex.index_kinds"
-_BUILT_IN = ("indexlib.index_kinds.bloom:BloomIndex", "indexlib.index_kinds.automaton:AutomatonIndex")
 
-
-@cache
 def registry() -> dict[str, IndexKind]:
-    """Every kind, in lookup order (cheap and precise first). Kinds hold no state: one instance each. The built-in
-    kinds are found through the entry-point group too; without package metadata (a checkout on sys.path) they are
-    loaded directly."""
-    classes = [point.load() for point in entry_points(group=ENTRY_POINT_GROUP)]
-    if not classes:
-        classes = [_load(target) for target in _BUILT_IN]
-    kinds = sorted((cls() for cls in classes), key=lambda kind: (kind.lookup_rank, kind.name))
-    return {kind.name: kind for kind in kinds}
-
-
-def _load(target: str) -> type[IndexKind]:
-    from importlib import import_module
-
-    module, name = target.split(":")
-    return getattr(import_module(module), name)
+    """Every kind by name, in lookup order (cheap and precise first). The kinds are loaded once (`loading.py`): the
+    built-in ones through the entry-point group too, or directly when the package has no metadata."""
+    return {kind.name: kind for kind in loaded_kinds()}
 
 
 def build_order() -> list[IndexKind]:

@@ -7,9 +7,12 @@ settings; each kind decides on its own whether a column of a file gets it (`Inde
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import FrozenInstanceError, dataclass
+from types import MappingProxyType
 from typing import Any
+
+from indexlib.index_kinds.loading import loaded_kinds
 
 
 @dataclass(frozen=True)
@@ -36,11 +39,30 @@ def positive_int(value: Any) -> int:
 
 class IndexSettings:
     """The settings of one column: `kinds` (None: each kind's automatic choice) and the values set for the kinds'
-    settings; a kind reads its own with `value(setting)`, which falls back to the setting's default."""
+    settings; a kind reads its own with `value(setting)`, which falls back to the setting's default. Immutable and
+    hashable; equal when every registered setting reads the same (a value set to its default equals one not set).
+
+    Values must name a setting some registered kind declares (TypeError otherwise, as a typo would be): checked
+    against the registry, loaded on the first check, so do not build an IndexSettings with values while a kind's
+    module is being imported."""
+
+    __slots__ = ("kinds", "values")
+    kinds: tuple[str, ...] | None
+    values: Mapping[str, Any]
 
     def __init__(self, kinds: Iterable[str] | None = None, **values: Any) -> None:
-        self.kinds = None if kinds is None else tuple(kinds)
-        self.values = dict(values)
+        declared = _declared() if values else {}
+        for name in values:
+            if name not in declared:
+                raise TypeError(f"IndexSettings.__init__() got an unexpected keyword argument {name!r}")
+        object.__setattr__(self, "kinds", None if kinds is None else tuple(kinds))
+        object.__setattr__(self, "values", MappingProxyType(dict(values)))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     def value(self, setting: Setting) -> Any:
         return self.values.get(setting.name, setting.default)
@@ -48,16 +70,19 @@ class IndexSettings:
     def updated(self, kinds: Iterable[str] | None = None, **values: Any) -> IndexSettings:
         return IndexSettings(self.kinds if kinds is None else kinds, **{**self.values, **values})
 
-    def to_json(self, declared: Iterable[Setting]) -> dict[str, Any]:
-        """Every declared setting with its value (defaults included), so equal settings give equal text."""
-        return {"kinds": None if self.kinds is None else list(self.kinds), **{s.name: self.value(s) for s in declared}}
+    def to_json(self) -> dict[str, Any]:
+        """`kinds` and every registered setting with its value (defaults included), so equal settings give equal
+        text: `{"kinds": null, "bloom_fpp": 0.01, "automaton_max_ndv": 256, ...}` (part of the configuration
+        version, see indexing/file_indexer.py `config_version`)."""
+        kinds = None if self.kinds is None else list(self.kinds)
+        return {"kinds": kinds, **{name: self.value(setting) for name, setting in _declared().items()}}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> IndexSettings:
         return cls(**data)
 
     def _key(self) -> tuple[Any, ...]:
-        return self.kinds, tuple(sorted(self.values.items()))
+        return self.kinds, tuple(sorted((name, self.value(setting)) for name, setting in _declared().items()))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, IndexSettings) and self._key() == other._key()
@@ -65,6 +90,18 @@ class IndexSettings:
     def __hash__(self) -> int:
         return hash(self._key())
 
+    def __reduce__(self) -> tuple[Any, ...]:  # pickle and copy: the frozen attributes are set by __init__ only
+        return _restore, (self.kinds, dict(self.values))
+
     def __repr__(self) -> str:
-        values = "".join(f", {k}={v!r}" for k, v in sorted(self.values.items()))
+        values = "".join(f", {name}={value!r}" for name, value in sorted(self.values.items()))
         return f"IndexSettings(kinds={self.kinds!r}{values})"
+
+
+def _restore(kinds: tuple[str, ...] | None, values: dict[str, Any]) -> IndexSettings:
+    return IndexSettings(kinds, **values)
+
+
+def _declared() -> dict[str, Setting]:
+    """Every setting a registered kind declares, by name."""
+    return {setting.name: setting for kind in loaded_kinds() for setting in kind.settings}

@@ -3,7 +3,8 @@
 Columns are matched to the table schema by Iceberg field id (or the table's name mapping for files written
 without ids), never by name alone, so renamed columns and files from older schemas are read correctly.
 A column the file does not hold, or a file we cannot map, gets no statistics: the lookup keeps it.
-Beyond min/max, each column gets its exact distinct count, an NDV sketch, and the index kinds index_choice picks.
+Beyond min/max, each column gets its exact distinct count, an NDV sketch, and the payloads of the index kinds that
+choose it (each kind decides, `IndexKind.chosen`); the indexer names no kind.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pyiceberg.table.name_mapping import parse_mapping_from_json
 from pyiceberg.types import PrimitiveType
 
 from indexlib.index_kinds.base import BuiltIndex
-from indexlib.index_kinds.registry import build_order, declared_settings, registry
+from indexlib.index_kinds.registry import build_order, registry
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.statistics.canonical import distinct_keys
 from indexlib.statistics.column_stats import ColumnStats, compute_column_stats
@@ -100,8 +101,7 @@ def index_file(
 
 def settings_json(settings: dict[int, IndexSettings]) -> str:
     """Per-column settings as text for Spark tasks (field id -> settings)."""
-    declared = declared_settings()
-    return json.dumps({str(fid): s.to_json(declared) for fid, s in settings.items()}, sort_keys=True)
+    return json.dumps({str(fid): s.to_json() for fid, s in settings.items()}, sort_keys=True)
 
 
 def config_version(settings: dict[int, IndexSettings]) -> str:
