@@ -614,3 +614,19 @@ def test_large_stores_are_large(large_stores: dict[str, tuple[list[str], TagAuto
         for name, (_, auto) in large_stores.items()
     }
     assert max(sizes.values()) > 500, f"the adversarial tests must meet a large stored automaton: NFA states {sizes}"
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    tags=st.lists(st.text(st.sampled_from(ALPHABET), max_size=6), min_size=1, max_size=12),
+    queried=st.lists(st.text(st.sampled_from(ALPHABET), max_size=7), max_size=60),
+    budget=st.sampled_from(BUDGETS),
+    take=st.integers(0, 3),
+)
+def test_an_in_list_is_read_as_a_trie_with_the_answer_of_each_value_alone(tags, queried, budget, take):
+    automaton = TagAutomaton.from_regex(build_tag_regex(tags, max_states=budget).regex)
+    values = sorted(set(queried + tags[:take]))
+    assert automaton.accepts_any(values) == any(automaton.accepts(v) for v in values), (
+        "an IN list is in the language exactly when one of its values is (trimmed automata and prefixes of values "
+        f"included): tags {tags}, values {values}"
+    )

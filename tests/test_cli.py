@@ -75,6 +75,9 @@ def test_explain_human_output_is_a_readable_table(conf_path, indexed_table):
         ("db.small", "   ", "empty WHERE"),
         ("nodots", "id = 1", "must be named namespace.table"),
         ("/no/such/lake/table", "id = 1", "no Delta table at '/no/such/lake/table'"),
+        ("db.small", "(" * 401 + "id = 1" + ")" * 401, "at most 400 levels of parentheses"),
+        ("db.small", "(" * 2000 + "id = 1" + ")" * 2000, "at most 400 levels of parentheses"),
+        ("db.small", "NOT " * 101 + "id = 1", "and 100 of AND/OR/NOT"),
     ],
 )
 def test_bad_input_is_one_line_on_stderr_and_exit_code_2(conf_path, indexed_table, table, where, expected):

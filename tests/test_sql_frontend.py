@@ -41,7 +41,9 @@ def rewritten(where: str) -> str:
 REWRITES = [
     # NOT and three-valued logic
     ("NOT (i = 1)", "i != 1", "NOT (a = 1) is a != 1: NULL rows stay unknown, not TRUE"),
-    ("NOT (i IN (1, 2))", "(i != 1 AND i != 2)", "NOT IN is an AND of !="),
+    ("NOT (i IN (1, 2))", "i NOT IN (1, 2)", "NOT of IN is NOT IN: one set leaf"),
+    ("i IN (2, 1, 2)", "i IN (1, 2)", "an IN list binds to one set leaf of its distinct values"),
+    ("i IN (1)", "i = 1", "a one-value IN list is an equality"),
     ("NOT (i BETWEEN 1 AND 3)", "(i < 1 OR i > 3)", "NOT BETWEEN is outside the range"),
     ("NOT (i = NULL)", "FALSE", "NOT of unknown is unknown: never TRUE"),
     ("i <=> 3", "(i IS NOT NULL AND i = 3)", "null-safe equality is never NULL"),

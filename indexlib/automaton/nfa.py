@@ -9,7 +9,7 @@ accepted": prefix queries and the inclusion check rely on it.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -195,6 +195,33 @@ def included(sub: RangeNfa, sup: RangeNfa, meter: WorkMeter) -> bool:
                     seen.add(pair)
                     stack.append(pair)
     return True
+
+
+def holds_any(nfa: RangeNfa, ordered: Sequence[str]) -> bool:
+    """Some value of `ordered` (sorted, distinct) is in the language. Reads the values as a trie alongside the NFA:
+    the values sharing a prefix are one slice, read once, and a slice is dropped as soon as no string of the
+    language starts with its prefix, so a 100,000-value IN list against the regex of a few tags reads a few
+    characters per value instead of running the NFA over each value."""
+    if nfa.empty or not ordered:
+        return False
+    stack = [({0}, 0, 0, len(ordered))]  # (states after the prefix, its length, the slice of values with it)
+    while stack:
+        states, depth, first, stop = stack.pop()
+        if len(ordered[first]) == depth:  # the prefix itself is a value: it sorts first in its slice
+            if any(nfa.accepting[state] for state in states):
+                return True
+            first += 1
+        while first < stop:
+            code_point = ord(ordered[first][depth])
+            following = ordered[first][:depth] + chr(code_point + 1) if code_point < 0x10FFFF else None
+            end = stop if following is None else bisect_left(ordered, following, first, stop)
+            reached = {
+                target for state in states for low, high, target in nfa.edges[state] if low <= code_point <= high
+            }
+            if reached:
+                stack.append((reached, depth + 1, first, end))
+            first = end
+    return False
 
 
 def only_values(nfa: RangeNfa, values: Iterable[str]) -> bool:

@@ -13,7 +13,7 @@ all_match False. An empty language (no non-null value) might match nothing and v
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from indexlib.automaton.emit import ANY_STRING_REGEX
 from indexlib.automaton.limits import (
@@ -26,7 +26,7 @@ from indexlib.automaton.limits import (
     Unsupported,
     WorkMeter,
 )
-from indexlib.automaton.nfa import RangeNfa, compile_nfa, included, intersects, only_values, run
+from indexlib.automaton.nfa import RangeNfa, compile_nfa, holds_any, included, intersects, only_values, run
 from indexlib.automaton.parse import Reading, parse_stored_regex, pattern_language
 
 STORED_CACHE_SIZE = 256
@@ -59,6 +59,10 @@ class TagAutomaton:
         """`value` is in the language (`col = value`, `col IN (...)`)."""
         nfa = self._nfa
         return any(nfa.accepting[state] for state in run(nfa, value))
+
+    def accepts_any(self, ordered: Sequence[str]) -> bool:
+        """Some value of `ordered` (sorted, distinct) is in the language (`col IN (...)` of any length)."""
+        return holds_any(self._nfa, ordered)
 
     def accepts_prefix(self, prefix: str) -> bool:
         """Some string of the language starts with `prefix` (`starts_with`, `LIKE 'prefix%'`)."""

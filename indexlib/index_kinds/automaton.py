@@ -70,11 +70,13 @@ class AutomatonIndex(IndexKind):
             if not all(isinstance(value, str) for value in values):
                 return None
 
+            ordered = sorted(set(values))
+
             def some_in(automaton: TagAutomaton) -> bool:
-                return any(automaton.accepts(value) for value in values)
+                return automaton.accepts_any(ordered)
 
             def only_in(automaton: TagAutomaton) -> bool:
-                return automaton.subset_of(values)
+                return automaton.subset_of(ordered)
 
             if leaf.negated:  # NOT IN: might = L not within the set; all = no value of the set in L
                 return self._judge(payloads, stats, might=lambda a: not only_in(a), proven=lambda a: not some_in(a))

@@ -12,6 +12,8 @@ Two readings, because pyiceberg's projections need different guarantees:
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from pyiceberg import expressions as ice
 from pyiceberg.types import DoubleType, FloatType
 
@@ -19,6 +21,7 @@ from indexlib.query.model import (
     And,
     BoundCompare,
     BoundField,
+    BoundIn,
     Const,
     Expr,
     IsNaN,
@@ -41,21 +44,32 @@ _LEAF = {
 }
 
 
-def to_iceberg_filter(expr: Expr) -> ice.BooleanExpression:
-    return _ToIceberg(strict=False).visit(expr)
+def to_iceberg_filter(expr: Expr, columns: Collection[int] | None = None) -> ice.BooleanExpression:
+    """The inclusive reading; with `columns` (field ids), leaves on other columns are AlwaysTrue, which is what
+    their inclusive projection onto partitions of those columns is anyway (and skips translating, say, a
+    100,000-value IN list on a column no partition is derived from)."""
+    return _ToIceberg(strict=False, columns=columns).visit(expr)
 
 
-def to_strict_iceberg_filter(expr: Expr) -> ice.BooleanExpression:
-    return _ToIceberg(strict=True).visit(expr)
+def to_strict_iceberg_filter(expr: Expr, columns: Collection[int] | None = None) -> ice.BooleanExpression:
+    """The strict reading; with `columns`, leaves on other columns are AlwaysFalse (their strict projection)."""
+    return _ToIceberg(strict=True, columns=columns).visit(expr)
 
 
 class _ToIceberg(ExprVisitor[ice.BooleanExpression]):
     """A bound predicate as a pyiceberg row filter; what cannot be translated exactly is `unknown` (AlwaysTrue for
     the inclusive reading, AlwaysFalse for the strict one)."""
 
-    def __init__(self, strict: bool) -> None:
+    def __init__(self, strict: bool, columns: Collection[int] | None = None) -> None:
         self.strict = strict
+        self.columns = None if columns is None else frozenset(columns)
         self.unknown: ice.BooleanExpression = ice.AlwaysFalse() if strict else ice.AlwaysTrue()
+
+    def visit(self, expr: Expr) -> ice.BooleanExpression:
+        column = getattr(expr, "column", None)
+        if self.columns is not None and column is not None and column.field_id not in self.columns:
+            return self.unknown
+        return super().visit(expr)
 
     def visit_const(self, expr: Const) -> ice.BooleanExpression:
         return ice.AlwaysTrue() if expr.value else ice.AlwaysFalse()
@@ -94,6 +108,11 @@ class _ToIceberg(ExprVisitor[ice.BooleanExpression]):
             return self.unknown  # the double literal would be rounded to a float by pyiceberg: not translated
         # physical values (days, micros, Decimal, str, bytes, bool, double) bind to pyiceberg literals as they are
         return _LEAF[expr.op](expr.column.name, expr.value)
+
+    def visit_bound_in(self, expr: BoundIn) -> ice.BooleanExpression:
+        if isinstance(expr.column.type, FloatType):
+            return self.unknown  # as for one comparison: pyiceberg would round the double literals to floats
+        return (ice.NotIn if expr.negated else ice.In)(expr.column.name, expr.values)
 
     def visit_bound_field(self, expr: BoundField) -> ice.BooleanExpression:
         return self.unknown  # month/day/hour of a column: no pyiceberg term (see partitions.calendar_field_verdict)

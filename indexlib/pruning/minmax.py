@@ -39,6 +39,7 @@ from indexlib.query.model import (
     BoundColumn,
     BoundCompare,
     BoundField,
+    BoundIn,
     Const,
     Expr,
     IsNaN,
@@ -179,6 +180,46 @@ def _field(leaf: BoundField, stats: ColumnStatistics) -> Verdict:
     return _compare(BoundCompare(leaf.op, column, leaf.value), field_stats)
 
 
+def _in_set(target: ValueSet, stats: ColumnStatistics) -> Verdict:
+    """`column IN S` (or `NOT IN S`) over all files at once: one sorted-search of each file's bounds in S.
+
+    A file holds a value of S only if some v in S lies within [lower, upper] (`hit`; an unknown or NaN bound is
+    read as unbounded on that side). Every row is in S when the file's only value (lower = upper, no NULL, no NaN)
+    is in S. NOT IN is the AND of `!= v` over S: a file might match unless its only value is in S (NaN rows always
+    might, as for `!=`), and every row matches when no v of S lies within its bounds and it has no NULL.
+    """
+    values = sorted(set(target.values))
+    hit = _any_within(values, stats.lower, stats.upper)
+    single_in_set = _false_where_unknown(pc.equal(stats.lower, stats.upper)) & hit
+    no_nulls = stats.null_count == 0
+    if target.negated:
+        has_nans = stats.nan_count != 0  # True also where unknown
+        might = ((stats.comparable_values != 0) & ~single_in_set) | (has_nans & stats.known) | ~stats.known
+        return Verdict(might, no_nulls & (~hit | (stats.comparable_values == 0)))
+    might = (stats.comparable_values != 0) & hit
+    return Verdict(might, no_nulls & (stats.nan_count == 0) & single_in_set)
+
+
+def _any_within(values: list[Any], lower: pa.Array, upper: pa.Array) -> np.ndarray:
+    """Per file, whether some value of the sorted `values` lies within [lower, upper]; a null (or NaN) bound
+    is no bound on that side."""
+    numeric = pa.types.is_integer(lower.type) or pa.types.is_floating(lower.type) or pa.types.is_boolean(lower.type)
+    sorted_values = np.array(values, dtype=lower.type.to_pandas_dtype() if numeric else object)
+
+    def positions(bounds: pa.Array, side: str, unbounded: int) -> np.ndarray:
+        valid = pc.is_valid(bounds).to_numpy(zero_copy_only=False)
+        if pa.types.is_floating(bounds.type):
+            valid &= ~pc.fill_null(pc.is_nan(bounds), True).to_numpy(zero_copy_only=False)
+        if numeric:
+            filled = pc.fill_null(bounds, pa.scalar(values[0], bounds.type)).to_numpy(zero_copy_only=False)
+        else:
+            filled = np.array([v if v is not None else values[0] for v in bounds.to_pylist()], dtype=object)
+        found = np.searchsorted(sorted_values, filled, side=side)
+        return np.where(valid, found, unbounded)
+
+    return positions(upper, "right", len(values)) > positions(lower, "left", 0)
+
+
 def evaluate(expr: Expr, stats: StatisticsProvider, kinds: Sequence[IndexKind] = ()) -> Verdict:
     """Per-file verdict on a bound, normalised predicate (see module docstring), from min/max and the payloads of
     `kinds`. One-off; a lookup that evaluates the predicate once per stage keeps one `Evaluation`."""
@@ -230,11 +271,14 @@ class _Evaluator(ExprVisitor[Verdict]):
         self.stats = evaluation.stats
 
     def visit(self, expr: Expr) -> Verdict:
-        target = (value_set(expr) or (expr if isinstance(expr, Pattern) else None)) if self.kinds else None
-        if target is None:
+        target = value_set(expr) or (expr if isinstance(expr, Pattern) else None)
+        if target is None or (not self.kinds and not isinstance(target, ValueSet)):
             return super().visit(expr)
-        verdict = _Evaluator(self.evaluation, ()).visit(expr)
         column = self.stats.column(target.column)
+        if isinstance(target, ValueSet) and not isinstance(expr, BoundCompare):
+            verdict = _in_set(target, column)  # an IN list or an OR chain of `=`: one vectorised set test
+        else:
+            verdict = super().visit(expr)  # one comparison, or a pattern: min/max alone first
         for kind in self.kinds:
             answer = self.evaluation.kind_verdict(kind, target, column, verdict.might)
             if answer is not None:
@@ -258,6 +302,9 @@ class _Evaluator(ExprVisitor[Verdict]):
 
     def visit_bound_compare(self, expr: BoundCompare) -> Verdict:
         return _compare(expr, self.stats.column(expr.column))
+
+    def visit_bound_in(self, expr: BoundIn) -> Verdict:
+        return _in_set(ValueSet(expr.column, expr.values, expr.negated), self.stats.column(expr.column))
 
     def visit_is_null(self, expr: IsNull) -> Verdict:
         return _is_null(expr, self.stats.column(expr.column))
@@ -288,6 +335,9 @@ class _StatisticsUsed(ExprVisitor[str]):
 
     def visit_bound_compare(self, expr: BoundCompare) -> str:
         return f"lower/upper bounds and null/NaN counts of {expr.column.name}"
+
+    def visit_bound_in(self, expr: BoundIn) -> str:
+        return f"lower/upper bounds and null/NaN counts of {expr.column.name}, searched for {len(expr.values):,} values"
 
     def visit_is_null(self, expr: IsNull) -> str:
         return f"null and value counts of {expr.column.name}"

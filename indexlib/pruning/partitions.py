@@ -91,10 +91,11 @@ def prune_partitions(source: Source, files: list[DataFileRef], predicate: Expr) 
 
 def _iceberg_stage(name: str, table: Any, files: list[DataFileRef], predicate: Expr) -> PartitionPruning:
     """Lift the bound predicate through each file's partition spec (pyiceberg inclusive / strict projection)."""
-    inclusive = to_iceberg_filter(predicate)
+    sources = {field.source_id for spec in table.specs().values() for field in spec.fields}
+    inclusive = to_iceberg_filter(predicate, sources)
     try:
         might, all_match = partition_verdict(
-            table, files, inclusive, case_sensitive=True, strict_filter=to_strict_iceberg_filter(predicate)
+            table, files, inclusive, case_sensitive=True, strict_filter=to_strict_iceberg_filter(predicate, sources)
         )
         field_might, field_all_match = calendar_field_verdict(table, files, predicate)
         might, all_match = might & field_might, all_match | field_all_match
@@ -331,7 +332,7 @@ class _CalendarFields(ExprVisitor[tuple[bool, bool]]):
     def visit_leaf(self, expr: Expr) -> tuple[bool, bool]:
         return _UNKNOWN  # every other leaf: the projection and statistics stages decide it
 
-    visit_bound_compare = visit_is_null = visit_is_nan = visit_pattern = visit_unusable = visit_leaf
+    visit_bound_compare = visit_bound_in = visit_is_null = visit_is_nan = visit_pattern = visit_unusable = visit_leaf
 
 
 _NULL_PRESERVING = ("identity", "year", "month", "day", "hour")  # f(x) is NULL exactly when x is (void is not)

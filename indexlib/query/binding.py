@@ -62,6 +62,7 @@ from indexlib.query.model import (
     BoundColumn,
     BoundCompare,
     BoundField,
+    BoundIn,
     Compare,
     Const,
     Expr,
@@ -163,15 +164,63 @@ class _Binder(ExprVisitor[Expr]):
             values = in_list_values(expr.values)
         except _CannotCoerce as exc:
             return Unusable(str(expr), str(exc))
-        leaves = [_bind_leaf(op, expr.column, v, self.schema, self.table) for v in values]
-        return and_(*leaves) if expr.negated else or_(*leaves)
+        plain, others = _split_plain(expr.column, values, self.schema, self.table)
+        leaves = [_bind_leaf(op, expr.column, v, self.schema, self.table) for v in others]
+        leaves += [BoundCompare(op, plain[0], v) for v in plain[1]] if plain else []
+        return _as_set(leaves, op, expr.negated)
 
     def visit_compare(self, expr: Compare) -> Expr:
         return _bind_leaf(expr.op, expr.column, expr.value, self.schema, self.table)
 
 
+_PLAIN_INTEGERS = {IntegerType: (-(2**31), 2**31 - 1), LongType: (-(2**63), 2**63 - 1)}
+
+
+def _split_plain(
+    term: str | Transform, values: tuple[Any, ...], schema: Schema, table: str
+) -> tuple[tuple[BoundColumn, list[Any]] | None, list[Any]]:
+    """The values of an IN list that bind to themselves (str on a string column, an int within range on an int or
+    long column: what `_bind_leaf` returns for them unchanged, which a test checks), and the others, which take the
+    general path. Planners send IN lists of 100,000 keys; the general path costs ~50 us per value."""
+    if not isinstance(term, str):
+        return None, list(values)
+    column = resolve_column(schema, term, table)
+    if isinstance(column.type, StringType):
+        plain = [v for v in values if isinstance(v, str)]
+        others = [v for v in values if not isinstance(v, str)]
+    elif type(column.type) in _PLAIN_INTEGERS:
+        low, high = _PLAIN_INTEGERS[type(column.type)]
+        fits = [type(v) is int and low <= v <= high for v in values]
+        plain = [v for v, ok in zip(values, fits, strict=True) if ok]
+        others = [v for v, ok in zip(values, fits, strict=True) if not ok]
+    else:
+        return None, list(values)
+    return (column, plain), others
+
+
+def _as_set(leaves: list[Expr], op: str, negated: bool) -> Expr:
+    """The bound values of an IN list: its plain equalities (inequalities for NOT IN) on the column become one
+    `BoundIn`; values that bound to anything else (a widened range, a constant, an unusable part) stay beside it,
+    OR-ed (AND-ed for NOT IN) as before."""
+    plain = [leaf for leaf in leaves if isinstance(leaf, BoundCompare) and leaf.op == op]
+    values = sorted({leaf.value for leaf in plain})
+    rest = [leaf for leaf in leaves if not (isinstance(leaf, BoundCompare) and leaf.op == op)]
+    if len(values) > 1:
+        rest.append(BoundIn(plain[0].column, tuple(values), negated))
+    elif values:
+        rest.append(BoundCompare(op, plain[0].column, values[0]))
+    return and_(*rest) if negated else or_(*rest)
+
+
 def _conjuncts(expr: Expr) -> list[Expr]:
-    return _conjuncts(expr.left) + _conjuncts(expr.right) if isinstance(expr, And) else [expr]
+    parts, stack = [], [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, And):
+            stack.extend((node.right, node.left))
+        else:
+            parts.append(node)
+    return parts
 
 
 def combine_calendar_fields(conjuncts: list[Expr]) -> list[Expr]:

@@ -306,28 +306,33 @@ def _literal_str(value: Any) -> str:
 
 def and_(*operands: Expr) -> Expr:
     """AND with constant folding that is valid in three-valued logic (FALSE absorbs, TRUE vanishes)."""
-    result: Expr = TRUE
+    parts: list[Expr] = []
     for operand in operands:
-        if result == FALSE or operand == FALSE:
-            result = FALSE
-        elif result == TRUE:
-            result = operand
-        elif operand != TRUE:
-            result = And(result, operand)
-    return result
+        if operand == FALSE:
+            return FALSE
+        if operand != TRUE:
+            parts.append(operand)
+    return _balanced(And, parts) if parts else TRUE
 
 
 def or_(*operands: Expr) -> Expr:
     """OR with constant folding that is valid in three-valued logic (TRUE absorbs, FALSE vanishes)."""
-    result: Expr = FALSE
+    parts: list[Expr] = []
     for operand in operands:
-        if result == TRUE or operand == TRUE:
-            result = TRUE
-        elif result == FALSE:
-            result = operand
-        elif operand != FALSE:
-            result = Or(result, operand)
-    return result
+        if operand == TRUE:
+            return TRUE
+        if operand != FALSE:
+            parts.append(operand)
+    return _balanced(Or, parts) if parts else FALSE
+
+
+def _balanced(node: type[And] | type[Or], parts: list[Expr]) -> Expr:
+    """`parts` joined by one associative connective as a balanced tree, so a chain of n operands nests log2(n)
+    deep and every visitor's recursion stays shallow however long a planner's OR chain is."""
+    while len(parts) > 1:
+        pairs = [node(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+        parts = pairs + ([parts[-1]] if len(parts) % 2 else [])
+    return parts[0]
 
 
 @dataclass(frozen=True)
@@ -347,6 +352,24 @@ class BoundCompare(Expr):
 
     def __str__(self) -> str:
         return str(Compare(self.op, self.column.name, display_value(self.column.type, self.value)))
+
+
+@dataclass(frozen=True)
+class BoundIn(Expr):
+    """`column IN values` (with `negated`, `column NOT IN values`): two or more distinct non-NULL values in the
+    column's physical domain, sorted. An IN list stays one leaf, evaluated as a set (a 100,000-value list is one
+    vectorised membership test, not 100,000 OR-ed comparisons)."""
+
+    column: BoundColumn
+    values: tuple[Any, ...]
+    negated: bool = False
+
+    SHOWN = 10  # values spelled out by str(); explain of a 100,000-value list stays readable
+
+    def __str__(self) -> str:
+        shown = ", ".join(_literal_str(display_value(self.column.type, v)) for v in self.values[: self.SHOWN])
+        more = f", ... {len(self.values):,} values" if len(self.values) > self.SHOWN else ""
+        return f"{self.column.name} {'NOT IN' if self.negated else 'IN'} ({shown}{more})"
 
 
 @dataclass(frozen=True)

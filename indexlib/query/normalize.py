@@ -79,7 +79,7 @@ class _PushNot(ExprVisitor[Expr]):
     def visit_bound_compare(self, expr: Expr) -> Expr:
         return self.unhandled(expr) if self.negate else expr
 
-    visit_bound_field = visit_widened = visit_bound_compare
+    visit_bound_field = visit_widened = visit_bound_in = visit_bound_compare
 
 
 _KEEP, _NEGATE = _PushNot(False), _PushNot(True)

@@ -136,10 +136,69 @@ def parse_where(where: str, clock: Clock | None = None, dialect: str | None = No
         tree = sqlglot.parse_one(where, read=dialect)
     except sqlglot.errors.SqlglotError as exc:
         message = _ANSI_ESCAPE.sub("", str(exc)).replace("\n", " ")
-        raise UserError(f"cannot parse WHERE {where!r}: {message}") from None
+        raise UserError(f"cannot parse WHERE {_short(where)!r}: {message}") from None
+    except RecursionError:
+        raise UserError(f"WHERE {_short(where)!r} {_LIMITS}") from None
     if not isinstance(tree, exp.Condition) or isinstance(tree, exp.Query):
-        raise UserError(f"WHERE {where!r} is not a boolean expression")
+        raise UserError(f"WHERE {_short(where)!r} is not a boolean expression")
+    parentheses, logic = _nesting(tree)
+    if parentheses > MAX_PARENTHESES or logic > MAX_LOGIC_DEPTH:
+        raise UserError(
+            f"WHERE {_short(where)!r} nests {parentheses} levels of parentheses and {logic} of AND/OR/NOT: {_LIMITS}"
+        )
     return _Converter(clock or Clock()).convert(tree)
+
+
+# Documented limits (README "Predicates"): far beyond hand-written SQL, and within what the parser and every
+# tree walk after it handle without hitting Python's recursion limit.
+MAX_PARENTHESES = 400
+MAX_LOGIC_DEPTH = 100
+_LIMITS = (
+    f"is nested too deeply: at most {MAX_PARENTHESES} levels of parentheses and {MAX_LOGIC_DEPTH} of AND/OR/NOT "
+    "(a chain of one operator is one level; IN lists of any length are one leaf)"
+)
+
+
+def _short(where: str, limit: int = 60) -> str:
+    """The WHERE text for a one-line error: a 100,000-value IN list is cut."""
+    return where if len(where) <= limit else f"{where[:limit]}... ({len(where):,} characters)"
+
+
+def _nesting(tree: exp.Expression) -> tuple[int, int]:
+    """How deep parentheses nest, and how deep AND/OR/NOT nest (a chain of one operator counts once), without
+    recursion."""
+    deepest_parens = deepest_logic = 0
+    stack: list[tuple[exp.Expression, int, int, type | None]] = [(tree, 0, 0, None)]
+    while stack:
+        node, parens, logic, outer = stack.pop()
+        deepest_parens, deepest_logic = max(deepest_parens, parens), max(deepest_logic, logic)
+        if isinstance(node, exp.Paren):
+            stack.append((node.this, parens + 1, logic, outer))
+        elif isinstance(node, (exp.And, exp.Or)):
+            depth = logic if type(node) is outer else logic + 1
+            stack.extend((child, parens, depth, type(node)) for child in (node.left, node.right))
+        elif isinstance(node, exp.Not):
+            stack.append((node.this, parens, logic + 1, exp.Not))
+        else:
+            stack.extend(
+                (child, parens, logic, None) for child in node.iter_expressions() if not isinstance(child, exp.Literal)
+            )
+    return deepest_parens, deepest_logic
+
+
+def _chain(node: exp.Expression, connective: type[exp.Connector]) -> list[exp.Expression]:
+    """The operands of a chain of one connective (`a OR b OR c`, parenthesised or not), left to right, without
+    recursion: sqlglot nests a chain of n operands n deep."""
+    parts, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        while isinstance(current, exp.Paren):
+            current = current.this
+        if isinstance(current, connective):
+            stack.extend((current.right, current.left))
+        else:
+            parts.append(current)
+    return parts
 
 
 class _Converter:
@@ -147,12 +206,12 @@ class _Converter:
         self.clock = clock
 
     def convert(self, node: exp.Expression) -> Expr:
-        if isinstance(node, exp.Paren):
-            return self.convert(node.this)
+        while isinstance(node, exp.Paren):
+            node = node.this
         if isinstance(node, exp.And):
-            return and_(self.convert(node.left), self.convert(node.right))
+            return and_(*(self.convert(part) for part in _chain(node, exp.And)))
         if isinstance(node, exp.Or):
-            return or_(self.convert(node.left), self.convert(node.right))
+            return or_(*(self.convert(part) for part in _chain(node, exp.Or)))
         if isinstance(node, exp.Not):
             return Not(self.convert(node.this))
         if isinstance(node, exp.Boolean):

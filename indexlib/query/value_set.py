@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from indexlib.query.model import And, BoundColumn, BoundCompare, Expr, Or
+from indexlib.query.model import And, BoundColumn, BoundCompare, BoundIn, Expr, Or
 
 
 @dataclass(frozen=True)
@@ -20,21 +20,28 @@ class ValueSet:
 
 
 def value_set(expr: Expr) -> ValueSet | None:
-    """The ValueSet `expr` is exactly (an OR of `=` or an AND of `!=` on one column), if any."""
+    """The ValueSet `expr` is exactly (an IN list, or an OR of `=` and IN lists / an AND of `!=` and NOT IN lists,
+    all on one column), if any."""
     first = expr
     while isinstance(first, (And, Or)):
         first = first.left
-    if not isinstance(first, BoundCompare) or first.op not in ("=", "!="):
+    if isinstance(first, BoundIn):
+        column, negated = first.column, first.negated
+    elif isinstance(first, BoundCompare) and first.op in ("=", "!="):
+        column, negated = first.column, first.op == "!="
+    else:
         return None
-    joiner = Or if first.op == "=" else And
+    joiner, op = (And, "!=") if negated else (Or, "=")
     values: list[Any] = []
     stack = [expr]
     while stack:
         node = stack.pop()
         if isinstance(node, joiner):
             stack.extend((node.right, node.left))
-        elif isinstance(node, BoundCompare) and node.op == first.op and node.column == first.column:
+        elif isinstance(node, BoundCompare) and node.op == op and node.column == column:
             values.append(node.value)
+        elif isinstance(node, BoundIn) and node.negated == negated and node.column == column:
+            values.extend(node.values)
         else:
             return None
-    return ValueSet(first.column, tuple(values), negated=first.op == "!=")
+    return ValueSet(column, tuple(values), negated)

@@ -14,6 +14,7 @@ from indexlib.query.model import (
     And,
     BoundCompare,
     BoundField,
+    BoundIn,
     Compare,
     Const,
     Expr,
@@ -42,6 +43,7 @@ _METHODS: dict[type[Expr], str] = {
     Pattern: "visit_pattern",
     BoundCompare: "visit_bound_compare",
     BoundField: "visit_bound_field",
+    BoundIn: "visit_bound_in",
     Widened: "visit_widened",
 }
 
@@ -92,6 +94,9 @@ class ExprVisitor(Generic[T]):
     def visit_bound_field(self, expr: BoundField) -> T:
         self.unhandled(expr)
 
+    def visit_bound_in(self, expr: BoundIn) -> T:
+        self.unhandled(expr)
+
     def visit_widened(self, expr: Widened) -> T:
         self.unhandled(expr)
 
@@ -128,6 +133,9 @@ class LeafVisitor(ExprVisitor[T]):
         return self.visit_leaf(expr)
 
     def visit_bound_field(self, expr: BoundField) -> T:
+        return self.visit_leaf(expr)
+
+    def visit_bound_in(self, expr: BoundIn) -> T:
         return self.visit_leaf(expr)
 
     def visit_widened(self, expr: Widened) -> T:
