@@ -13,6 +13,7 @@ every row of it matches the whole predicate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from indexlib.query.model import Expr, Pattern
 from indexlib.query.normalize import leaves, normalize, unusable_parts
 from indexlib.query.sql import Clock, parse_where
 from indexlib.query.value_set import value_set
+from indexlib.sources.base import DataFileRef, Source
 from indexlib.sources.registry import open_source
 from indexlib.statistics.verdict import Verdict
 from indexlib.store.entries import EntryStatistics, one_entry_per_path
@@ -91,29 +93,47 @@ class IndexVerdicts:
         return self.stages[-1][2]  # stages are cumulative: the last knows what every earlier one proved
 
 
+@dataclass(frozen=True)
+class AlignedEntries:
+    """The index entries of a list of live files, matched to it once (one entry per path; -1: no entry). A handle
+    keeps one per (source snapshot, index snapshot) pair, so the statistics it decodes serve every later lookup."""
+
+    indexed: np.ndarray
+    at: np.ndarray  # per live file, its row in `stats` (0 where not indexed)
+    stats: EntryStatistics | None
+
+    @staticmethod
+    def of(live_paths: list[str], entries: pa.Table) -> AlignedEntries:
+        entries = entries.filter(pc.is_in(entries.column("file_path"), value_set=pa.array(live_paths, pa.string())))
+        entries = one_entry_per_path(entries)
+        position = {path: i for i, path in enumerate(entries.column("file_path").to_pylist())}
+        index_of = np.array([position.get(path, -1) for path in live_paths], dtype=np.int64)
+        indexed = index_of >= 0
+        stats = EntryStatistics(entries) if indexed.any() else None
+        return AlignedEntries(indexed, np.where(indexed, index_of, 0), stats)
+
+
 def prune(
     predicate: Expr, live_paths: list[str], entries: pa.Table, kinds: list[IndexKind] | None = None
 ) -> IndexVerdicts:
     """Index-stage verdicts over `live_paths`, given index entries (any superset of the live ones): "minmax", then
     one stage per kind in `kinds` (default: every kind), each using min/max and every kind before it."""
+    return prune_aligned(predicate, AlignedEntries.of(live_paths, entries), kinds)
+
+
+def prune_aligned(predicate: Expr, aligned: AlignedEntries, kinds: list[IndexKind] | None = None) -> IndexVerdicts:
     kinds = list(registry().values()) if kinds is None else kinds
-    entries = entries.filter(pc.is_in(entries.column("file_path"), value_set=pa.array(live_paths, pa.string())))
-    entries = one_entry_per_path(entries)
-    position = {path: i for i, path in enumerate(entries.column("file_path").to_pylist())}
-    index_of = np.array([position.get(path, -1) for path in live_paths], dtype=np.int64)
-    indexed = index_of >= 0
     names = ["minmax", *(kind.name for kind in kinds)]
-    if not indexed.any():
-        unknown = Verdict.unknown(len(live_paths))
-        return IndexVerdicts(indexed, [(name, unknown.might, unknown.all_match) for name in names])
-    evaluation = Evaluation(EntryStatistics(entries))
-    at = np.where(indexed, index_of, 0)
+    if aligned.stats is None:
+        unknown = Verdict.unknown(len(aligned.indexed))
+        return IndexVerdicts(aligned.indexed, [(name, unknown.might, unknown.all_match) for name in names])
+    evaluation = Evaluation(aligned.stats)
     stages = []
     for used, name in enumerate(names):
         verdict = evaluation.evaluate(predicate, kinds[:used])
-        kept = ~indexed | verdict.might[at]
-        stages.append((name, kept, indexed & verdict.all_match[at] & kept))
-    return IndexVerdicts(indexed, stages)
+        kept = ~aligned.indexed | verdict.might[aligned.at]
+        stages.append((name, kept, aligned.indexed & verdict.all_match[aligned.at] & kept))
+    return IndexVerdicts(aligned.indexed, stages)
 
 
 def leaf_statistics(leaf: Expr, kinds: list[IndexKind]) -> str:
@@ -125,24 +145,48 @@ def leaf_statistics(leaf: Expr, kinds: list[IndexKind]) -> str:
     return "; ".join(used)
 
 
+@dataclass
+class TableState:
+    """What lookups read of one source snapshot and one index snapshot: the live files and the index entries (any
+    superset of the live ones). Lookups only read it, so threads can share one."""
+
+    source: Source
+    live: list[DataFileRef]
+    entries: pa.Table
+    source_version: int | None = None
+    index_version: int | None = None
+
+    @cached_property
+    def live_paths(self) -> list[str]:
+        return [f.path for f in self.live]
+
+    @cached_property
+    def aligned(self) -> AlignedEntries:
+        return AlignedEntries.of(self.live_paths, self.entries)
+
+
 def lookup(config: Config, table: str, where: str, clock: Clock | None = None) -> LookupResult:
     """Files of `table` that might hold a row matching `where`, and the summary `skipindex explain` prints.
 
     `clock` fixes what CURRENT_DATE / CURRENT_TIMESTAMP / NOW() mean (default: now, in `[lookup] time_zone`).
+    One-off: it plans the source's live files and reads the index. Planner code that asks many questions keeps an
+    `IndexHandle` (handle.py), which caches both by snapshot.
     """
     catalog = config.load_catalog()
     source = open_source(config, table, catalog)
-    clock = clock or Clock.system(config.time_zone)
-    parsed = parse_where(where, clock, config.dialect)
-    predicate = bind(normalize(parsed), source.schema, table)
-    live = source.live_files()
-    live_paths = [f.path for f in live]
+    state = TableState(source, source.live_files(), IndexTable(catalog, config.index_namespace, source.name).entries())
+    return lookup_in(state, table, where, clock or Clock.system(config.time_zone), config.dialect)
 
-    partitions = prune_partitions(source, live, predicate)
+
+def lookup_in(state: TableState, table: str, where: str, clock: Clock, dialect: str | None = None) -> LookupResult:
+    """The lookup over one table state (see `lookup`)."""
+    parsed = parse_where(where, clock, dialect)
+    predicate = bind(normalize(parsed), state.source.schema, table)
+    live_paths = state.live_paths
+    partitions = prune_partitions(state.source, state.live, predicate)
     after_partition = np.asarray(partitions.might, dtype=bool)
-    entries = IndexTable(catalog, config.index_namespace, source.name).entries()
     kinds = list(registry().values())
-    verdicts = prune(predicate, live_paths, entries, kinds)
+    verdicts = prune_aligned(predicate, state.aligned, kinds)
     stages = [Stage("partition", len(live_paths), int(after_partition.sum()))]
     all_match = np.asarray(partitions.all_match, dtype=bool)
     kept = after_partition

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
+
+from indexlib.sources.registry import open_source
 
 
 class Lake:
@@ -54,3 +58,42 @@ class Lake:
             self.iceberg.overwrite(self.iceberg.scan().to_arrow())
         else:
             DeltaTable(self.name).optimize.compact()
+
+
+EVENTS_SCHEMA = pa.schema([("id", pa.int64()), ("service", pa.string()), ("part", pa.string())])
+SERVICES = ["auth", "billing", "search", "web", "mail", "queue"]
+PARTS = ["a", "b", "c"]
+# (predicate, the same as a function of one row; None is SQL NULL, which never matches)
+QUERIES = [
+    ("service = 'auth'", lambda r: r["service"] == "auth"),
+    ("service IN ('mail', 'queue')", lambda r: r["service"] in ("mail", "queue")),
+    ("id = 17", lambda r: r["id"] == 17),
+    ("id >= 200", lambda r: r["id"] is not None and r["id"] >= 200),
+    ("part = 'b' AND service LIKE 'se%'", lambda r: r["part"] == "b" and (r["service"] or "").startswith("se")),
+    ("part <> 'a'", lambda r: r["part"] is not None and r["part"] != "a"),
+]
+
+
+def events_batch(rng: random.Random, start: int, rows: int, part: str) -> pa.Table:
+    """Rows of one partition whose services cluster (two per batch), so the tag index can prune."""
+    services = rng.sample(SERVICES, 2)
+    return pa.Table.from_pylist(
+        [
+            {"id": i, "service": None if rng.random() < 0.1 else rng.choice(services), "part": part}
+            for i in range(start, start + rows)
+        ],
+        schema=EVENTS_SCHEMA,
+    )
+
+
+def live_rows(config, name: str) -> dict[str, list[dict]]:
+    """Every live file's rows, read from the file (Delta partition values come from the log, as readers do)."""
+    source = open_source(config, name)
+    rows = {}
+    for ref in source.live_files():
+        data = pq.read_table(ref.path.removeprefix("file://"))
+        for column, value in ref.partition if isinstance(ref.partition, tuple) else ():
+            if column not in data.column_names:
+                data = data.append_column(column, pa.array([value] * data.num_rows))
+        rows[ref.path] = data.to_pylist()
+    return rows

@@ -221,6 +221,7 @@ def test_an_in_list_binds_as_each_of_its_values_would_alone(column, values, nega
     )
 
 
+@pytest.mark.slow
 def test_a_chain_of_3000_comparisons_and_400_levels_of_parentheses_evaluate(tmp_path):
     tables = [pa.Table.from_pylist([{"i": v, "s": "x"}], schema=ARROW_SCHEMA) for v in (5, 50_000)]
     paths, entries = write_and_index(tmp_path, tables, SCHEMA)

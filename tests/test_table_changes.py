@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
-from lakes import Lake
+from lakes import EVENTS_SCHEMA, PARTS, QUERIES, Lake, events_batch, live_rows
 
 from indexlib.config import load_config
 from indexlib.errors import UserError
@@ -25,48 +25,10 @@ from indexlib.sources.base import DataFileRef
 from indexlib.sources.registry import open_source
 from indexlib.store.table import IndexTable
 
-SCHEMA = pa.schema([("id", pa.int64()), ("service", pa.string()), ("part", pa.string())])
-SERVICES = ["auth", "billing", "search", "web", "mail", "queue"]
-PARTS = ["a", "b", "c"]
-# (predicate, the same as a function of one row; None is SQL NULL, which never matches)
-QUERIES = [
-    ("service = 'auth'", lambda r: r["service"] == "auth"),
-    ("service IN ('mail', 'queue')", lambda r: r["service"] in ("mail", "queue")),
-    ("id = 17", lambda r: r["id"] == 17),
-    ("id >= 200", lambda r: r["id"] is not None and r["id"] >= 200),
-    ("part = 'b' AND service LIKE 'se%'", lambda r: r["part"] == "b" and (r["service"] or "").startswith("se")),
-    ("part <> 'a'", lambda r: r["part"] is not None and r["part"] != "a"),
-]
-
-
-def _batch(rng: random.Random, start: int, rows: int, part: str) -> pa.Table:
-    """Rows of one partition whose services cluster (two per batch), so the tag index can prune."""
-    services = rng.sample(SERVICES, 2)
-    return pa.Table.from_pylist(
-        [
-            {"id": i, "service": None if rng.random() < 0.1 else rng.choice(services), "part": part}
-            for i in range(start, start + rows)
-        ],
-        schema=SCHEMA,
-    )
-
-
-def _rows(config, name: str) -> dict[str, list[dict]]:
-    """Every live file's rows, read from the file (Delta partition values come from the log, as readers do)."""
-    source = open_source(config, name)
-    rows = {}
-    for ref in source.live_files():
-        data = pq.read_table(ref.path.removeprefix("file://"))
-        for column, value in ref.partition if isinstance(ref.partition, tuple) else ():
-            if column not in data.column_names:
-                data = data.append_column(column, pa.array([value] * data.num_rows))
-        rows[ref.path] = data.to_pylist()
-    return rows
-
 
 def _check_lookups(config, name: str) -> list[tuple[str, int, int]]:
     """Every query keeps every live file holding a matching row and returns only live files."""
-    rows = _rows(config, name)
+    rows = live_rows(config, name)
     seen = []
     for where, matches in QUERIES:
         result = lookup(config, name, where)
@@ -94,17 +56,17 @@ def lake(request, catalog, tmp_path) -> Lake:
 def test_deletes_and_compaction_drop_removed_entries_and_index_new_files(config, lake, spark):
     rng = random.Random(7)
     for n in range(6):
-        lake.append(_batch(rng, n * 50, 50, PARTS[n % 3]))
+        lake.append(events_batch(rng, n * 50, 50, PARTS[n % 3]))
     first = build_index(config, lake.name, spark)
-    assert first.files_indexed == len(_rows(config, lake.name))
+    assert first.files_indexed == len(live_rows(config, lake.name))
 
     lake.delete("service = 'auth' OR id < 25")
-    lake.append(_batch(rng, 300, 50, "b"))
+    lake.append(events_batch(rng, 300, 50, "b"))
     # Fresh commits since the build: removed files are never returned; new ones pass the index stages (only their
     # partition values can prune them) and are counted unindexed.
     for where, _, _ in _check_lookups(config, lake.name):
         result = lookup(config, lake.name, where)
-        unindexed = set(_rows(config, lake.name)) - set(_index_paths(config, lake.name))
+        unindexed = set(live_rows(config, lake.name)) - set(_index_paths(config, lake.name))
         assert unindexed, "the delete rewrote files and the append added one"
         if "part" not in where:
             assert unindexed <= set(result.files), f"{where}: a live file not yet indexed was skipped"
@@ -117,7 +79,7 @@ def test_deletes_and_compaction_drop_removed_entries_and_index_new_files(config,
     assert third.files_indexed > 0 and third.entries_dropped > 0, "compaction: old entries dropped, new files indexed"
 
     paths = _index_paths(config, lake.name)
-    assert sorted(paths) == sorted(_rows(config, lake.name)), "one entry per live file, nothing else"
+    assert sorted(paths) == sorted(live_rows(config, lake.name)), "one entry per live file, nothing else"
     results = _check_lookups(config, lake.name)
     kept, truth = next((kept, truth) for where, kept, truth in results if where == "service = 'auth'")
     assert kept == truth < len(paths), "the tag index of the rewritten files keeps exactly the files holding 'auth'"
@@ -127,7 +89,7 @@ def test_deletes_and_compaction_drop_removed_entries_and_index_new_files(config,
 def test_a_rerun_after_changes_commits_nothing(config, lake, spark):
     rng = random.Random(3)
     for n in range(3):
-        lake.append(_batch(rng, n * 20, 20, PARTS[n]))
+        lake.append(events_batch(rng, n * 20, 20, PARTS[n]))
     build_index(config, lake.name, spark)
     lake.delete("id < 10")
     assert build_index(config, lake.name, spark).committed
@@ -149,11 +111,11 @@ def test_backfill_indexes_old_partitions_once_and_rebuilds_after_a_configuration
     config = backfill_config
     rng = random.Random(11)
     for n in range(9):
-        lake.append(_batch(rng, n * 30, 30, PARTS[n % 3]))
-    old = set(_rows(config, lake.name))
+        lake.append(events_batch(rng, n * 30, 30, PARTS[n % 3]))
+    old = set(live_rows(config, lake.name))
     start = build_index(config, lake.name, spark)
     assert start.committed and start.files_indexed == 0, "index_existing_files = false: the index starts now"
-    lake.append(_batch(rng, 1000, 30, "c"))
+    lake.append(events_batch(rng, 1000, 30, "c"))
     assert build_index(config, lake.name, spark).files_indexed == 1, "later files are indexed by the build"
 
     part_a = backfill(config, lake.name, "part = 'a'", spark)
@@ -166,7 +128,7 @@ def test_backfill_indexes_old_partitions_once_and_rebuilds_after_a_configuration
     rest = backfill(config, lake.name, None, spark)
     assert rest.files_indexed == 6 and rest.files_rebuilt == 0
     paths = _index_paths(config, lake.name)
-    assert sorted(paths) == sorted(_rows(config, lake.name)), "every live file once"
+    assert sorted(paths) == sorted(live_rows(config, lake.name)), "every live file once"
     _check_lookups(config, lake.name)
 
     conf_path.write_text(conf_path.read_text() + "[index]\nbloom_fpp = 0.001\n")
@@ -210,7 +172,7 @@ def test_backfill_batches_hold_whole_partitions_up_to_the_commit_size(sizes, per
 
 
 def test_backfill_where_must_name_a_partition_field(backfill_config, lake, spark):
-    lake.append(_batch(random.Random(1), 0, 10, "a"))
+    lake.append(events_batch(random.Random(1), 0, 10, "a"))
     with pytest.raises(UserError, match="restricts no partition field"):
         backfill(backfill_config, lake.name, "service = 'auth'", spark)
 
@@ -229,9 +191,9 @@ def test_delta_paths_are_the_data_files_delta_rs_resolves(config, tmp_path):
 
 
 def test_unreadable_file_fails_the_build_naming_it_and_commits_nothing(config, catalog, spark):
-    table = catalog.create_table("db.broken", schema=SCHEMA)
+    table = catalog.create_table("db.broken", schema=EVENTS_SCHEMA)
     for n in range(3):
-        table.append(_batch(random.Random(n), n * 10, 10, "a"))
+        table.append(events_batch(random.Random(n), n * 10, 10, "a"))
     victim = sorted(task.file.file_path for task in table.scan().plan_files())[1]
     Path(victim.removeprefix("file://")).write_bytes(b"not parquet at all")
     with pytest.raises(UserError, match=f"cannot index data file {victim}"):
@@ -243,9 +205,9 @@ def test_unreadable_file_fails_the_build_naming_it_and_commits_nothing(config, c
 def test_unreadable_file_is_skipped_when_configured_and_stays_unindexed(conf_path, catalog, spark):
     conf_path.write_text(conf_path.read_text() + '[build]\non_unreadable_file = "skip"\n')
     config = load_config(conf_path)
-    table = catalog.create_table("db.broken", schema=SCHEMA)
+    table = catalog.create_table("db.broken", schema=EVENTS_SCHEMA)
     for n in range(3):
-        table.append(_batch(random.Random(n), n * 10, 10, "a"))
+        table.append(events_batch(random.Random(n), n * 10, 10, "a"))
     victim = sorted(task.file.file_path for task in table.scan().plan_files())[1]
     Path(victim.removeprefix("file://")).write_bytes(b"not parquet at all")
     result = build_index(config, "db.broken", spark)
@@ -292,7 +254,7 @@ def test_delta_partition_values_prune_like_min_max_and_never_skip_a_matching_fil
         ]
         schema = pa.schema([("k", pa.int64()), ("s", pa.string()), ("d", pa.date32()), ("n", pa.int32())])
         write_deltalake(name, pa.Table.from_pylist(rows, schema=schema), mode="append", partition_by=["d", "n"])
-    rows = _rows(config, name)
+    rows = live_rows(config, name)
     result = lookup(config, name, where)
     truth = {path for path, file_rows in rows.items() if any(matches(r) for r in file_rows)}
     assert truth <= set(result.files), f"{where}: a file holding a matching row was skipped"

@@ -47,14 +47,21 @@ class DeltaSource:
     """A Delta table; the watermark is a table version."""
 
     def __init__(
-        self, name: str, storage_options: dict[str, str] | None = None, io_properties: dict[str, str] | None = None
+        self,
+        name: str,
+        storage_options: dict[str, str] | None = None,
+        io_properties: dict[str, str] | None = None,
+        table: Any = None,
     ) -> None:
+        """`table`: an already loaded `deltalake.DeltaTable` of `name` (a planner's handle reuses its own)."""
         from deltalake import DeltaTable
 
         self.name = normalize_delta_name(name)
         self.storage_options = dict(storage_options or {})
         try:
-            self.table = DeltaTable(self.name, storage_options=self.storage_options or None)
+            self.table = (
+                table if table is not None else DeltaTable(self.name, storage_options=self.storage_options or None)
+            )
         except Exception as exc:  # delta-rs raises TableNotFoundError, OSError or DeltaError here
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise UserError(f"no Delta table at {self.name!r} (cannot read its _delta_log: {reason})") from None

@@ -29,6 +29,17 @@ def _ref(data_file: Any) -> DataFileRef:
     )
 
 
+def only_appends_since(table: Table, snapshot_id: int) -> bool:
+    """Every snapshot of `table` after `snapshot_id` up to the current one is an append (and `snapshot_id` is an
+    ancestor of the current one): then the rows since are exactly what an incremental append scan reads."""
+    for snapshot in ancestors_of(table.current_snapshot(), table.metadata):
+        if snapshot.snapshot_id == snapshot_id:
+            return True
+        if snapshot.summary is None or snapshot.summary.operation != Operation.APPEND:
+            return False
+    return False
+
+
 class IcebergSource:
     """An Iceberg table; the watermark is a snapshot id of it.
 
@@ -38,11 +49,14 @@ class IcebergSource:
 
     table: Table
 
-    def __init__(self, catalog: Any, name: str) -> None:
-        try:
-            self.table = catalog.load_table(name)
-        except (NoSuchTableError, NoSuchNamespaceError, ValueError):
-            raise UserError(f"unknown table {name!r} in catalog {catalog.name!r}") from None
+    def __init__(self, catalog: Any, name: str, table: Table | None = None) -> None:
+        """The table `name` of `catalog`, or the already loaded `table` (a planner's handle reuses its own)."""
+        if table is None:
+            try:
+                table = catalog.load_table(name)
+            except (NoSuchTableError, NoSuchNamespaceError, ValueError):
+                raise UserError(f"unknown table {name!r} in catalog {catalog.name!r}") from None
+        self.table = table
         self.name = name
         self.schema = self.table.schema()
         self.io_properties = dict(self.table.io.properties)
@@ -90,13 +104,7 @@ class IcebergSource:
         return SourceChanges([f for f in live if f.path not in was_live], frozenset(f.path for f in live))
 
     def _only_appends_since(self, watermark: int) -> bool:
-        """Every snapshot after `watermark` up to the current one is an append (and `watermark` is an ancestor)."""
-        for snapshot in ancestors_of(self.table.current_snapshot(), self.table.metadata):
-            if snapshot.snapshot_id == watermark:
-                return True
-            if snapshot.summary is None or snapshot.summary.operation != Operation.APPEND:
-                return False
-        return False
+        return only_appends_since(self.table, watermark)
 
     def _paths_at(self, snapshot_id: int) -> set[str]:
         if self.table.snapshot_by_id(snapshot_id) is None:

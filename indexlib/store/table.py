@@ -86,6 +86,11 @@ class IndexTable:
             self._check_owner(self._table)
         return self._table
 
+    def reload(self) -> Any | None:
+        """The table as the catalog has it now (None when never indexed); later reads use this version."""
+        self._table = None
+        return self.load()
+
     def load_or_create(self) -> Any:
         table = self.load()
         if table is not None:

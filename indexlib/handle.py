@@ -1,0 +1,177 @@
+"""A long-lived lookup for planner code: one handle per table, many questions, from any thread.
+
+    handle = IndexHandle.for_iceberg(catalog.load_table("tpch.lineitem"))   # index in the same catalog
+    handle = IndexHandle.for_delta("s3://lake/events", index_catalog=catalog)
+    handle.lookup("l_orderkey = 42").files
+
+Each lookup first checks the current snapshot of the source and of its index table (one metadata read each; for
+Delta, the log entries since the version it knows). While neither moved, it answers from what it has: the live
+files, the index entries, and the statistics decoded by earlier lookups. When one moved it reads only what changed
+where the history allows: an Iceberg source whose new snapshots are all appends adds the files of those snapshots'
+manifests to its list (anything else, such as a delete, a compaction or a rollback, re-plans the live files); an index
+table that only had appends reads just the new entries (any other commit re-reads them all).
+
+Answers are those of `lookup.lookup` over the same snapshots: files committed after the last build stay "unindexed,
+kept", removed files are never returned. Thread safety: the snapshot check and the cache update run under one lock;
+a lookup then works on the state it got, which no one modifies, so concurrent lookups never see a half-updated cache.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pyarrow as pa
+
+from indexlib.lookup import LookupResult, TableState, lookup_in
+from indexlib.query.sql import Clock, check_dialect
+from indexlib.sources.base import Source
+from indexlib.sources.delta import DeltaSource
+from indexlib.sources.iceberg import IcebergSource, only_appends_since
+from indexlib.store.schema import ENTRY_ARROW_SCHEMA
+from indexlib.store.table import IndexTable
+
+DEFAULT_INDEX_NAMESPACE = "skipindex"
+
+
+class IndexHandle:
+    """Lookups on one source table and its index, cached by snapshot (see the module docstring)."""
+
+    def __init__(
+        self,
+        load_source: Any,
+        index: IndexTable,
+        name: str,
+        *,
+        time_zone: str | None = None,
+        dialect: str | None = None,
+    ) -> None:
+        """Prefer `for_iceberg` / `for_delta`. `load_source()` returns the source at its current snapshot."""
+        check_dialect(dialect)
+        self.name = name
+        self._load_source = load_source
+        self._index = index
+        self._time_zone = time_zone
+        self._dialect = dialect
+        self._lock = threading.Lock()
+        self._state: TableState | None = None
+        self.reads = {"source_plans": 0, "source_appends": 0, "index_full": 0, "index_appends": 0}
+
+    @classmethod
+    def for_iceberg(
+        cls,
+        table: Any,
+        *,
+        index_catalog: Any = None,
+        index_namespace: str = DEFAULT_INDEX_NAMESPACE,
+        time_zone: str | None = None,
+        dialect: str | None = None,
+    ) -> IndexHandle:
+        """A pyiceberg `Table`; its index lives in `index_catalog` (default: the table's own catalog)."""
+        catalog = table.catalog
+        name = ".".join(table.name())
+        index_catalog = index_catalog if index_catalog is not None else catalog
+        current = [table]  # the caller's table object serves the first check; later checks load a fresh one
+
+        def load_source() -> Source:
+            loaded = current.pop() if current else catalog.load_table(name)
+            return IcebergSource(catalog, name, loaded)
+
+        index = IndexTable(index_catalog, index_namespace, name)
+        return cls(load_source, index, name, time_zone=time_zone, dialect=dialect)
+
+    @classmethod
+    def for_delta(
+        cls,
+        path: str,
+        *,
+        index_catalog: Any,
+        index_namespace: str = DEFAULT_INDEX_NAMESPACE,
+        storage_options: dict[str, str] | None = None,
+        time_zone: str | None = None,
+        dialect: str | None = None,
+    ) -> IndexHandle:
+        """A Delta table by path or URI; its index lives in `index_catalog` (a pyiceberg Catalog)."""
+        source = DeltaSource(path, storage_options)
+        last = [source]
+
+        def load_source() -> Source:
+            previous = last[0]
+            version = previous.current_version()
+            previous.table.update_incremental()  # reads only the log entries after the version it has
+            if previous.current_version() == version:
+                return previous
+            last[0] = DeltaSource(previous.name, storage_options, table=previous.table)
+            return last[0]
+
+        index = IndexTable(index_catalog, index_namespace, source.name)
+        return cls(load_source, index, source.name, time_zone=time_zone, dialect=dialect)
+
+    def lookup(self, where: str, clock: Clock | None = None) -> LookupResult:
+        """Files that might hold a row matching `where` (as `lookup.lookup`), from the current snapshots."""
+        state = self.current()
+        return lookup_in(state, self.name, where, clock or Clock.system(self._time_zone), self._dialect)
+
+    def current(self) -> TableState:
+        """The state at the current snapshots of the source and the index, updated from the cached one."""
+        with self._lock:
+            source = self._load_source()
+            index_table = self._index.reload()
+            source_version = source.current_version()
+            index_snapshot = index_table.current_snapshot() if index_table is not None else None
+            index_version = index_snapshot.snapshot_id if index_snapshot is not None else None
+            cached = self._state
+            if cached is not None and (cached.source_version, cached.index_version) == (source_version, index_version):
+                return cached
+            live = self._live(source, source_version, cached)
+            entries = self._entries(index_table, index_version, cached)
+            self._state = TableState(source, live, entries, source_version, index_version)
+            return self._state
+
+    def _live(self, source: Source, version: int | None, cached: TableState | None) -> list:
+        if cached is not None and cached.source_version == version:
+            return cached.live
+        if (
+            cached is not None
+            and cached.source_version is not None
+            and isinstance(source, IcebergSource)
+            and only_appends_since(source.table, cached.source_version)
+        ):
+            added = source.changes_since(cached.source_version).added
+            self.reads["source_appends"] += 1
+            return cached.live + added
+        self.reads["source_plans"] += 1
+        return source.live_files()
+
+    def _entries(self, table: Any, version: int | None, cached: TableState | None) -> pa.Table:
+        if version is None:
+            return ENTRY_ARROW_SCHEMA.empty_table()
+        if cached is not None and cached.index_version == version:
+            return cached.entries
+        if cached is not None and cached.index_version is not None and only_appends_since(table, cached.index_version):
+            scan = table.incremental_append_scan(
+                from_snapshot_id_exclusive=cached.index_version, to_snapshot_id_inclusive=version
+            )
+            self.reads["index_appends"] += 1
+            return pa.concat_tables([cached.entries, scan.to_arrow()], promote_options="permissive")
+        self.reads["index_full"] += 1
+        return self._index.entries()
+
+
+def open_handle(config: Any, table: str) -> IndexHandle:
+    """A handle from a loaded TOML configuration (what the CLI would read), for tests and tools."""
+    from indexlib.sources.delta import is_delta_name
+
+    if is_delta_name(table):
+        return IndexHandle.for_delta(
+            table,
+            index_catalog=config.load_catalog(),
+            index_namespace=config.index_namespace,
+            storage_options=config.delta_storage_options,
+            time_zone=config.time_zone,
+            dialect=config.dialect,
+        )
+    loaded = IcebergSource(config.load_catalog(), table).table  # unknown table: the usual one-line error
+    return IndexHandle.for_iceberg(
+        loaded, index_namespace=config.index_namespace, time_zone=config.time_zone, dialect=config.dialect
+    )
