@@ -25,6 +25,7 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_lookup.py
+	$(BIN)/python benchmarks/bench_lookup_scale.py
 	$(BIN)/python benchmarks/bench_build.py
 	$(BIN)/python benchmarks/bench_automaton.py
 	$(BIN)/python benchmarks/bench_changes.py

@@ -1,0 +1,173 @@
+"""Lookup at lake scale, end to end from a real table: an Iceberg table (SQLite catalog) of N small Parquet files
+registered with `add_files`, indexed with the build's own per-file indexer and index writer (no Spark: building the
+index of 10,000+ files with one Spark task per file takes too long on this machine; issue 15 plans tasks by bytes).
+
+Side by side, per query: pyiceberg `plan_files(row_filter)` (Iceberg's own pruning), our one-off lookup in a fresh
+process (what `skipindex explain` does after its imports), and a warm `IndexHandle` (what planner code keeps), with the
+handle's warm time broken down by step; the files each keeps and the files that truly hold a match; peak RSS of the
+fresh process; and the bytes of index data files the lookup reads.
+
+    .venv/bin/python benchmarks/bench_lookup_scale.py [--files 10000] [--rows 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyiceberg.catalog.sql import SqlCatalog
+from timing import best_of
+
+from indexlib.config import load_config
+from indexlib.handle import IndexHandle, open_handle
+from indexlib.indexing.file_indexer import index_file
+from indexlib.lookup import prune_aligned
+from indexlib.pruning.iceberg_filter import to_iceberg_filter
+from indexlib.pruning.partitions import prune_partitions
+from indexlib.query.binding import bind
+from indexlib.query.normalize import normalize
+from indexlib.query.sql import parse_where
+from indexlib.store.schema import entry_row
+from indexlib.store.table import IndexTable
+
+MODES = np.array(["AIR", "FOB", "MAIL", "RAIL", "REG AIR", "SHIP", "TRUCK"])
+TABLE = "bench.events"
+
+
+def _queries(rng: np.random.Generator, files: int, rows: int) -> list[tuple[str, str]]:
+    keys = rng.integers(0, files * rows * 50, 10_000)
+    return [
+        ("=", f"order_key = {files * rows // 2 + 3}"),
+        ("IN 3 keys", "part_key IN (7, 4242, 999999)"),
+        ("tag =", "mode = 'REG AIR'"),
+        ("3-leaf AND", f"order_key < {files * rows // 4} AND mode = 'AIR' AND part_key > 100"),
+        ("IN 10,000 keys", f"part_key IN ({', '.join(map(str, keys))})"),
+    ]
+
+
+def _make_table(root: Path, files: int, rows: int, rng: np.random.Generator) -> tuple[Path, dict[str, pa.Table]]:
+    """The table, its index, and each data file's rows (for the truth)."""
+    warehouse = root / "warehouse"
+    warehouse.mkdir()
+    conf = root / "conf.toml"
+    conf.write_text(
+        f'[catalog]\nname = "bench"\ntype = "sql"\nuri = "sqlite:///{root}/catalog.db"\nwarehouse = "{warehouse}"\n'
+    )
+    catalog = SqlCatalog("bench", uri=f"sqlite:///{root}/catalog.db", warehouse=str(warehouse))
+    catalog.create_namespace("bench")
+    schema = pa.schema([("order_key", pa.int64()), ("part_key", pa.int64()), ("mode", pa.string())])
+    table = catalog.create_table(TABLE, schema=schema)
+    data, paths = {}, []
+    for n in range(files):
+        mode = MODES[rng.integers(0, len(MODES), 2)]  # two tags per file: Husky's case
+        rows_of = pa.table(
+            {
+                "order_key": pa.array(np.arange(n * rows, (n + 1) * rows), pa.int64()),
+                "part_key": pa.array(rng.integers(0, files * rows * 50, rows), pa.int64()),
+                "mode": pa.array(mode[rng.integers(0, 2, rows)]),
+            }
+        )
+        path = str(warehouse / f"file-{n:07d}.parquet")
+        pq.write_table(rows_of, path)
+        data[path], _ = rows_of, paths.append(path)
+    table.add_files(paths)
+    table = catalog.load_table(TABLE)
+    iceberg_schema, name_mapping = table.schema(), table.properties.get("schema.name-mapping.default")
+    entries = []
+    for path in paths:  # files written without field ids: matched by the name mapping add_files records
+        count, stats = index_file(path, "PARQUET", iceberg_schema, {}, name_mapping, None)
+        entries.append(entry_row(path, Path(path).stat().st_size, count, 1, stats))
+    config = load_config(conf)
+    IndexTable(catalog, config.index_namespace, TABLE).commit(
+        pa.Table.from_pylist(entries), watermark=table.current_snapshot().snapshot_id
+    )
+    return conf, data
+
+
+def _truth(data: dict[str, pa.Table], where: str) -> int:
+    """Files holding a matching row, by DuckDB over every file's rows."""
+    import duckdb
+
+    rows = pa.concat_tables(t.append_column("file", pa.array([n] * t.num_rows)) for n, t in enumerate(data.values()))
+    con = duckdb.connect()
+    con.register("t", rows)
+    return con.execute(f"SELECT count(DISTINCT file) FROM t WHERE {where}").fetchone()[0]
+
+
+COLD = """
+import json, resource, sys, time
+started = time.perf_counter()
+from indexlib import load_config, lookup
+imported = time.perf_counter()
+result = lookup(load_config(sys.argv[1]), sys.argv[2], sys.stdin.read())
+done = time.perf_counter()
+print(json.dumps({"import_s": imported - started, "lookup_s": done - imported, "kept": len(result.files),
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def _row(files: int, label: str, where: str, conf: Path, table: Any, handle: IndexHandle, data: dict) -> str:
+    predicate = bind(normalize(parse_where(where)), table.schema(), TABLE)
+    row_filter = to_iceberg_filter(predicate)
+    iceberg_kept = len(list(table.scan(row_filter=row_filter).plan_files()))
+    plan_s = best_of(2, lambda: list(table.scan(row_filter=row_filter).plan_files()))
+    cold = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", COLD, str(conf), TABLE], input=where, capture_output=True, text=True, check=True
+        ).stdout
+    )
+    handle.lookup(where)
+    warm_s = best_of(3, lambda: handle.lookup(where))
+    state = handle.current()
+    bind_s = best_of(3, lambda: bind(normalize(parse_where(where)), state.source.schema, TABLE))
+    partition_s = best_of(3, lambda: prune_partitions(state.source, state.live, predicate))
+    stages_s = best_of(3, lambda: prune_aligned(predicate, state.aligned))
+    kept = len(handle.lookup(where).files)
+    return (
+        f"| {files:,} | {label} | {plan_s * 1e3:,.0f} | {iceberg_kept:,} | {cold['lookup_s'] * 1e3:,.0f} "
+        f"(+{cold['import_s'] * 1e3:,.0f}) | {warm_s * 1e3:,.1f} | {bind_s * 1e3:,.1f} / {partition_s * 1e3:,.1f} / "
+        f"{stages_s * 1e3:,.1f} | {kept:,} | {_truth(data, where):,} | {cold['rss_mb']:,.0f} |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, nargs="+", default=[10_000])
+    parser.add_argument("--rows", type=int, default=16, help="rows per data file")
+    args = parser.parse_args()
+    print(
+        "| files | query | plan_files ms | kept | cold lookup ms (+ imports) | warm ms | warm: parse+bind / partition "
+        "/ index stages ms | kept | true | cold peak RSS MB |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---|---:|---:|---:|")
+    for files in args.files:
+        rng = np.random.default_rng(7)
+        with tempfile.TemporaryDirectory() as tmp:
+            started = time.perf_counter()
+            conf, data = _make_table(Path(tmp), files, args.rows, rng)
+            setup_s = time.perf_counter() - started
+            config = load_config(conf)
+            catalog = config.load_catalog()
+            table = catalog.load_table(TABLE)
+            index = IndexTable(catalog, config.index_namespace, TABLE).load()
+            index_bytes = sum(task.file.file_size_in_bytes for task in index.scan().plan_files())
+            handle = open_handle(config, TABLE)
+            for label, where in _queries(rng, files, args.rows):
+                print(_row(files, label, where, conf, table, handle, data))
+            print(
+                f"\n{files:,} files: setup {setup_s:,.0f} s; every lookup reads the whole index: {index_bytes / 1e6:,.1f}"
+                " MB of index data files\n"
+            )
+
+
+if __name__ == "__main__":
+    main()
