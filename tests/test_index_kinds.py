@@ -37,7 +37,7 @@ from pyiceberg.types import (
 
 from indexlib.automaton import build_tag_regex
 from indexlib.automaton.emit import ANY_STRING_REGEX
-from indexlib.index_kinds.bloom import BloomIndex, load_filter, might_contain
+from indexlib.index_kinds.bloom import _HEADER, FPP, BloomIndex, load_filter, might_contain
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.indexing.file_indexer import index_column
 from indexlib.lookup import prune
@@ -361,6 +361,35 @@ def test_bloom_false_positive_rate_is_within_one_and_a_half_times_the_configured
     assert [might_contain(payload, [p]) for p in sample] == [p in bloom for p in sample], (
         "probing the payload in place agrees with pybloom-live's own filter"
     )
+
+
+# ---------------------------------------------------------------- Bloom sizing for the table's file count
+SIZING_CASES = [
+    ("a small table keeps bloom_fpp", IndexSettings(), 10, 0.01),
+    ("a large table sizes filters for bloom_false_files / N", IndexSettings(), 10_000, 0.5 / 10_000),
+    ("a stricter bloom_fpp is never loosened", IndexSettings(bloom_fpp=0.0001), 100, 0.0001),
+    ("bloom_false_files is a table-wide budget", IndexSettings(bloom_false_files=5), 1_000, 0.005),
+]
+
+
+@pytest.mark.parametrize(("rule", "declared", "files", "rate"), SIZING_CASES, ids=[c[0] for c in SIZING_CASES])
+def test_bloom_filters_are_sized_for_the_tables_file_count(rule, declared, files, rate):
+    sized = BloomIndex().sized_for(declared, files)
+    assert sized.value(FPP) == pytest.approx(rate), rule
+    header_rate = _HEADER.unpack_from(BloomIndex().build(["a", "b", "c"], StringType(), sized).payload)[0]
+    assert header_rate == pytest.approx(rate), f"{rule}: the payload is built for that rate"
+
+
+def test_sized_filters_keep_about_bloom_false_files_files_per_absent_key_however_many_files():
+    """1,000 files of 20 keys, probed with IN of 3 absent keys: 1 % filters keep ~30 files, sized ones ~1.5."""
+    rng = random.Random(3)
+    files = [[f"key-{rng.randrange(10**9)}" for _ in range(20)] for _ in range(1_000)]
+    absent = ["absent-1", "absent-2", "absent-3"]
+    kept = {}
+    for label, sized in (("1 %", IndexSettings()), ("sized", BloomIndex().sized_for(IndexSettings(), 1_000))):
+        payloads = [BloomIndex().build(sorted(keys), StringType(), sized).payload for keys in files]
+        kept[label] = sum(might_contain(payload, absent) for payload in payloads)
+    assert kept["sized"] <= 6 < kept["1 %"], f"files kept by an IN of 3 absent keys: {kept}"
 
 
 # ---------------------------------------------------------------- automatic choice

@@ -93,6 +93,7 @@ def test_without_package_metadata_the_built_in_kinds_are_loaded_directly(monkeyp
     assert IndexSettings(bloom_fpp=0.2).to_json() == {
         "kinds": None,
         "bloom_fpp": 0.2,
+        "bloom_false_files": 0.5,
         "automaton_max_ndv": 256,
         "automaton_max_states": 256,
         "automaton_max_bytes": 2048,

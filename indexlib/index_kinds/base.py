@@ -60,6 +60,12 @@ class IndexKind(ABC):
     ) -> bool:
         """The automatic choice: whether the payload can prune more than what is stored anyway."""
 
+    def sized_for(self, settings: IndexSettings, table_files: int) -> IndexSettings:
+        """The settings to build one file's payload with in a table of `table_files` live files: a kind whose
+        precision over the whole table depends on the file count sizes itself here (the Bloom filter). The
+        configuration version is taken from the declared settings, not these, so a growing table rebuilds nothing."""
+        return settings
+
     @abstractmethod
     def build(self, keys: list[str], iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex | None:
         """The payload for one file's column (`keys`: the sorted canonical keys of its distinct values), or None

@@ -54,3 +54,10 @@ def parse_settings(raw: dict[str, Any], base: IndexSettings, where: str) -> Inde
 
 def can_index(kind: str, iceberg_type: IcebergType) -> bool:
     return registry()[kind].can_index(iceberg_type)
+
+
+def sized_settings(settings: IndexSettings, table_files: int) -> IndexSettings:
+    """`settings` as every kind sizes them for a table of `table_files` live files (`IndexKind.sized_for`)."""
+    for kind in build_order():
+        settings = kind.sized_for(settings, table_files)
+    return settings

@@ -31,6 +31,12 @@ def fraction(value: Any) -> float:
     return float(value)
 
 
+def positive_number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
+        raise ValueError(f"expected a number > 0, got {value!r}")
+    return float(value)
+
+
 def positive_int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"expected an integer >= 1, got {value!r}")

@@ -131,6 +131,7 @@ def backfill(
             config.files_per_task,
             settings,
             skip_unreadable=config.on_unreadable_file == "skip",
+            table_files=len(versions) + len(todo) - rebuilt,  # the entries the index holds once this backfill ends
         )
         result = index.commit(computed.entries)  # keeps the watermark as it finds it
         commits += int(result.committed)

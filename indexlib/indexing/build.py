@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from indexlib.errors import UserError
+from indexlib.index_kinds.registry import sized_settings
 from indexlib.indexing.file_indexer import TASK_OUTPUT_SCHEMA, config_version, index_files_task, settings_json
 from indexlib.sources.base import DataFileRef, Source
 from indexlib.sources.registry import open_source
@@ -76,13 +77,15 @@ def index_new_files(
     files_per_task: int,
     column_settings: dict[int, IndexSettings] | None = None,
     skip_unreadable: bool = False,
+    table_files: int | None = None,
 ) -> IndexedFiles:
-    """Entries for `files`, computed by Spark tasks."""
+    """Entries for `files`, computed by Spark tasks; payloads sized for a table of `table_files` live files."""
     if not files:
         return IndexedFiles(ENTRY_ARROW_SCHEMA.empty_table())
     from pyspark.sql.pandas.types import from_arrow_schema
 
     settings = column_settings or {}
+    sized = {fid: sized_settings(s, table_files or len(files)) for fid, s in settings.items()}
     rows = [(f.path, f.file_format, f.file_size_in_bytes) for f in files]
     tasks = max(1, -(-len(files) // files_per_task))
     frame = spark.createDataFrame(rows, _TASK_INPUT_SCHEMA).repartition(tasks)
@@ -91,7 +94,7 @@ def index_new_files(
         source.io_properties,
         source.name_mapping_json,
         version,
-        settings_json(settings),
+        settings_json(sized),
         config_version(settings),
         skip_unreadable,
     )
@@ -166,6 +169,7 @@ def _build_once(config: Config, source: Source, index: IndexTable, spark: SparkS
             config.files_per_task,
             column_settings,
             skip_unreadable=config.on_unreadable_file == "skip",
+            table_files=len(changes.live_paths) if changes.live_paths is not None else len(indexed) + len(new_files),
         )
         if new_files
         else IndexedFiles(ENTRY_ARROW_SCHEMA.empty_table())
