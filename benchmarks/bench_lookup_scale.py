@@ -29,6 +29,8 @@ from timing import best_of
 
 from indexlib.config import load_config
 from indexlib.handle import IndexHandle, open_handle
+from indexlib.index_kinds.registry import sized_settings
+from indexlib.index_kinds.settings import IndexSettings
 from indexlib.indexing.file_indexer import index_file
 from indexlib.lookup import prune_aligned
 from indexlib.pruning.iceberg_filter import to_iceberg_filter
@@ -54,7 +56,9 @@ def _queries(rng: np.random.Generator, files: int, rows: int) -> list[tuple[str,
     ]
 
 
-def _make_table(root: Path, files: int, rows: int, rng: np.random.Generator) -> tuple[Path, dict[str, pa.Table]]:
+def _make_table(
+    root: Path, files: int, rows: int, rng: np.random.Generator, false_files: float | None
+) -> tuple[Path, dict[str, pa.Table]]:
     """The table, its index, and each data file's rows (for the truth)."""
     warehouse = root / "warehouse"
     warehouse.mkdir()
@@ -82,9 +86,11 @@ def _make_table(root: Path, files: int, rows: int, rng: np.random.Generator) -> 
     table.add_files(paths)
     table = catalog.load_table(TABLE)
     iceberg_schema, name_mapping = table.schema(), table.properties.get("schema.name-mapping.default")
+    declared = IndexSettings() if false_files is None else IndexSettings(bloom_false_files=false_files)
+    settings = {f.field_id: sized_settings(declared, files) for f in iceberg_schema.fields}  # as the build sizes
     entries = []
     for path in paths:  # files written without field ids: matched by the name mapping add_files records
-        count, stats = index_file(path, "PARQUET", iceberg_schema, {}, name_mapping, None)
+        count, stats = index_file(path, "PARQUET", iceberg_schema, {}, name_mapping, settings)
         entries.append(entry_row(path, Path(path).stat().st_size, count, 1, stats))
     config = load_config(conf)
     IndexTable(catalog, config.index_namespace, TABLE).commit(
@@ -143,6 +149,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, nargs="+", default=[10_000])
     parser.add_argument("--rows", type=int, default=16, help="rows per data file")
+    parser.add_argument(
+        "--bloom-false-files", type=float, default=None, help="[index] bloom_false_files (default: its default)"
+    )
     args = parser.parse_args()
     print(
         "| files | query | plan_files ms | kept | cold lookup ms (+ imports) | warm ms | warm: parse+bind / partition "
@@ -153,7 +162,7 @@ def main() -> None:
         rng = np.random.default_rng(7)
         with tempfile.TemporaryDirectory() as tmp:
             started = time.perf_counter()
-            conf, data = _make_table(Path(tmp), files, args.rows, rng)
+            conf, data = _make_table(Path(tmp), files, args.rows, rng, args.bloom_false_files)
             setup_s = time.perf_counter() - started
             config = load_config(conf)
             catalog = config.load_catalog()
@@ -164,8 +173,8 @@ def main() -> None:
             for label, where in _queries(rng, files, args.rows):
                 print(_row(files, label, where, conf, table, handle, data))
             print(
-                f"\n{files:,} files: setup {setup_s:,.0f} s; every lookup reads the whole index: {index_bytes / 1e6:,.1f}"
-                " MB of index data files\n"
+                f"\n{files:,} files, bloom_false_files {args.bloom_false_files or 'default'}: setup {setup_s:,.0f} s; "
+                f"every lookup reads the whole index: {index_bytes / 1e6:,.1f} MB of index data files\n"
             )
 
 
