@@ -37,7 +37,7 @@ from pyiceberg.types import (
 
 from indexlib.automaton import build_tag_regex
 from indexlib.automaton.emit import ANY_STRING_REGEX
-from indexlib.index_kinds.bloom import _HEADER, FPP, BloomIndex, load_filter, might_contain
+from indexlib.index_kinds.bloom import _HEADER, FPP, BloomIndex, load_filter, might_contain, might_contain_each
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.indexing.file_indexer import index_column
 from indexlib.lookup import prune
@@ -390,6 +390,39 @@ def test_sized_filters_keep_about_bloom_false_files_files_per_absent_key_however
         payloads = [BloomIndex().build(sorted(keys), StringType(), sized).payload for keys in files]
         kept[label] = sum(might_contain(payload, absent) for payload in payloads)
     assert kept["sized"] <= 6 < kept["1 %"], f"files kept by an IN of 3 absent keys: {kept}"
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    files=st.lists(
+        st.one_of(st.none(), st.lists(st.integers(0, 3_000), min_size=1, max_size=60, unique=True)), max_size=12
+    ),
+    absent=st.sampled_from([0, 1, 2, 3, 700, 1_100]),
+    present=st.one_of(st.none(), st.integers(0, 3_000)),
+    at=st.floats(0, 1),
+    fpp=st.sampled_from([0.3, 0.01, 0.0001]),
+)
+def test_probing_many_filters_at_once_agrees_with_probing_each(files, absent, present, at, fpp):
+    payloads = [
+        None
+        if keys is None
+        else BloomIndex().build(sorted(map(str, keys)), StringType(), IndexSettings(bloom_fpp=fpp)).payload
+        for keys in files
+    ]
+    keys = [f"absent-{n}" for n in range(absent)]  # mostly misses: every slice's bit decides
+    if present is not None:  # one key some filters hold, anywhere in the list (past the first pass too)
+        keys.insert(int(at * len(keys)), str(present))
+    expected = [payload is None or might_contain(payload, keys) for payload in payloads]
+    assert might_contain_each(payloads, keys).tolist() == expected, (
+        "the vectorised probe (filters grouped by shape, keys in passes) answers as each filter alone"
+    )
+
+
+def test_probing_many_filters_refuses_a_damaged_one():
+    good = BloomIndex().build(["a", "b"], StringType(), IndexSettings()).payload
+    for damaged in (good[:-1], good[:10], b""):
+        with pytest.raises(ValueError):
+            might_contain_each([good, damaged], ["a"])
 
 
 # ---------------------------------------------------------------- automatic choice

@@ -98,8 +98,7 @@ class BloomIndex(IndexKind):
         keys = self._keys(leaf)
         if keys is None or (isinstance(leaf, Pattern) and leaf.negated):
             return None
-        might = np.array([payload is None or might_contain(payload, keys) for payload in payloads], dtype=bool)
-        return Verdict(might, np.zeros(len(payloads), dtype=bool))
+        return Verdict(might_contain_each(payloads, keys), np.zeros(len(payloads), dtype=bool))
 
     def reads(self, leaf: ValueSet | Pattern) -> str | None:
         if self._keys(leaf) is None or (isinstance(leaf, Pattern) and leaf.negated):
@@ -107,7 +106,8 @@ class BloomIndex(IndexKind):
         return "Bloom filters (where built): is any literal's key present"
 
 
-_HEADER = struct.Struct(BloomFilter.FILE_FMT)
+_HEADER = struct.Struct(BloomFilter.FILE_FMT)  # error rate, slices, bits per slice, capacity, items added
+_SHAPE_BYTES = _HEADER.size - 8  # filters with the same first four fields share their bit positions
 
 
 @lru_cache(maxsize=256)
@@ -137,6 +137,45 @@ def might_contain(payload: bytes, keys: Iterable[str]) -> bool:
         if all(payload[start + (p >> 3)] >> (p & 7) & 1 for p in positions):
             return True
     return False
+
+
+KEYS_PER_PASS = 512  # bounds the (files x keys x slices) bit matrix of one probe pass
+
+
+def might_contain_each(payloads: Sequence[bytes | None], keys: Sequence[str]) -> np.ndarray:
+    """Per payload (None: no filter, True), whether the filter might hold one of `keys`: `might_contain` for many
+    filters at once. Filters of one shape (header) share their bit positions, so each group is one numpy gather of
+    its stacked bit arrays, keys a pass at a time, dropping filters already hit. Raises ValueError as
+    `might_contain` does when any payload is not a filter pybloom-live wrote."""
+    result = np.ones(len(payloads), dtype=bool)
+    groups: dict[bytes, list[int]] = {}
+    for i, payload in enumerate(payloads):
+        if payload is not None:
+            groups.setdefault(payload[:_SHAPE_BYTES], []).append(i)  # the header without its item count
+    for shape, members in groups.items():
+        try:
+            error_rate, num_slices, bits_per_slice, capacity, _ = _HEADER.unpack(shape + bytes(8))
+        except struct.error:
+            raise ValueError(f"Bloom filter of {len(shape)} bytes has no header") from None
+        size = _HEADER.size + _bit_array_size(error_rate, num_slices, bits_per_slice, capacity)
+        for i in members:
+            if len(payloads[i]) != size:
+                raise ValueError(f"Bloom filter of {len(payloads[i])} bytes, its header says {size}")
+        bits = np.frombuffer(b"".join(payloads[i] for i in members), dtype=np.uint8).reshape(len(members), size)
+        hit = np.zeros(len(members), dtype=bool)
+        for start in range(0, len(keys), KEYS_PER_PASS):
+            open_rows = np.flatnonzero(~hit)
+            if not len(open_rows):
+                break
+            positions = np.array(
+                [_bit_positions(num_slices, bits_per_slice, key) for key in keys[start : start + KEYS_PER_PASS]],
+                dtype=np.int64,
+            )  # (keys, slices)
+            probed = bits[np.ix_(open_rows, (_HEADER.size + (positions >> 3)).ravel())]
+            probed = (probed.reshape(len(open_rows), *positions.shape) >> (positions & 7)) & 1
+            hit[open_rows] = probed.all(axis=2).any(axis=1)
+        result[members] = hit
+    return result
 
 
 @lru_cache(maxsize=256)
