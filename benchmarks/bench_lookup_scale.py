@@ -18,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -88,15 +90,21 @@ def _make_table(
     iceberg_schema, name_mapping = table.schema(), table.properties.get("schema.name-mapping.default")
     declared = IndexSettings() if false_files is None else IndexSettings(bloom_false_files=false_files)
     settings = {f.field_id: sized_settings(declared, files) for f in iceberg_schema.fields}  # as the build sizes
-    entries = []
-    for path in paths:  # files written without field ids: matched by the name mapping add_files records
-        count, stats = index_file(path, "PARQUET", iceberg_schema, {}, name_mapping, settings)
-        entries.append(entry_row(path, Path(path).stat().st_size, count, 1, stats))
+    # files written without field ids: matched by the name mapping add_files records; one process per core
+    with ProcessPoolExecutor() as pool:
+        entries = list(
+            pool.map(_entry, paths, repeat(iceberg_schema), repeat(name_mapping), repeat(settings), chunksize=256)
+        )
     config = load_config(conf)
     IndexTable(catalog, config.index_namespace, TABLE).commit(
         pa.Table.from_pylist(entries), watermark=table.current_snapshot().snapshot_id
     )
     return conf, data
+
+
+def _entry(path: str, schema: Any, name_mapping: str | None, settings: dict) -> dict:
+    count, stats = index_file(path, "PARQUET", schema, {}, name_mapping, settings)
+    return entry_row(path, Path(path).stat().st_size, count, 1, stats)
 
 
 def _truth(data: dict[str, pa.Table], where: str) -> int:
