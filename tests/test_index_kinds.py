@@ -13,6 +13,7 @@ import random
 import re
 import string
 from decimal import Decimal
+from unittest.mock import patch
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +38,7 @@ from pyiceberg.types import (
 
 from indexlib.automaton import build_tag_regex
 from indexlib.automaton.emit import ANY_STRING_REGEX
+from indexlib.index_kinds import bloom
 from indexlib.index_kinds.bloom import _HEADER, FPP, BloomIndex, load_filter, might_contain, might_contain_each
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.indexing.file_indexer import index_column
@@ -413,9 +415,11 @@ def test_probing_many_filters_at_once_agrees_with_probing_each(files, absent, pr
     if present is not None:  # one key some filters hold, anywhere in the list (past the first pass too)
         keys.insert(int(at * len(keys)), str(present))
     expected = [payload is None or might_contain(payload, keys) for payload in payloads]
-    assert might_contain_each(payloads, keys).tolist() == expected, (
-        "the vectorised probe (filters grouped by shape, keys in passes) answers as each filter alone"
-    )
+    for pairs_per_pass in (bloom.PAIRS_PER_PASS, 7):  # one pass, and many small ones
+        with patch.object(bloom, "PAIRS_PER_PASS", pairs_per_pass):
+            assert might_contain_each(payloads, keys).tolist() == expected, (
+                "the vectorised probe (filters grouped by shape, keys in passes) answers as each filter alone"
+            )
 
 
 def test_probing_many_filters_refuses_a_damaged_one():
