@@ -129,22 +129,22 @@ print(json.dumps({"import_s": imported - started, "lookup_s": done - imported, "
 """
 
 
-def _row(files: int, label: str, where: str, conf: Path, table: Any, handle: IndexHandle, data: dict) -> str:
+def _row(files: int, label: str, where: str, conf: Path, table: Any, handle: IndexHandle, data: dict, runs: int) -> str:
     predicate = bind(normalize(parse_where(where)), table.schema(), TABLE)
     row_filter = to_iceberg_filter(predicate)
     iceberg_kept = len(list(table.scan(row_filter=row_filter).plan_files()))
-    plan_s = best_of(2, lambda: list(table.scan(row_filter=row_filter).plan_files()))
+    plan_s = best_of(min(2, runs), lambda: list(table.scan(row_filter=row_filter).plan_files()))
     cold = json.loads(
         subprocess.run(
             [sys.executable, "-c", COLD, str(conf), TABLE], input=where, capture_output=True, text=True, check=True
         ).stdout
     )
     handle.lookup(where)
-    warm_s = best_of(3, lambda: handle.lookup(where))
+    warm_s = best_of(runs, lambda: handle.lookup(where))
     state = handle.current()
-    bind_s = best_of(3, lambda: bind(normalize(parse_where(where)), state.source.schema, TABLE))
-    partition_s = best_of(3, lambda: prune_partitions(state.source, state.live, predicate))
-    stages_s = best_of(3, lambda: prune_aligned(predicate, state.aligned))
+    bind_s = best_of(runs, lambda: bind(normalize(parse_where(where)), state.source.schema, TABLE))
+    partition_s = best_of(runs, lambda: prune_partitions(state.source, state.live, predicate))
+    stages_s = best_of(runs, lambda: prune_aligned(predicate, state.aligned))
     kept = len(handle.lookup(where).files)
     return (
         f"| {files:,} | {label} | {plan_s * 1e3:,.0f} | {iceberg_kept:,} | {cold['lookup_s'] * 1e3:,.0f} "
@@ -157,6 +157,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, nargs="+", default=[10_000])
     parser.add_argument("--rows", type=int, default=16, help="rows per data file")
+    parser.add_argument("--runs", type=int, default=3, help="timed runs per measurement (the best is shown)")
     parser.add_argument(
         "--bloom-false-files", type=float, default=None, help="[index] bloom_false_files (default: its default)"
     )
@@ -179,7 +180,7 @@ def main() -> None:
             index_bytes = sum(task.file.file_size_in_bytes for task in index.scan().plan_files())
             handle = open_handle(config, TABLE)
             for label, where in _queries(rng, files, args.rows):
-                print(_row(files, label, where, conf, table, handle, data))
+                print(_row(files, label, where, conf, table, handle, data, args.runs))
             print(
                 f"\n{files:,} files, bloom_false_files {args.bloom_false_files or 'default'}: setup {setup_s:,.0f} s; "
                 f"every lookup reads the whole index: {index_bytes / 1e6:,.1f} MB of index data files\n"
