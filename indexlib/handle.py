@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from indexlib.lookup import LookupResult, TableState, lookup_in
+from indexlib.query.model import Expr
 from indexlib.query.sql import Clock, check_dialect
 from indexlib.sources.base import Source
 from indexlib.sources.delta import DeltaSource
@@ -107,8 +108,9 @@ class IndexHandle:
         index = IndexTable(index_catalog, index_namespace, source.name)
         return cls(load_source, index, source.name, time_zone=time_zone, dialect=dialect)
 
-    def lookup(self, where: str, clock: Clock | None = None) -> LookupResult:
-        """Files that might hold a row matching `where` (as `lookup.lookup`), from the current snapshots."""
+    def lookup(self, where: str | Expr, clock: Clock | None = None) -> LookupResult:
+        """Files that might hold a row matching `where` (SQL text, or a `query.model` tree such as
+        `In("k", keys)`: no parsing), as `lookup.lookup` answers, from the current snapshots."""
         state = self.current()
         return lookup_in(state, self.name, where, clock or Clock.system(self._time_zone), self._dialect)
 

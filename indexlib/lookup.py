@@ -28,7 +28,7 @@ from indexlib.pruning.partitions import prune_partitions
 from indexlib.query.binding import bind
 from indexlib.query.model import Expr, Pattern
 from indexlib.query.normalize import leaves, normalize, unusable_parts
-from indexlib.query.sql import Clock, parse_where
+from indexlib.query.sql import Clock, parse_where, predicate_from_tree
 from indexlib.query.value_set import value_set
 from indexlib.sources.base import DataFileRef, Source
 from indexlib.sources.registry import open_source
@@ -165,7 +165,7 @@ class TableState:
         return AlignedEntries.of(self.live_paths, self.entries)
 
 
-def lookup(config: Config, table: str, where: str, clock: Clock | None = None) -> LookupResult:
+def lookup(config: Config, table: str, where: str | Expr, clock: Clock | None = None) -> LookupResult:
     """Files of `table` that might hold a row matching `where`, and the summary `skipindex explain` prints.
 
     `clock` fixes what CURRENT_DATE / CURRENT_TIMESTAMP / NOW() mean (default: now, in `[lookup] time_zone`).
@@ -178,9 +178,13 @@ def lookup(config: Config, table: str, where: str, clock: Clock | None = None) -
     return lookup_in(state, table, where, clock or Clock.system(config.time_zone), config.dialect)
 
 
-def lookup_in(state: TableState, table: str, where: str, clock: Clock, dialect: str | None = None) -> LookupResult:
-    """The lookup over one table state (see `lookup`)."""
-    parsed = parse_where(where, clock, dialect)
+def lookup_in(
+    state: TableState, table: str, where: str | Expr, clock: Clock, dialect: str | None = None
+) -> LookupResult:
+    """The lookup over one table state (see `lookup`). `where`: SQL text, or a predicate tree of `query.model`
+    nodes (`predicate_from_tree`)."""
+    parsed = predicate_from_tree(where) if isinstance(where, Expr) else parse_where(where, clock, dialect)
+    where = where if isinstance(where, str) else str(parsed)
     predicate = bind(normalize(parsed), state.source.schema, table)
     live_paths = state.live_paths
     partitions = prune_partitions(state.source, state.live, predicate)

@@ -28,10 +28,10 @@ from pyiceberg.types import DateType, DecimalType, IntegerType, LongType, Nested
 from indexlib.errors import UserError
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.lookup import lookup, prune
-from indexlib.query.binding import _as_set, _bind_leaf, bind, bound_predicate, in_list_values
-from indexlib.query.model import BoundIn, In
+from indexlib.query.binding import _as_sets, _bind_leaf, bind, bound_predicate, in_list_values
+from indexlib.query.model import BoundIn, Compare, In, Not, Or
 from indexlib.query.normalize import leaves
-from indexlib.query.sql import MAX_LOGIC_DEPTH, MAX_PARENTHESES, parse_where
+from indexlib.query.sql import MAX_LOGIC_DEPTH, MAX_PARENTHESES, Clock, parse_where
 
 SCHEMA = Schema(
     NestedField(1, "i", LongType()),
@@ -43,6 +43,7 @@ SCHEMA = Schema(
 ARROW_SCHEMA = SCHEMA.as_arrow()
 WORDS = [f"k{n:03d}" for n in range(80)] + ["", "é", "Ω", "a'b", "\U0001f600"]
 DAY0 = dt.date(2024, 1, 1)
+CLOCK = Clock()
 
 
 def _domain(column: str, rng: random.Random):
@@ -214,7 +215,7 @@ def test_an_in_list_binds_as_each_of_its_values_would_alone(column, values, nega
         common = in_list_values(values)
     except Exception:
         return  # an IN list the binder refuses as a whole: not what this rule is about
-    expected = _as_set([_bind_leaf(op, column, v, SCHEMA, "db.t") for v in common], op, negated)
+    expected = _as_sets([_bind_leaf(op, column, v, SCHEMA, "db.t") for v in common], op, negated)
     assert bind(In(column, values, negated), SCHEMA, "db.t") == expected, (
         "the fast path for plain IN values (ints on integer columns, strings on string columns) binds each value "
         "exactly as the general per-value path does"
@@ -258,20 +259,31 @@ def test_nesting_beyond_the_documented_limits_is_a_one_line_error(where, error):
     )
 
 
-def test_nesting_at_the_limits_runs_through_every_stage_including_partition_projection(config, catalog):
+DEEP_SCHEMA = Schema(NestedField(1, "i", LongType()), NestedField(2, "s", StringType()))
+
+
+@pytest.fixture
+def deep_table(catalog):
     """A partitioned Iceberg table: the partition stage translates the predicate to pyiceberg and projects it (both
-    recursive); at the documented limits that still works."""
-    schema = Schema(NestedField(1, "i", LongType()), NestedField(2, "s", StringType()))
+    recursive)."""
     spec = PartitionSpec(PartitionField(source_id=1, field_id=1000, transform=IdentityTransform(), name="i"))
-    table = catalog.create_table("db.deep", schema=schema, partition_spec=spec)
+    table = catalog.create_table("db.deep", schema=DEEP_SCHEMA, partition_spec=spec)
     for value in (7, 8):
         table.append(pa.table({"i": pa.array([value], pa.int64()), "s": ["x"]}))
+    return table
+
+
+def test_nesting_at_the_limits_runs_through_every_stage_including_partition_projection(config, deep_table):
+    schema = DEEP_SCHEMA
     for where, expected in [
         (_alternating(MAX_LOGIC_DEPTH), 1),
         ("NOT " * MAX_LOGIC_DEPTH + "i = 7", 1),
         ("(" * MAX_PARENTHESES + "i = 7" + ")" * MAX_PARENTHESES, 1),
-        (f"i IN ({', '.join(map(str, range(10, 20_000)))}, 7)", 1),
-        (f"i NOT IN ({', '.join(map(str, range(10, 20_000)))}, 7)", 1),
+        (f"i IN ({', '.join(map(str, range(10, 900)))}, 7)", 1),
+        (f"i NOT IN ({', '.join(map(str, range(10, 900)))}, 7)", 1),
+        (f"i IN ({', '.join(map(str, range(10, 20_000)))}, 7)", 2),  # longer than 1,000: lifted as its range
+        (f"i IN ({', '.join(map(str, range(-5, 20_000)))})", 2),
+        (f"i IN ({', '.join(map(str, range(9, 20_000)))})", 0),  # the range alone rules both files out
     ]:
         result = lookup(config, "db.deep", where)
         assert result.stages[0].name == "partition" and result.stages[0].files_out == expected, (
@@ -305,3 +317,26 @@ def test_set_rules_on_bounds(tmp_path, where, expected, rule):
     )
     kept = prune(bound_predicate(where, SCHEMA, "db.t"), paths, entries).kept.tolist()
     assert kept == expected, f"{rule}: {where} kept {kept}"
+
+
+def test_planner_code_may_pass_a_predicate_tree_instead_of_sql(config, deep_table):
+    keys = tuple(range(10, 100_000)) + (7,)
+    tree, text = In("i", keys), f"i IN ({', '.join(map(str, keys))})"
+    by_tree, by_text = lookup(config, "db.deep", tree, CLOCK), lookup(config, "db.deep", text, CLOCK)
+    assert (by_tree.files, by_tree.summary) == (by_text.files, by_text.summary), (
+        "a query.model tree answers as the same predicate written in SQL, without parsing 100,000 literals"
+    )
+    chain = Compare("=", "i", 10)
+    for value in range(11, 20_000):  # a left-deep chain, as a planner's loop builds it: 20,000 levels
+        chain = Or(chain, Compare("=", "i", value))
+    by_chain = lookup(config, "db.deep", Or(chain, Compare("=", "i", 7)), CLOCK)
+    by_set = lookup(config, "db.deep", In("i", (*range(10, 20_000), 7)), CLOCK)
+    assert (by_chain.files, by_chain.summary) == (by_set.files, by_set.summary), (
+        "a tree's chains of one connective are rebalanced (their length is not a nesting depth), and an OR of "
+        "equalities on one column is the same set leaf as an IN list"
+    )
+    deep = Compare("=", "i", 7)
+    for _ in range(MAX_LOGIC_DEPTH + 1):
+        deep = Not(deep)
+    with pytest.raises(UserError, match="nests 101 levels of AND/OR/NOT"):
+        lookup(config, "db.deep", deep, CLOCK)

@@ -34,6 +34,8 @@ from indexlib.query.model import (
 from indexlib.query.patterns import pattern_shape
 from indexlib.query.visitor import ExprVisitor
 
+MAX_TRANSLATED_VALUES = 1_000  # IN lists up to this length are projected as sets, longer ones as their range
+
 _LEAF = {
     "=": ice.EqualTo,
     "!=": ice.NotEqualTo,
@@ -112,6 +114,14 @@ class _ToIceberg(ExprVisitor[ice.BooleanExpression]):
     def visit_bound_in(self, expr: BoundIn) -> ice.BooleanExpression:
         if isinstance(expr.column.type, FloatType):
             return self.unknown  # as for one comparison: pyiceberg would round the double literals to floats
+        if len(expr.values) > MAX_TRANSLATED_VALUES:
+            # pyiceberg binds a set's literals one by one, again for every projection (~10 s for 100,000 values).
+            # A longer list is lifted as its range (a superset: inclusive only); the min/max stage then tests the
+            # set itself, which decides identity partitions (min = max) exactly.
+            if expr.negated or self.strict:
+                return self.unknown
+            low, high = expr.values[0], expr.values[-1]
+            return ice.And(ice.GreaterThanOrEqual(expr.column.name, low), ice.LessThanOrEqual(expr.column.name, high))
         return (ice.NotIn if expr.negated else ice.In)(expr.column.name, expr.values)
 
     def visit_bound_field(self, expr: BoundField) -> ice.BooleanExpression:

@@ -132,10 +132,10 @@ class _Binder(ExprVisitor[Expr]):
         return resolve_column(self.schema, name, self.table)
 
     def visit_and(self, expr: And) -> Expr:
-        return and_(*(self.visit(part) for part in combine_calendar_fields(_conjuncts(expr))))
+        return _as_sets([self.visit(part) for part in combine_calendar_fields(_operands(expr, And))], "!=", True)
 
     def visit_or(self, expr: Or) -> Expr:
-        return or_(self.visit(expr.left), self.visit(expr.right))
+        return _as_sets([self.visit(part) for part in _operands(expr, Or)], "=", False)
 
     def visit_const(self, expr: Const) -> Expr:
         return expr
@@ -167,7 +167,7 @@ class _Binder(ExprVisitor[Expr]):
         plain, others = _split_plain(expr.column, values, self.schema, self.table)
         leaves = [_bind_leaf(op, expr.column, v, self.schema, self.table) for v in others]
         leaves += [BoundCompare(op, plain[0], v) for v in plain[1]] if plain else []
-        return _as_set(leaves, op, expr.negated)
+        return _as_sets(leaves, op, expr.negated)
 
     def visit_compare(self, expr: Compare) -> Expr:
         return _bind_leaf(expr.op, expr.column, expr.value, self.schema, self.table)
@@ -198,25 +198,31 @@ def _split_plain(
     return (column, plain), others
 
 
-def _as_set(leaves: list[Expr], op: str, negated: bool) -> Expr:
-    """The bound values of an IN list: its plain equalities (inequalities for NOT IN) on the column become one
-    `BoundIn`; values that bound to anything else (a widened range, a constant, an unusable part) stay beside it,
-    OR-ed (AND-ed for NOT IN) as before."""
-    plain = [leaf for leaf in leaves if isinstance(leaf, BoundCompare) and leaf.op == op]
-    values = sorted({leaf.value for leaf in plain})
-    rest = [leaf for leaf in leaves if not (isinstance(leaf, BoundCompare) and leaf.op == op)]
-    if len(values) > 1:
-        rest.append(BoundIn(plain[0].column, tuple(values), negated))
-    elif values:
-        rest.append(BoundCompare(op, plain[0].column, values[0]))
+def _as_sets(parts: list[Expr], op: str, negated: bool) -> Expr:
+    """Operands of an OR (`op` "=") or of an AND (`op` "!=", `negated`): the plain equalities (inequalities) and set
+    leaves on one column become one `BoundIn` of their distinct values, per column; everything else stays beside it.
+    An IN list, and a planner's `k = 1 OR k = 2 OR ...`, are then one set leaf, evaluated as a set by every stage."""
+    by_column: dict[BoundColumn, list[Any]] = {}
+    rest: list[Expr] = []
+    for part in parts:
+        if isinstance(part, BoundCompare) and part.op == op:
+            by_column.setdefault(part.column, []).append(part.value)
+        elif isinstance(part, BoundIn) and part.negated == negated:
+            by_column.setdefault(part.column, []).extend(part.values)
+        else:
+            rest.append(part)
+    for column, found in by_column.items():
+        values = sorted(set(found))
+        rest.append(BoundIn(column, tuple(values), negated) if len(values) > 1 else BoundCompare(op, column, values[0]))
     return and_(*rest) if negated else or_(*rest)
 
 
-def _conjuncts(expr: Expr) -> list[Expr]:
+def _operands(expr: Expr, connective: type[And] | type[Or]) -> list[Expr]:
+    """The operands of a chain of one connective, left to right, without recursion."""
     parts, stack = [], [expr]
     while stack:
         node = stack.pop()
-        if isinstance(node, And):
+        if isinstance(node, connective):
             stack.extend((node.right, node.left))
         else:
             parts.append(node)

@@ -34,6 +34,7 @@ from indexlib.query.model import (
     FLIPPED_COMPARISON,
     NULL,
     TRUE,
+    And,
     Compare,
     Expr,
     In,
@@ -41,6 +42,7 @@ from indexlib.query.model import (
     IsNaN,
     IsNull,
     Not,
+    Or,
     Pattern,
     SubMicrosecond,
     Transform,
@@ -157,6 +159,49 @@ _LIMITS = (
     f"is nested too deeply: at most {MAX_PARENTHESES} levels of parentheses and {MAX_LOGIC_DEPTH} of AND/OR/NOT "
     "(a chain of one operator is one level; IN lists of any length are one leaf)"
 )
+
+
+def predicate_from_tree(tree: Expr) -> Expr:
+    """A predicate planner code built from the model's nodes (`In("k", keys)`, `And(...)`, `Compare(...)`, with
+    unbound column names and typed literals, as the SQL front end makes them) instead of SQL text: no parsing, which is
+    most of the cost of a 100,000-value IN list. The same nesting limit applies, and chains of one connective are
+    rebalanced (a planner's left-deep OR chain would otherwise nest as deep as it is long)."""
+    if not isinstance(tree, Expr):
+        raise UserError(f"a predicate is SQL text or a query.model expression, not {type(tree).__name__}")
+    depth = _tree_depth(tree)
+    if depth > MAX_LOGIC_DEPTH:
+        raise UserError(f"predicate tree nests {depth} levels of AND/OR/NOT: {_LIMITS}")
+    return _rebalanced(tree)
+
+
+def _tree_depth(tree: Expr) -> int:
+    deepest, stack = 0, [(tree, 0, None)]
+    while stack:
+        node, depth, outer = stack.pop()
+        if isinstance(node, (And, Or)):
+            depth = depth if type(node) is outer else depth + 1
+            stack.extend((child, depth, type(node)) for child in (node.left, node.right))
+        elif isinstance(node, Not):
+            depth += 1
+            stack.append((node.child, depth, Not))
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _rebalanced(tree: Expr) -> Expr:
+    """Recursion here is bounded by the checked logical depth: a chain of one connective is gathered iteratively."""
+    if isinstance(tree, Not):
+        return Not(_rebalanced(tree.child))
+    if not isinstance(tree, (And, Or)):
+        return tree
+    connective, parts, stack = type(tree), [], [tree]
+    while stack:
+        node = stack.pop()
+        if type(node) is connective:
+            stack.extend((node.right, node.left))
+        else:
+            parts.append(_rebalanced(node))
+    return and_(*parts) if connective is And else or_(*parts)
 
 
 def _short(where: str, limit: int = 60) -> str:
