@@ -92,6 +92,8 @@ def prune_partitions(source: Source, files: list[DataFileRef], predicate: Expr) 
 def _iceberg_stage(name: str, table: Any, files: list[DataFileRef], predicate: Expr) -> PartitionPruning:
     """Lift the bound predicate through each file's partition spec (pyiceberg inclusive / strict projection)."""
     sources = {field.source_id for spec in table.specs().values() for field in spec.fields}
+    if not sources & _columns_named(predicate):
+        return PartitionPruning.unknown(len(files))  # no partition is derived from a column the predicate names
     inclusive = to_iceberg_filter(predicate, sources)
     try:
         might, all_match = partition_verdict(
@@ -106,10 +108,21 @@ def _iceberg_stage(name: str, table: Any, files: list[DataFileRef], predicate: E
     return PartitionPruning(might, all_match, lifted)
 
 
+def _columns_named(predicate: Expr) -> set[int]:
+    """Field ids of the columns the predicate's leaves read (inside widened leaves too)."""
+    named: set[int] = set()
+    for leaf in leaves(predicate):
+        if isinstance(leaf, Widened):
+            named |= _columns_named(leaf.child)
+        elif (column := getattr(leaf, "column", None)) is not None:
+            named.add(column.field_id)
+    return named
+
+
 def _identity_stage(partitioning: IdentityPartitioning, files: list[DataFileRef], predicate: Expr) -> PartitionPruning:
     """Identity partitions: each file's partition value is its column's min and max (NULL: every row NULL), so the
     min/max rules decide the predicate on them (statistics/partition_values.py)."""
-    used = {getattr(getattr(leaf, "column", None), "field_id", None) for leaf in leaves(predicate)}
+    used = _columns_named(predicate)
     columns = [f for f in partitioning.columns if f.field_id in used]
     if not columns or not files:
         return PartitionPruning.unknown(len(files))
