@@ -203,10 +203,10 @@ def lookup_in(
     return LookupResult(
         table=table,
         where=where,
-        files=[path for path, keep in zip(live_paths, kept, strict=True) if keep],
+        files=[live_paths[i] for i in np.flatnonzero(kept)],
         files_total=len(live_paths),
         files_unindexed=int((kept & ~indexed).sum()),
-        all_match=[path for path, matched in zip(live_paths, all_match, strict=True) if matched],
+        all_match=[live_paths[i] for i in np.flatnonzero(all_match)],
         stages=stages,
         parsed=str(parsed),
         predicate=str(predicate),

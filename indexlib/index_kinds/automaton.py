@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyiceberg.types import IcebergType, StringType
 
 from indexlib.automaton import TagAutomaton, build_tag_regex
@@ -95,18 +97,17 @@ class AutomatonIndex(IndexKind):
         might: Callable[[TagAutomaton], bool],
         proven: Callable[[TagAutomaton], bool],
     ) -> Verdict:
-        """Apply the two tests to each file's automaton; files sharing a payload are judged once."""
-        n = len(payloads)
-        might_out = np.ones(n, dtype=bool)
-        proven_out = np.zeros(n, dtype=bool)
-        answers: dict[bytes, tuple[bool, bool]] = {}
-        for i, payload in enumerate(payloads):
-            if payload is None:
-                continue
-            if payload not in answers:
-                automaton = _load(payload)
-                answers[payload] = might(automaton), proven(automaton)
-            might_out[i], proven_out[i] = answers[payload]
+        """Apply the two tests to each distinct automaton once (files of a table share few: one per tag set), and
+        spread the answers over the files with Arrow's dictionary encoding of the payloads."""
+        encoded = pa.array(payloads, pa.binary()).dictionary_encode()
+        answers = [(might(automaton), proven(automaton)) for automaton in map(_load, encoded.dictionary.to_pylist())]
+        which = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
+        has = which >= 0
+        at = np.where(has, which, 0)
+        might_each = np.array([a[0] for a in answers] or [True], dtype=bool)
+        proven_each = np.array([a[1] for a in answers] or [False], dtype=bool)
+        might_out = ~has | might_each[at]
+        proven_out = has & proven_each[at]
         no_nulls = stats.known & (stats.null_count == 0) & (stats.comparable_values > 0)
         return Verdict(might_out, proven_out & no_nulls)
 
