@@ -19,10 +19,12 @@ a lookup then works on the state it got, which no one modifies, so concurrent lo
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 
+from indexlib.config import DEFAULT_INDEX_NAMESPACE
 from indexlib.lookup import LookupResult, TableState, lookup_in
 from indexlib.query.model import Expr
 from indexlib.query.sql import Clock, check_dialect
@@ -32,15 +34,13 @@ from indexlib.sources.iceberg import IcebergSource, only_appends_since
 from indexlib.store.schema import ENTRY_ARROW_SCHEMA
 from indexlib.store.table import IndexTable
 
-DEFAULT_INDEX_NAMESPACE = "skipindex"
-
 
 class IndexHandle:
     """Lookups on one source table and its index, cached by snapshot (see the module docstring)."""
 
     def __init__(
         self,
-        load_source: Any,
+        load_source: Callable[[], Source],
         index: IndexTable,
         name: str,
         *,
@@ -56,6 +56,8 @@ class IndexHandle:
         self._dialect = dialect
         self._lock = threading.Lock()
         self._state: TableState | None = None
+        # what the handle read since it was made: full plans of the source, incremental reads of its appends, full
+        # reads of the index, reads of appended index entries (for monitoring, and the tests)
         self.reads = {"source_plans": 0, "source_appends": 0, "index_full": 0, "index_appends": 0}
 
     @classmethod
