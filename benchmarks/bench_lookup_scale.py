@@ -157,6 +157,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, nargs="+", default=[10_000])
     parser.add_argument("--rows", type=int, default=16, help="rows per data file")
+    parser.add_argument("--only", nargs="+", help="run only the queries with these labels (e.g. 'IN 3 keys')")
     parser.add_argument("--runs", type=int, default=3, help="timed runs per measurement (the best is shown)")
     parser.add_argument(
         "--bloom-false-files", type=float, default=None, help="[index] bloom_false_files (default: its default)"
@@ -180,6 +181,8 @@ def main() -> None:
             index_bytes = sum(task.file.file_size_in_bytes for task in index.scan().plan_files())
             handle = open_handle(config, TABLE)
             for label, where in _queries(rng, files, args.rows):
+                if args.only and label not in args.only:
+                    continue
                 print(_row(files, label, where, conf, table, handle, data, args.runs))
             print(
                 f"\n{files:,} files, bloom_false_files {args.bloom_false_files or 'default'}: setup {setup_s:,.0f} s; "

@@ -44,7 +44,10 @@ from indexlib.index_kinds.settings import IndexSettings
 from indexlib.indexing.file_indexer import index_column
 from indexlib.lookup import prune
 from indexlib.query.binding import bound_predicate
+from indexlib.query.model import BoundColumn
+from indexlib.query.value_set import ValueSet
 from indexlib.statistics.canonical import distinct_keys, literal_key
+from indexlib.statistics.provider import ColumnStatistics
 
 BLOOM = IndexSettings(kinds=("bloom",))
 AUTOMATON = IndexSettings(kinds=("automaton",))
@@ -420,6 +423,18 @@ def test_probing_many_filters_at_once_agrees_with_probing_each(files, absent, pr
             assert might_contain_each(payloads, keys).tolist() == expected, (
                 "the vectorised probe (filters grouped by shape, keys in passes) answers as each filter alone"
             )
+
+
+def test_the_bloom_stage_leaves_a_leaf_alone_beyond_its_probe_budget():
+    payloads = [BloomIndex().build([f"k{n}", "x"], StringType(), IndexSettings()).payload for n in range(10)]
+    leaf = ValueSet(BoundColumn(1, "c", StringType()), ("k1", "absent"))
+    stats = ColumnStatistics.unknown(10, pa.large_string())
+    might = BloomIndex().verdict(leaf, payloads, stats).might
+    assert might[1] and might.sum() < 10, "within budget: probed (the file holding k1 kept, others ruled out)"
+    with patch.object(bloom, "MAX_PROBE_PAIRS", 19):
+        assert BloomIndex().verdict(leaf, payloads, stats) is None, (
+            "2 keys x 10 filters over a budget of 19 pairs: no answer (every file kept), not a minute of probing"
+        )
 
 
 def test_probing_many_filters_refuses_a_damaged_one():

@@ -98,6 +98,8 @@ class BloomIndex(IndexKind):
         keys = self._keys(leaf)
         if keys is None or (isinstance(leaf, Pattern) and leaf.negated):
             return None
+        if len(keys) * sum(payload is not None for payload in payloads) > MAX_PROBE_PAIRS:
+            return None  # too long a list for too many files: answering would take seconds; unknown keeps them
         return Verdict(might_contain_each(payloads, keys), np.zeros(len(payloads), dtype=bool))
 
     def reads(self, leaf: ValueSet | Pattern) -> str | None:
@@ -139,6 +141,9 @@ def might_contain(payload: bytes, keys: Iterable[str]) -> bool:
     return False
 
 
+# (filter, key) pairs one lookup may probe for one leaf: ~1 s. Beyond it (an IN list of 10,000 keys over 10,000
+# candidate files) the Bloom stage leaves the leaf to the other stages rather than hold the planner for a minute.
+MAX_PROBE_PAIRS = 50_000_000
 PAIRS_PER_PASS = 1 << 21  # (filter, key) pairs probed at once: bounds the memory of one pass (~100 MB)
 
 
