@@ -7,9 +7,9 @@ exact distinct count for the configured false-positive rate. pybloom-live hashes
 xxh128 or SHA (chosen by filter size), never Python's `hash()`, so a filter built on one machine reads the same on any.
 
 Payload, version 1: pybloom-live's own serialisation (`BloomFilter.tofile`: a header of error rate, slice count,
-bits per slice, capacity, count, then the bit array, little-endian bit order). The lookup probes payloads in place
-(`might_contain`) with pybloom-live's own hash functions, cached per filter shape, instead of building a filter
-object per file: tested to agree with `key in BloomFilter.fromfile(...)`. A payload whose length or header is not
+bits per slice, capacity, count, then the bit array, little-endian bit order). The lookup probes every file's
+payload in place at once (`might_contain_each`) with pybloom-live's own hash functions, cached per filter shape,
+instead of building a filter object per file: tested to agree with `key in BloomFilter.fromfile(...)`. A payload whose length or header is not
 what pybloom-live writes raises ValueError (the lookup then reads that file's filter as unknown, see
 pruning/minmax.py).
 """
@@ -123,24 +123,6 @@ def _bit_positions(num_slices: int, bits_per_slice: int, key: str) -> tuple[int,
     return tuple(slice_number * bits_per_slice + bit for slice_number, bit in enumerate(hashes))
 
 
-def might_contain(payload: bytes, keys: Iterable[str]) -> bool:
-    """Whether the serialised filter might hold one of `keys`. Raises ValueError when the payload is not a filter
-    pybloom-live wrote (see `_bit_array_size`)."""
-    try:
-        error_rate, num_slices, bits_per_slice, capacity, _ = _HEADER.unpack_from(payload)
-    except struct.error:
-        raise ValueError(f"Bloom filter of {len(payload)} bytes has no header") from None
-    size = _HEADER.size + _bit_array_size(error_rate, num_slices, bits_per_slice, capacity)
-    if len(payload) != size:
-        raise ValueError(f"Bloom filter of {len(payload)} bytes, its header says {size}")
-    start = _HEADER.size
-    for key in keys:
-        positions = _bit_positions(num_slices, bits_per_slice, key)
-        if all(payload[start + (p >> 3)] >> (p & 7) & 1 for p in positions):
-            return True
-    return False
-
-
 # (filter, key) pairs one lookup may probe for one leaf: ~1 s. Beyond it (an IN list of 10,000 keys over 10,000
 # candidate files) the Bloom stage leaves the leaf to the other stages rather than hold the planner for a minute.
 MAX_PROBE_PAIRS = 50_000_000
@@ -148,11 +130,10 @@ PAIRS_PER_PASS = 1 << 21  # (filter, key) pairs probed at once: bounds the memor
 
 
 def might_contain_each(payloads: Sequence[bytes | None], keys: Sequence[str]) -> np.ndarray:
-    """Per payload (None: no filter, True), whether the filter might hold one of `keys`: `might_contain` for many
-    filters at once. Filters of one shape share their bit positions, so each group's bit arrays are stacked and its
+    """Per payload (None: no filter, True), whether the filter might hold one of `keys`. Filters of one shape share their bit positions, so each group's bit arrays are stacked and its
     (filter, key) pairs probed with numpy, a batch of keys at a time, slice by slice (the pairs whose bit is unset drop
-    out), leaving out filters already hit. Raises ValueError as `might_contain` does when any payload is not a
-    filter pybloom-live wrote."""
+    out), leaving out filters already hit. Raises ValueError when any payload is not a filter pybloom-live wrote
+    (a length or header other than pybloom-live's, see `_bit_array_size`)."""
     result = np.ones(len(payloads), dtype=bool)
     groups: dict[bytes, list[int]] = {}
     for i, payload in enumerate(payloads):

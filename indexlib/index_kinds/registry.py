@@ -10,7 +10,7 @@ from pyiceberg.types import IcebergType
 
 from indexlib.index_kinds.base import IndexKind
 from indexlib.index_kinds.loading import loaded_kinds
-from indexlib.index_kinds.settings import IndexSettings, Setting
+from indexlib.index_kinds.settings import IndexSettings, declared_settings
 
 
 def registry() -> dict[str, IndexKind]:
@@ -24,17 +24,13 @@ def build_order() -> list[IndexKind]:
     return sorted(registry().values(), key=lambda kind: not kind.may_be_exact)
 
 
-def declared_settings() -> list[Setting]:
-    return [setting for kind in registry().values() for setting in kind.settings]
-
-
 def setting_names() -> tuple[str, ...]:
-    return ("kinds", *(setting.name for setting in declared_settings()))
+    return ("kinds", *declared_settings())
 
 
 def parse_settings(raw: dict[str, Any], base: IndexSettings, where: str) -> IndexSettings:
     """`base` updated with the settings in `raw`; ValueError naming `where` and the setting on bad input."""
-    declared = {setting.name: setting for setting in declared_settings()}
+    declared = declared_settings()
     kinds, updates = None, {}
     for name, value in raw.items():
         if name == "kinds":

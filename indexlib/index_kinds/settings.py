@@ -32,7 +32,7 @@ def fraction(value: Any) -> float:
 
 
 def positive_number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:  # NaN is not > 0
         raise ValueError(f"expected a number > 0, got {value!r}")
     return float(value)
 
@@ -57,7 +57,7 @@ class IndexSettings:
     values: Mapping[str, Any]
 
     def __init__(self, kinds: Iterable[str] | None = None, **values: Any) -> None:
-        declared = _declared() if values else {}
+        declared = declared_settings() if values else {}
         for name in values:
             if name not in declared:
                 raise TypeError(f"IndexSettings.__init__() got an unexpected keyword argument {name!r}")
@@ -81,14 +81,14 @@ class IndexSettings:
         text: `{"kinds": null, "bloom_fpp": 0.01, "automaton_max_ndv": 256, ...}` (part of the configuration
         version, see indexing/file_indexer.py `config_version`)."""
         kinds = None if self.kinds is None else list(self.kinds)
-        return {"kinds": kinds, **{name: self.value(setting) for name, setting in _declared().items()}}
+        return {"kinds": kinds, **{name: self.value(setting) for name, setting in declared_settings().items()}}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> IndexSettings:
         return cls(**data)
 
     def _key(self) -> tuple[Any, ...]:
-        return self.kinds, tuple(sorted((name, self.value(setting)) for name, setting in _declared().items()))
+        return self.kinds, tuple(sorted((name, self.value(setting)) for name, setting in declared_settings().items()))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, IndexSettings) and self._key() == other._key()
@@ -108,6 +108,6 @@ def _restore(kinds: tuple[str, ...] | None, values: dict[str, Any]) -> IndexSett
     return IndexSettings(kinds, **values)
 
 
-def _declared() -> dict[str, Setting]:
+def declared_settings() -> dict[str, Setting]:
     """Every setting a registered kind declares, by name."""
     return {setting.name: setting for kind in loaded_kinds() for setting in kind.settings}

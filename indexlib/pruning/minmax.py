@@ -271,14 +271,11 @@ class _Evaluator(ExprVisitor[Verdict]):
         self.stats = evaluation.stats
 
     def visit(self, expr: Expr) -> Verdict:
-        target = value_set(expr) or (expr if isinstance(expr, Pattern) else None)
-        if target is None or (not self.kinds and not isinstance(target, ValueSet)):
-            return super().visit(expr)
+        target = (value_set(expr) or (expr if isinstance(expr, Pattern) else None)) if self.kinds else None
+        verdict = super().visit(expr)  # a leaf's min/max verdict first; AND / OR combine their children's
+        if target is None:
+            return verdict
         column = self.stats.column(target.column)
-        if isinstance(target, ValueSet) and not isinstance(expr, BoundCompare):
-            verdict = _in_set(target, column)  # an IN list or an OR chain of `=`: one vectorised set test
-        else:
-            verdict = super().visit(expr)  # one comparison, or a pattern: min/max alone first
         for kind in self.kinds:
             answer = self.evaluation.kind_verdict(kind, target, column, verdict.might)
             if answer is not None:

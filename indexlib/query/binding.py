@@ -80,6 +80,7 @@ from indexlib.query.model import (
     and_,
     as_datetime,
     is_number,
+    operands,
     or_,
     parse_date,
     parse_timestamp,
@@ -132,10 +133,10 @@ class _Binder(ExprVisitor[Expr]):
         return resolve_column(self.schema, name, self.table)
 
     def visit_and(self, expr: And) -> Expr:
-        return _as_sets([self.visit(part) for part in combine_calendar_fields(_operands(expr, And))], "!=", True)
+        return _as_sets([self.visit(part) for part in combine_calendar_fields(operands(expr, And))], "!=", True)
 
     def visit_or(self, expr: Or) -> Expr:
-        return _as_sets([self.visit(part) for part in _operands(expr, Or)], "=", False)
+        return _as_sets([self.visit(part) for part in operands(expr, Or)], "=", False)
 
     def visit_const(self, expr: Const) -> Expr:
         return expr
@@ -215,18 +216,6 @@ def _as_sets(parts: list[Expr], op: str, negated: bool) -> Expr:
         values = sorted(set(found))
         rest.append(BoundIn(column, tuple(values), negated) if len(values) > 1 else BoundCompare(op, column, values[0]))
     return and_(*rest) if negated else or_(*rest)
-
-
-def _operands(expr: Expr, connective: type[And] | type[Or]) -> list[Expr]:
-    """The operands of a chain of one connective, left to right, without recursion."""
-    parts, stack = [], [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, connective):
-            stack.extend((node.right, node.left))
-        else:
-            parts.append(node)
-    return parts
 
 
 def combine_calendar_fields(conjuncts: list[Expr]) -> list[Expr]:

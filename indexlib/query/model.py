@@ -326,6 +326,19 @@ def or_(*operands: Expr) -> Expr:
     return _balanced(Or, parts) if parts else FALSE
 
 
+def operands(expr: Expr, connective: type[And] | type[Or]) -> list[Expr]:
+    """The operands of a chain of one connective (`a OR b OR c`, any shape of tree), left to right, without
+    recursion."""
+    parts, stack = [], [expr]
+    while stack:
+        node = stack.pop()
+        if type(node) is connective:
+            stack.extend((node.right, node.left))
+        else:
+            parts.append(node)
+    return parts
+
+
 def _balanced(node: type[And] | type[Or], parts: list[Expr]) -> Expr:
     """`parts` joined by one associative connective as a balanced tree, so a chain of n operands nests log2(n)
     deep and every visitor's recursion stays shallow however long a planner's OR chain is."""

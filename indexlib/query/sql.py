@@ -52,6 +52,7 @@ from indexlib.query.model import (
     and_,
     as_datetime,
     is_number,
+    operands,
     or_,
     parse_date,
     parse_timestamp,
@@ -194,14 +195,8 @@ def _rebalanced(tree: Expr) -> Expr:
         return Not(_rebalanced(tree.child))
     if not isinstance(tree, (And, Or)):
         return tree
-    connective, parts, stack = type(tree), [], [tree]
-    while stack:
-        node = stack.pop()
-        if type(node) is connective:
-            stack.extend((node.right, node.left))
-        else:
-            parts.append(_rebalanced(node))
-    return and_(*parts) if connective is And else or_(*parts)
+    parts = [_rebalanced(part) for part in operands(tree, type(tree))]
+    return and_(*parts) if isinstance(tree, And) else or_(*parts)
 
 
 def _short(where: str, limit: int = 60) -> str:
@@ -562,10 +557,10 @@ def _arithmetic(kind: type, a: Any, b: Any, node: exp.Expression) -> Any:
 
 def _double_arithmetic(kind: type, a: Any, b: Any, node: exp.Expression) -> float:
     """DOUBLE arithmetic: the exact operand converted to DOUBLE first, then one IEEE operation, as the engines do."""
-    operands = [as_binary(v, DOUBLE) for v in (a, b)]
-    if any(v is None or not v.exact for v in operands):
+    doubles = [as_binary(v, DOUBLE) for v in (a, b)]
+    if any(v is None or not v.exact for v in doubles):
         raise _NotAConstant(f"{node.sql()}: engines may round an operand to DOUBLE differently")
-    x, y = (v.low for v in operands)
+    x, y = (v.low for v in doubles)
     if kind is exp.Add:
         return x + y
     if kind is exp.Sub:

@@ -91,7 +91,7 @@ class IcebergSource:
         current = self.current_version()
         if current is None:
             return SourceChanges([], frozenset())
-        if watermark is not None and self._only_appends_since(watermark):
+        if watermark is not None and only_appends_since(self.table, watermark):
             try:
                 scan = self.table.incremental_append_scan(
                     from_snapshot_id_exclusive=watermark, to_snapshot_id_inclusive=current
@@ -102,9 +102,6 @@ class IcebergSource:
         live = self.live_files()
         was_live = self._paths_at(watermark) if watermark is not None else set()
         return SourceChanges([f for f in live if f.path not in was_live], frozenset(f.path for f in live))
-
-    def _only_appends_since(self, watermark: int) -> bool:
-        return only_appends_since(self.table, watermark)
 
     def _paths_at(self, snapshot_id: int) -> set[str]:
         if self.table.snapshot_by_id(snapshot_id) is None:
