@@ -6,10 +6,12 @@
 
 Each lookup first checks the current snapshot of the source and of its index table (one metadata read each; for
 Delta, the log entries since the version it knows). While neither moved, it answers from what it has: the live
-files, the index entries, and the statistics decoded by earlier lookups. When one moved it reads only what changed
-where the history allows: an Iceberg source whose new snapshots are all appends adds the files of those snapshots'
-manifests to its list (anything else, such as a delete, a compaction or a rollback, re-plans the live files); an index
-table that only had appends reads just the new entries (any other commit re-reads them all).
+files, the index rows earlier lookups read (file rows, the bounds of the columns asked about, the payloads of the
+files that reached the payload stages) and the statistics decoded from them. When one moved it reads only what
+changed where the history allows: an Iceberg source whose new snapshots are all appends adds the files of those
+snapshots' manifests to its list (anything else, such as a delete, a compaction or a rollback, starts again from the
+index's file rows, as a one-off lookup does); an index table that only had appends reads just the appended rows of
+what it had read (any other commit starts a fresh read).
 
 Answers are those of `lookup.lookup` over the same snapshots: files committed after the last build stay "unindexed,
 kept", removed files are never returned. Thread safety: the snapshot check and the cache update run under one lock;
@@ -22,17 +24,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import pyarrow as pa
-
 from indexlib.config import DEFAULT_INDEX_NAMESPACE
-from indexlib.lookup import LookupResult, TableState, lookup_in
+from indexlib.lookup import LookupResult, TableState, live_files, lookup_in
 from indexlib.query.model import Expr
 from indexlib.query.sql import Clock, check_dialect
 from indexlib.sources.base import Source
 from indexlib.sources.delta import DeltaSource
 from indexlib.sources.iceberg import IcebergSource, only_appends_since
-from indexlib.store.schema import ENTRY_ARROW_SCHEMA
-from indexlib.store.table import IndexTable
+from indexlib.store.snapshot import IndexRows, IndexSnapshot
+from indexlib.store.table import IndexTable, watermark_of
 
 
 class IndexHandle:
@@ -56,8 +56,9 @@ class IndexHandle:
         self._dialect = dialect
         self._lock = threading.Lock()
         self._state: TableState | None = None
-        # what the handle read since it was made: full plans of the source, incremental reads of its appends, full
-        # reads of the index, reads of appended index entries (for monitoring, and the tests)
+        # what the handle read since it was made: live sets read afresh (a plan, or the index's file rows and the
+        # source's appends since its watermark), incremental reads of the source's appends, fresh reads of the index,
+        # reads of appended index rows (for monitoring, and the tests)
         self.reads = {"source_plans": 0, "source_appends": 0, "index_full": 0, "index_appends": 0}
 
     @classmethod
@@ -127,12 +128,12 @@ class IndexHandle:
             cached = self._state
             if cached is not None and (cached.source_version, cached.index_version) == (source_version, index_version):
                 return cached
-            live = self._live(source, source_version, cached)
-            entries = self._entries(index_table, index_version, cached)
-            self._state = TableState(source, live, entries, source_version, index_version)
+            rows = self._rows(index_table, index_version, cached)
+            live = self._live(source, source_version, rows, cached)
+            self._state = TableState(source, live, rows, source_version, index_version)
             return self._state
 
-    def _live(self, source: Source, version: int | None, cached: TableState | None) -> list:
+    def _live(self, source: Source, version: int | None, rows: IndexRows | None, cached: TableState | None) -> list:
         if cached is not None and cached.source_version == version:
             return cached.live
         if (
@@ -145,21 +146,23 @@ class IndexHandle:
             self.reads["source_appends"] += 1
             return cached.live + added
         self.reads["source_plans"] += 1
-        return source.live_files()
+        return live_files(source, rows)
 
-    def _entries(self, table: Any, version: int | None, cached: TableState | None) -> pa.Table:
+    def _rows(self, table: Any, version: int | None, cached: TableState | None) -> IndexRows | None:
         if version is None:
-            return ENTRY_ARROW_SCHEMA.empty_table()
+            return None
         if cached is not None and cached.index_version == version:
-            return cached.entries
-        if cached is not None and cached.index_version is not None and only_appends_since(table, cached.index_version):
-            scan = table.incremental_append_scan(
-                from_snapshot_id_exclusive=cached.index_version, to_snapshot_id_inclusive=version
-            )
+            return cached.rows
+        watermark = watermark_of(table)
+        if (
+            cached is not None
+            and isinstance(cached.rows, IndexSnapshot)
+            and only_appends_since(table, cached.index_version)
+        ):
             self.reads["index_appends"] += 1
-            return pa.concat_tables([cached.entries, scan.to_arrow()], promote_options="permissive")
+            return cached.rows.after_appends(table, version, watermark)
         self.reads["index_full"] += 1
-        return self._index.entries()
+        return IndexSnapshot.of(table, watermark)
 
 
 def open_handle(config: Any, table: str) -> IndexHandle:

@@ -33,8 +33,9 @@ from indexlib.query.value_set import value_set
 from indexlib.sources.base import DataFileRef, Source
 from indexlib.sources.registry import open_source
 from indexlib.statistics.verdict import Verdict
-from indexlib.store.entries import EntryStatistics, one_entry_per_path
-from indexlib.store.table import IndexTable
+from indexlib.store.entries import EntryStatistics
+from indexlib.store.snapshot import IndexRows, IndexSnapshot
+from indexlib.store.table import IndexTable, watermark_of
 
 
 @dataclass(frozen=True)
@@ -95,22 +96,22 @@ class IndexVerdicts:
 
 @dataclass(frozen=True)
 class AlignedEntries:
-    """The index entries of a list of live files, matched to it once (one entry per path; -1: no entry). A handle
-    keeps one per (source snapshot, index snapshot) pair, so the statistics it decodes serve every later lookup."""
+    """The index's statistics of a list of live files, in that order, and which of them are indexed. A handle
+    keeps one per (source snapshot, index snapshot) pair, so what its lookups read and decode serves every later
+    one."""
 
     indexed: np.ndarray
-    at: np.ndarray  # per live file, its row in `stats` (0 where not indexed)
     stats: EntryStatistics | None
 
     @staticmethod
-    def of(live_paths: list[str], entries: pa.Table) -> AlignedEntries:
-        entries = entries.filter(pc.is_in(entries.column("file_path"), value_set=pa.array(live_paths, pa.string())))
-        entries = one_entry_per_path(entries)
-        position = {path: i for i, path in enumerate(entries.column("file_path").to_pylist())}
-        index_of = np.array([position.get(path, -1) for path in live_paths], dtype=np.int64)
-        indexed = index_of >= 0
-        stats = EntryStatistics(entries) if indexed.any() else None
-        return AlignedEntries(indexed, np.where(indexed, index_of, 0), stats)
+    def of(live_paths: list[str], rows: IndexRows | None) -> AlignedEntries:
+        if rows is None or not live_paths:
+            return AlignedEntries(np.zeros(len(live_paths), dtype=bool), None)
+        paths = pa.array(live_paths, pa.string())
+        files = rows.files()
+        indexed_paths = files.filter(pc.fill_null(files.column("indexed"), True)).column("file_path")
+        indexed = pc.is_in(paths, value_set=indexed_paths).to_numpy(zero_copy_only=False)
+        return AlignedEntries(indexed, EntryStatistics(paths, rows) if indexed.any() else None)
 
 
 def prune(
@@ -118,10 +119,14 @@ def prune(
 ) -> IndexVerdicts:
     """Index-stage verdicts over `live_paths`, given index entries (any superset of the live ones): "minmax", then
     one stage per kind in `kinds` (default: every kind), each using min/max and every kind before it."""
-    return prune_aligned(predicate, AlignedEntries.of(live_paths, entries), kinds)
+    return prune_aligned(predicate, AlignedEntries.of(live_paths, IndexRows.of_entries(entries)), kinds)
 
 
-def prune_aligned(predicate: Expr, aligned: AlignedEntries, kinds: list[IndexKind] | None = None) -> IndexVerdicts:
+def prune_aligned(
+    predicate: Expr, aligned: AlignedEntries, kinds: list[IndexKind] | None = None, scope: np.ndarray | None = None
+) -> IndexVerdicts:
+    """`scope`: the files an earlier stage kept (default: all); the kinds read payloads of only those that min/max
+    keeps too."""
     kinds = list(registry().values()) if kinds is None else kinds
     names = ["minmax", *(kind.name for kind in kinds)]
     if aligned.stats is None:
@@ -131,8 +136,10 @@ def prune_aligned(predicate: Expr, aligned: AlignedEntries, kinds: list[IndexKin
     stages = []
     for used, name in enumerate(names):
         verdict = evaluation.evaluate(predicate, kinds[:used])
-        kept = ~aligned.indexed | verdict.might[aligned.at]
-        stages.append((name, kept, aligned.indexed & verdict.all_match[aligned.at] & kept))
+        kept = ~aligned.indexed | verdict.might
+        stages.append((name, kept, aligned.indexed & verdict.all_match & kept))
+        if used == 0:
+            evaluation.scope = kept if scope is None else kept & scope
     return IndexVerdicts(aligned.indexed, stages)
 
 
@@ -147,12 +154,12 @@ def leaf_statistics(leaf: Expr, kinds: list[IndexKind]) -> str:
 
 @dataclass
 class TableState:
-    """What lookups read of one source snapshot and one index snapshot: the live files and the index entries (any
-    superset of the live ones). Lookups only read it, so threads can share one."""
+    """What lookups read of one source snapshot and one index snapshot: the live files, and the index's rows
+    (read as asked, store/snapshot.py). Lookups only read it, so threads can share one."""
 
     source: Source
     live: list[DataFileRef]
-    entries: pa.Table
+    rows: IndexRows | None
     source_version: int | None = None
     index_version: int | None = None
 
@@ -162,19 +169,37 @@ class TableState:
 
     @cached_property
     def aligned(self) -> AlignedEntries:
-        return AlignedEntries.of(self.live_paths, self.entries)
+        return AlignedEntries.of(self.live_paths, self.rows)
+
+
+def live_files(source: Source, rows: IndexRows | None) -> list[DataFileRef]:
+    """The source's live files: from the index's file rows at its watermark and the source's changes since, when
+    the index holds a file row for every file live at the watermark and the source can tell what changed without
+    planning (Iceberg, appends only since); else the source's own plan."""
+    if rows is not None and rows.complete and rows.watermark is not None:
+        live = source.live_after(rows.watermark, rows.files())
+        if live is not None:
+            return live
+    return source.live_files()
+
+
+def read_state(config: Config, table: str) -> TableState:
+    """The source's live files and its index, read now (a one-off lookup; a handle keeps one per snapshot)."""
+    catalog = config.load_catalog()
+    source = open_source(config, table, catalog)
+    index = IndexTable(catalog, config.index_namespace, source.name).load()
+    rows = IndexSnapshot.of(index, watermark_of(index)) if index is not None else None
+    return TableState(source, live_files(source, rows), rows)
 
 
 def lookup(config: Config, table: str, where: str | Expr, clock: Clock | None = None) -> LookupResult:
     """Files of `table` that might hold a row matching `where`, and the summary `skipindex explain` prints.
 
     `clock` fixes what CURRENT_DATE / CURRENT_TIMESTAMP / NOW() mean (default: now, in `[lookup] time_zone`).
-    One-off: it plans the source's live files and reads the index. Planner code that asks many questions keeps an
-    `IndexHandle` (handle.py), which caches both by snapshot.
+    One-off: it reads the live files and what the predicate needs of the index. Planner code that asks many
+    questions keeps an `IndexHandle` (handle.py), which caches both by snapshot.
     """
-    catalog = config.load_catalog()
-    source = open_source(config, table, catalog)
-    state = TableState(source, source.live_files(), IndexTable(catalog, config.index_namespace, source.name).entries())
+    state = read_state(config, table)
     return lookup_in(state, table, where, clock or Clock.system(config.time_zone), config.dialect)
 
 
@@ -190,7 +215,7 @@ def lookup_in(
     partitions = prune_partitions(state.source, state.live, predicate)
     after_partition = np.asarray(partitions.might, dtype=bool)
     kinds = list(registry().values())
-    verdicts = prune_aligned(predicate, state.aligned, kinds)
+    verdicts = prune_aligned(predicate, state.aligned, kinds, scope=after_partition)
     stages = [Stage("partition", len(live_paths), int(after_partition.sum()))]
     all_match = np.asarray(partitions.all_match, dtype=bool)
     kept = after_partition

@@ -16,16 +16,19 @@ from itertools import groupby
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from indexlib.errors import UserError
 from indexlib.indexing.build import index_new_files
 from indexlib.indexing.file_indexer import config_version
+from indexlib.indexing.upgrade import upgrade_index
 from indexlib.pruning.partitions import prune_partitions
 from indexlib.query.binding import bound_predicate
 from indexlib.query.sql import Clock
 from indexlib.sources.base import DataFileRef, Source
 from indexlib.sources.registry import open_source
-from indexlib.store.table import IndexTable
+from indexlib.store.table import CommitResult, IndexTable, WatermarkMoved
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -54,6 +57,20 @@ class BackfillResult:
         ]
         lines += [f"{self.table}: skipped unreadable file (left unindexed, always kept): {r}" for _, r in self.skipped]
         return "\n".join(lines)
+
+
+def _commit_live(index: IndexTable, entries: pa.Table, reopen: Callable[[], Source]) -> CommitResult:
+    """Commit `entries` keeping the watermark as it is. Lookups take the index's file rows as live while the source
+    only appended since the watermark, so a file row must not outlive its file: when a build moved the watermark
+    meanwhile (it may have dropped a removed file this batch indexed), the entries of files no longer live are left
+    out and the commit is planned again."""
+    while True:
+        watermark = index.watermark()
+        try:
+            return index.commit(entries, expected_watermark=watermark)
+        except WatermarkMoved:
+            live = pa.array(sorted(f.path for f in reopen().live_files()), pa.string())
+            entries = entries.filter(pc.is_in(entries.column("file_path"), value_set=live))
 
 
 def select_files(source: Source, where: str | None, config: Config) -> list[DataFileRef]:
@@ -99,6 +116,7 @@ def backfill(
     catalog = config.load_catalog()
     source = open_source(config, table_name, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name)
+    upgrade_index(index, source)
     settings = config.column_settings(source.name, source.schema)  # bad settings fail before any work
     current = config_version(settings)
     selected = select_files(source, where, config)
@@ -133,7 +151,7 @@ def backfill(
             skip_unreadable=config.on_unreadable_file == "skip",
             table_files=len(versions) + len(todo) - rebuilt,  # the entries the index holds once this backfill ends
         )
-        result = index.commit(computed.entries)  # keeps the watermark as it finds it
+        result = _commit_live(index, computed.entries, lambda: open_source(config, table_name, catalog))
         commits += int(result.committed)
         written += result.added - result.replaced
         rebuilt_done += result.replaced

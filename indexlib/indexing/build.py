@@ -19,6 +19,8 @@ import pyarrow.compute as pc
 from indexlib.errors import UserError
 from indexlib.index_kinds.registry import sized_settings
 from indexlib.indexing.file_indexer import TASK_OUTPUT_SCHEMA, config_version, index_files_task, settings_json
+from indexlib.indexing.file_rows import unindexed_entries, with_file_facts
+from indexlib.indexing.upgrade import upgrade_index
 from indexlib.sources.base import DataFileRef, Source
 from indexlib.sources.registry import open_source
 from indexlib.store.schema import ENTRY_ARROW_SCHEMA
@@ -38,10 +40,12 @@ _RESTARTS = 5
 
 @dataclass(frozen=True)
 class IndexedFiles:
-    """What Spark computed for a list of files: entries, and the files skipped as unreadable (path, reason)."""
+    """What Spark computed for a list of files: entries (with their file facts, indexing/file_rows.py), and the
+    files skipped as unreadable (path, reason), with the file rows that keep them in the index as unindexed."""
 
     entries: pa.Table
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    unindexed: pa.Table = field(default_factory=ENTRY_ARROW_SCHEMA.empty_table)
 
 
 @dataclass(frozen=True)
@@ -105,10 +109,12 @@ def index_new_files(
         raise UserError(_task_failure_line(exc, source.name)) from exc
     failed = pc.is_valid(result.column("error"))
     skipped = result.filter(failed)
-    entries = result.filter(pc.invert(failed)).drop_columns(["error"]).cast(ENTRY_ARROW_SCHEMA)
+    entries = with_file_facts(result.filter(pc.invert(failed)).drop_columns(["error"]), files, source)
+    skipped_paths = set(skipped.column("file_path").to_pylist())
     return IndexedFiles(
         entries,
         list(zip(skipped.column("file_path").to_pylist(), skipped.column("error").to_pylist(), strict=True)),
+        unindexed_entries([f for f in files if f.path in skipped_paths], source, version),
     )
 
 
@@ -125,6 +131,7 @@ def build_index(config: Config, table_name: str, spark: SparkSession | None = No
     for _ in range(_RESTARTS):
         source = open_source(config, table_name, catalog)
         index = IndexTable(catalog, config.index_namespace, source.name)
+        upgrade_index(index, source)
         try:
             return _build_once(config, source, index, spark)
         except WatermarkMoved as moved:
@@ -139,16 +146,21 @@ def _build_once(config: Config, source: Source, index: IndexTable, spark: SparkS
     if version is None or version == watermark:
         return BuildResult(source.name, index.identifier, 0, 0, version, committed=False)
 
+    known = index.known_paths()  # indexed or not: a file skipped once waits for backfill
     if watermark is None and not config.index_existing_files:
-        # Start indexing from now: older files wait for `skipindex backfill`.
-        index.commit(ENTRY_ARROW_SCHEMA.empty_table(), watermark=version, expected_watermark=None)
+        # Start indexing from now: older files wait for `skipindex backfill`, known as unindexed.
+        live = source.live_files()
+        live_paths = {f.path for f in live}
+        waiting = unindexed_entries([f for f in live if f.path not in known], source, version)
+        result = index.commit(
+            waiting, drop_paths=sorted(known - live_paths), watermark=version, expected_watermark=None
+        )
         log.info("%s: index starts at source version %s; backfill indexes older files", source.name, version)
-        return BuildResult(source.name, index.identifier, 0, 0, version, committed=True)
+        return BuildResult(source.name, index.identifier, 0, 0, version, True, result.dropped)
 
     changes = source.changes_since(watermark)
-    indexed = index.indexed_paths()
-    new_files = [f for f in changes.added if f.path not in indexed]
-    removed = sorted(indexed - changes.live_paths) if changes.live_paths is not None else []
+    new_files = [f for f in changes.added if f.path not in known]
+    removed = sorted(known - changes.live_paths) if changes.live_paths is not None else []
     log.info(
         "%s: %d new data files, %d removed since source version %s",
         source.name,
@@ -169,12 +181,17 @@ def _build_once(config: Config, source: Source, index: IndexTable, spark: SparkS
             config.files_per_task,
             column_settings,
             skip_unreadable=config.on_unreadable_file == "skip",
-            table_files=len(changes.live_paths) if changes.live_paths is not None else len(indexed) + len(new_files),
+            table_files=len(changes.live_paths) if changes.live_paths is not None else len(known) + len(new_files),
         )
         if new_files
         else IndexedFiles(ENTRY_ARROW_SCHEMA.empty_table())
     )
-    result = index.commit(computed.entries, drop_paths=removed, watermark=version, expected_watermark=watermark)
+    result = index.commit(
+        pa.concat_tables([computed.entries, computed.unindexed]),
+        drop_paths=removed,
+        watermark=version,
+        expected_watermark=watermark,
+    )
     indexed_rows = pc.sum(computed.entries.column("record_count")).as_py() or 0
     return BuildResult(
         source.name,

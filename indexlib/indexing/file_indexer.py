@@ -29,7 +29,7 @@ from indexlib.index_kinds.settings import IndexSettings
 from indexlib.statistics.canonical import distinct_keys
 from indexlib.statistics.column_stats import ColumnStats, compute_column_stats
 from indexlib.statistics.sketches import sketch_keys
-from indexlib.store.schema import ENTRY_ARROW_SCHEMA, FORMAT_VERSION, entry_row
+from indexlib.store.schema import ENTRY_ARROW_SCHEMA, STATISTICS_VERSION, entry_row
 
 DEFAULT_SETTINGS = IndexSettings()
 
@@ -110,7 +110,9 @@ def config_version(settings: dict[int, IndexSettings]) -> str:
     An entry whose configuration version differs from the current one is stale: a backfill rebuilds it.
     """
     kinds = {name: kind.version for name, kind in sorted(registry().items())}
-    text = json.dumps({"settings": settings_json(settings), "kinds": kinds, "format": FORMAT_VERSION}, sort_keys=True)
+    text = json.dumps(
+        {"settings": settings_json(settings), "kinds": kinds, "format": STATISTICS_VERSION}, sort_keys=True
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

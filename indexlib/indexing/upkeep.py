@@ -15,6 +15,7 @@ from pyiceberg.exceptions import NoSuchNamespaceError
 
 from indexlib.indexing.build import index_new_files
 from indexlib.indexing.file_indexer import config_version
+from indexlib.indexing.upgrade import upgrade_index
 from indexlib.sources.registry import open_source
 from indexlib.store.entries import one_entry_per_path
 from indexlib.store.table import SOURCE_PROPERTY, IndexTable
@@ -65,6 +66,7 @@ def compact(config: Config, table_name: str) -> CompactResult:
     catalog = config.load_catalog()
     source = open_source(config, table_name, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name)
+    upgrade_index(index, source)
     live = {f.path for f in source.live_files()}
     counts: dict[str, int] = {}
 
@@ -77,7 +79,8 @@ def compact(config: Config, table_name: str) -> CompactResult:
             dup=entries.num_rows - kept.num_rows,
             dead=kept.num_rows - alive.num_rows,
         )
-        if counts["before"] <= 1 and counts["dup"] == 0 and counts["dead"] == 0:
+        # one data file per partition (per indexed column, and the file rows) is as compact as it gets
+        if counts["before"] <= _partitions(index) and counts["dup"] == 0 and counts["dead"] == 0:
             return None
         return alive
 
@@ -97,6 +100,11 @@ def compact(config: Config, table_name: str) -> CompactResult:
 def _data_files(index: IndexTable) -> int:
     table = index.catalog.load_table(index.identifier)
     return 0 if table.current_snapshot() is None else len(table.inspect.files())
+
+
+def _partitions(index: IndexTable) -> int:
+    table = index.catalog.load_table(index.identifier)
+    return 0 if table.current_snapshot() is None else table.inspect.partitions().num_rows
 
 
 @dataclass(frozen=True)

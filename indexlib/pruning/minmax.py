@@ -230,8 +230,11 @@ class Evaluation:
     """The verdicts of one predicate over one provider's files, stage by stage: each kind's verdict on a value set or
     pattern is computed once and reused by every later stage."""
 
-    def __init__(self, stats: StatisticsProvider) -> None:
+    def __init__(self, stats: StatisticsProvider, scope: np.ndarray | None = None) -> None:
+        """`scope`: the files still in play (an earlier stage dropped the others); payloads are read only for
+        files in scope, the others answer "might match" to every kind, which changes no file that is kept."""
         self.stats = stats
+        self.scope = scope
         self._kind_verdicts: dict[tuple[str, Any], Verdict | None] = {}
 
     def evaluate(self, expr: Expr, kinds: Sequence[IndexKind] = ()) -> Verdict:
@@ -247,8 +250,9 @@ class Evaluation:
         kind cannot read is isolated and read as unknown (`isolate_damage`)."""
         key = (kind.name, target)
         if key not in self._kind_verdicts:
-            payloads = self.stats.payloads(target.column, kind.name, kind.version)
-            payloads = [p if keep else None for p, keep in zip(payloads, candidates, strict=True)]
+            if self.scope is not None:
+                candidates = candidates & self.scope
+            payloads = self.stats.payloads(target.column, kind.name, kind.version, candidates)
             try:
                 self._kind_verdicts[key] = kind.verdict(target, payloads, column)
             except Exception as error:  # a damaged payload: isolate it

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import pyarrow as pa
 from pyiceberg.schema import Schema
 from pyiceberg.types import NestedField
 
@@ -53,6 +54,19 @@ class Source(Protocol):
     def changes_since(self, watermark: int | None) -> SourceChanges: ...
 
     def partition_label(self, ref: DataFileRef) -> str: ...
+
+    def files_at(self, version: int) -> list[DataFileRef] | None:
+        """The files live at `version` (None when the source no longer has that version)."""
+        ...
+
+    def live_after(self, watermark: int, known: pa.Table) -> list[DataFileRef] | None:
+        """The live files from the index's file rows at `watermark` and the changes since, when the source can
+        tell them without planning every file; None when it cannot (the caller calls `live_files`)."""
+        ...
+
+    def stored_partition(self, ref: DataFileRef) -> list[bytes | None] | None:
+        """The file's partition values as the index stores them in its file row (None: not stored)."""
+        ...
 
     @property
     def partitioning(self) -> IcebergPartitioning | IdentityPartitioning:

@@ -113,15 +113,29 @@ class DeltaSource:
         live_paths = frozenset(f.path for f in live)
         if watermark is None:
             return SourceChanges(live, live_paths)
+        before = self.files_at(watermark)
+        if before is None:  # version W vacuumed from the log: every live file is a candidate, indexed ones are skipped
+            log.warning("%s: version %s is no longer in the Delta log; comparing all live files", self.name, watermark)
+            return SourceChanges(live, live_paths)
+        was_live = {f.path for f in before}
+        return SourceChanges([f for f in live if f.path not in was_live], live_paths)
+
+    def files_at(self, version: int) -> list[DataFileRef] | None:
+        """The files live at that table version (None when the log no longer has it)."""
         try:
             from deltalake import DeltaTable
 
-            before = DeltaTable(self.name, version=watermark, storage_options=self.storage_options or None)
-            was_live = {f.path for f in self._files(before)}
-        except Exception:  # version W vacuumed from the log: every live file is a candidate, indexed ones are skipped
-            log.warning("%s: version %s is no longer in the Delta log; comparing all live files", self.name, watermark)
-            return SourceChanges(live, live_paths)
-        return SourceChanges([f for f in live if f.path not in was_live], live_paths)
+            return self._files(DeltaTable(self.name, version=version, storage_options=self.storage_options or None))
+        except Exception:
+            return None
+
+    def live_after(self, watermark: int, known: pa.Table) -> list[DataFileRef] | None:
+        """None: delta-rs holds the live files of the loaded version already (it replayed the log to open it)."""
+        return None
+
+    def stored_partition(self, ref: DataFileRef) -> list[bytes | None] | None:
+        """None: a Delta file's partition values come from the log, with its live files (`live_after`)."""
+        return None
 
     def partition_label(self, ref: DataFileRef) -> str:
         return "/".join(f"{c}={v}" for c, v in ref.partition or ()) or "(unpartitioned)"

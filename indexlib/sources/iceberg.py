@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+from pyiceberg.conversions import from_bytes, to_bytes
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError, ValidationError
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table.snapshots import Operation, ancestors_of
+from pyiceberg.typedef import Record
 
 from indexlib.errors import UserError
 from indexlib.sources.base import DataFileRef, IcebergPartitioning, SourceChanges
@@ -100,13 +103,81 @@ class IcebergSource:
             except (ValueError, ValidationError):
                 pass
         live = self.live_files()
-        was_live = self._paths_at(watermark) if watermark is not None else set()
+        was_live = {f.path for f in self.files_at(watermark) or []} if watermark is not None else set()
         return SourceChanges([f for f in live if f.path not in was_live], frozenset(f.path for f in live))
 
-    def _paths_at(self, snapshot_id: int) -> set[str]:
+    def live_after(self, watermark: int, known: pa.Table) -> list[DataFileRef] | None:
+        """The live files without planning the table: `known` (the index's file rows: every file live at snapshot
+        `watermark`, and files the index learnt of since, see docs/index-table.md) plus the files of the snapshots
+        after it. Only when those are all appends, so nothing was removed since; None otherwise (plan instead)."""
+        current = self.current_version()
+        if current != watermark and not only_appends_since(self.table, watermark):
+            return None
+        added = self.changes_since(watermark).added if current != watermark else []
+        at_watermark = self.refs_of(known)
+        seen = {ref.path for ref in at_watermark}
+        return at_watermark + [ref for ref in added if ref.path not in seen]
+
+    def stored_partition(self, ref: DataFileRef) -> list[bytes | None] | None:
+        """The file's partition record in Iceberg's single-value serialisation, per field of its spec (None when
+        the source does not say or the spec cannot be typed with the current schema)."""
+        spec = self.partition_specs.get(ref.spec_id)
+        if spec is None or ref.partition is None:
+            return None
+        try:
+            fields = spec.partition_type(self.schema).fields
+            return [
+                None if v is None else to_bytes(f.field_type, v) for f, v in zip(fields, ref.partition, strict=True)
+            ]
+        except Exception:  # a source column of the spec dropped or retyped: the record stays unknown (kept)
+            return None
+
+    def refs_of(self, rows: pa.Table) -> list[DataFileRef]:
+        """File rows of the index (store/schema.py) as data files; a partition that does not decode with the
+        current schema is unknown, which the partition stage keeps."""
+        types: dict[int, list[Any] | None] = {}
+        decoded: dict[tuple[int, tuple[bytes | None, ...]], Any] = {}
+
+        def partition(spec_id: int | None, stored: list[bytes | None] | None) -> Any:
+            if spec_id is None or stored is None:
+                return None
+            if spec_id not in types:
+                spec = self.partition_specs.get(spec_id)
+                try:
+                    types[spec_id] = [f.field_type for f in spec.partition_type(self.schema).fields] if spec else None
+                except Exception:
+                    types[spec_id] = None
+            key = (spec_id, tuple(stored))
+            if key not in decoded:
+                field_types = types[spec_id]
+                try:
+                    decoded[key] = (
+                        Record(
+                            *(None if b is None else from_bytes(t, b) for t, b in zip(field_types, stored, strict=True))
+                        )
+                        if field_types is not None
+                        else None
+                    )
+                except Exception:
+                    decoded[key] = None
+            return decoded[key]
+
+        columns = [
+            rows.column(name).to_pylist()
+            for name in ("file_path", "record_count", "file_size_in_bytes", "file_format", "spec_id", "partition")
+        ]
+        refs = []
+        for path, count, size, file_format, spec_id, stored in zip(*columns, strict=True):
+            refs.append(
+                DataFileRef(path, count, size, file_format or "PARQUET", spec_id or 0, partition(spec_id, stored))
+            )
+        return refs
+
+    def files_at(self, snapshot_id: int) -> list[DataFileRef] | None:
+        """The files live at that snapshot (None when it expired)."""
         if self.table.snapshot_by_id(snapshot_id) is None:
-            return set()
-        return {task.file.file_path for task in self.table.scan(snapshot_id=snapshot_id).plan_files()}
+            return None
+        return [_ref(task.file) for task in self.table.scan(snapshot_id=snapshot_id).plan_files()]
 
     def partition_label(self, ref: DataFileRef) -> str:
         spec = self.partition_specs.get(ref.spec_id)

@@ -75,8 +75,11 @@ class StatisticsProvider(ABC):
     def column(self, column: ColumnRef) -> ColumnStatistics:
         """Bounds (in the column's physical domain, see column_stats) and counts of `column` in each file."""
 
-    def payloads(self, column: ColumnRef, kind: str, version: int) -> list[bytes | None]:
-        """Per file, the payload of index `kind` (at most `version`) for `column`; None where there is none."""
+    def payloads(
+        self, column: ColumnRef, kind: str, version: int, candidates: np.ndarray | None = None
+    ) -> list[bytes | None]:
+        """Per file, the payload of index `kind` (at most `version`) for `column`; None where there is none or the
+        file is not among `candidates` (a provider may then skip reading it)."""
         return [None] * self.num_files
 
     def damaged(self, column: ColumnRef, what: str, files: np.ndarray, error: Exception) -> None:

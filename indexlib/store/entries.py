@@ -12,6 +12,9 @@ checksums.
 
 from __future__ import annotations
 
+import threading
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,41 +29,65 @@ from indexlib.statistics.column_stats import (
 )
 from indexlib.statistics.provider import ColumnRef, ColumnStatistics, StatisticsProvider, isolate_damage
 
+if TYPE_CHECKING:
+    from indexlib.store.snapshot import IndexRows
+
 
 class EntryStatistics(StatisticsProvider):
-    """Per-file statistics of the entries in an index-table scan (one row per data file, in scan order), decoded
-    lazily per column; damaged values read as unknown (see the module docstring)."""
+    """Per-file statistics of `paths` (in that order) from an index's rows (store/snapshot.py), decoded lazily per
+    column; payloads are read only for the files asked for. A file without rows is unknown; damaged values read as
+    unknown (see the module docstring). Thread-safe: a handle's lookups share one."""
 
-    def __init__(self, entries: pa.Table) -> None:
-        self.entries = entries
-        self.num_files = entries.num_rows
+    def __init__(self, paths: pa.Array, rows: IndexRows) -> None:
+        self.paths = paths
+        self.rows = rows
+        self.num_files = len(paths)
+        self._lock = threading.RLock()
         self._columns: dict[int, ColumnStatistics] = {}
+        self._rows_of: dict[int, tuple[pa.Table, np.ndarray]] = {}
         self._payloads: dict[tuple[int, str, int], list[bytes | None]] = {}
-        flat = pc.list_flatten(entries.column("columns"))
-        self._parents = pc.list_parent_indices(entries.column("columns")).to_numpy()
-        self._flat = pa.Table.from_struct_array(flat) if len(flat) else None
+        self._asked: dict[tuple[int, str, int], np.ndarray] = {}
 
-    def payloads(self, column: ColumnRef, kind: str, version: int) -> list[bytes | None]:
-        """Per file, the payload of index `kind` for `column`; None where absent, newer than `version`, or written
-        for a column type of another physical domain (its keys would not be this type's keys)."""
+    def _column_rows(self, field_id: int) -> tuple[pa.Table, np.ndarray]:
+        """The column's rows of these files, and the file each describes."""
+        if field_id not in self._rows_of:
+            rows = self.rows.columns([field_id])
+            position = pc.index_in(rows.column("file_path"), value_set=self.paths)
+            known = pc.is_valid(position)
+            rows = rows.filter(known)
+            self._rows_of[field_id] = (rows, pc.drop_null(position).to_numpy().astype(np.int64))
+        return self._rows_of[field_id]
+
+    def payloads(
+        self, column: ColumnRef, kind: str, version: int, candidates: np.ndarray | None = None
+    ) -> list[bytes | None]:
+        """Per file, the payload of index `kind` for `column`; None where absent, newer than `version`, written
+        for a column type of another physical domain (its keys would not be this type's keys), or outside
+        `candidates` (only those files' payloads are read)."""
         key = (column.field_id, kind, version)
-        if key not in self._payloads:
-            self._payloads[key] = self._find_payloads(column, kind, version)
-        return self._payloads[key]
+        with self._lock:
+            found = self._payloads.setdefault(key, [None] * self.num_files)
+            asked = self._asked.setdefault(key, np.zeros(self.num_files, dtype=bool))
+            _, described = self._column_rows(column.field_id)
+            has_row = np.zeros(self.num_files, dtype=bool)
+            has_row[described] = True
+            wanted = has_row & ~asked & (candidates if candidates is not None else True)
+            if wanted.any():
+                rows = self.rows.payloads(column.field_id, self.paths.filter(pa.array(wanted)))
+                self._fill(found, rows, column, kind, version)
+                asked |= wanted
+            if candidates is None:
+                return list(found)
+            return [p if keep else None for p, keep in zip(found, candidates, strict=True)]
 
     def file_name(self, index: int) -> str:
-        return self.entries.column("file_path")[index].as_py()
+        return self.paths[index].as_py()
 
-    def _find_payloads(self, column: ColumnRef, kind: str, version: int) -> list[bytes | None]:
-        found: list[bytes | None] = [None] * self.num_files
-        if self._flat is None or "indexes" not in self._flat.column_names:
-            return found  # entries written before index kinds existed
-        is_column = pc.equal(self._flat.column("field_id"), column.field_id).to_numpy(zero_copy_only=False)
-        rows = self._flat.filter(is_column)
+    def _fill(self, found: list[bytes | None], rows: pa.Table, column: ColumnRef, kind: str, version: int) -> None:
         indexes = _binary(rows.column("indexes"))
         flat_indexes = pc.list_flatten(indexes)
         if not len(flat_indexes):
-            return found
+            return
         types = rows.column("type")
         usable_types = [
             t
@@ -76,15 +103,17 @@ class EntryStatistics(StatisticsProvider):
             )
             & usable_row[row_of]
         )
-        parents = self._parents[is_column][row_of[wanted]]
-        for parent, payload in zip(parents, flat.column("payload").filter(pa.array(wanted)).to_pylist(), strict=True):
-            found[parent] = payload
-        return found
+        files = pc.index_in(rows.column("file_path"), value_set=self.paths).to_numpy(zero_copy_only=False)
+        for file, payload in zip(
+            files[row_of[wanted]], flat.column("payload").filter(pa.array(wanted)).to_pylist(), strict=True
+        ):
+            found[int(file)] = payload
 
     def column(self, column: ColumnRef) -> ColumnStatistics:
-        if column.field_id not in self._columns:
-            self._columns[column.field_id] = self._decode(column)
-        return self._columns[column.field_id]
+        with self._lock:
+            if column.field_id not in self._columns:
+                self._columns[column.field_id] = self._decode(column)
+            return self._columns[column.field_id]
 
     def _decode(self, column: ColumnRef) -> ColumnStatistics:
         n = self.num_files
@@ -94,10 +123,8 @@ class EntryStatistics(StatisticsProvider):
         arrow_type = physical_arrow_type(column.type) if supports_bounds(column.type) else pa.null()
         lower = pa.nulls(n, arrow_type)
         upper = pa.nulls(n, arrow_type)
-        if self._flat is not None:
-            rows = self._flat.filter(pc.equal(self._flat.column("field_id"), column.field_id))
-            mask = pc.equal(self._flat.column("field_id"), column.field_id).to_numpy(zero_copy_only=False)
-            parents = self._parents[mask]
+        rows, parents = self._column_rows(column.field_id)
+        if rows.num_rows:
             value_count[parents] = rows.column("value_count").to_numpy()
             null_count[parents] = rows.column("null_count").to_numpy()
             nan_count[parents] = pc.fill_null(rows.column("nan_count"), 0).to_numpy()

@@ -1,5 +1,13 @@
-"""The index-table layout, declared once as an Iceberg schema; the Arrow layout of Spark tasks and commits is derived
-from it. One row per indexed data file; `columns` holds one element per indexed column. See docs/index-table.md.
+"""The index-table layout (format 4), declared once as Iceberg schemas; the Arrow layouts of Spark tasks and commits
+are derived from them. See docs/index-table.md.
+
+Two shapes of the same facts:
+- An *entry* (`ENTRY_SCHEMA`): one row per data file, `columns` holding one element per indexed column. Spark tasks
+  produce entries, `IndexTable.entries()` returns them, and format 3 stored them as they are.
+- Stored *rows* (`INDEX_SCHEMA`, format 4): one file row per data file (`field_id` 0) and one row per (file, indexed
+  column). The table is partitioned by `field_id` and sorted by (`field_id`, `file_path`), so a lookup reads only the
+  columns its predicate names, and the payloads of only the files the cheaper stages kept.
+`rows_of` and `entries_of` turn one into the other.
 """
 
 from __future__ import annotations
@@ -7,16 +15,42 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyiceberg.io.pyarrow import schema_to_pyarrow
+from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.types import BinaryType, IntegerType, ListType, LongType, NestedField, StringType, StructType
+from pyiceberg.table.sorting import SortField, SortOrder
+from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import (
+    BinaryType,
+    BooleanType,
+    IntegerType,
+    ListType,
+    LongType,
+    NestedField,
+    StringType,
+    StructType,
+)
 
 from indexlib.statistics.column_stats import ColumnStats
 
 # 2: distinct_count, ndv_sketch and indexes per column (optional: version-1 entries read as unknown)
 # 3: config_version per entry (optional: older entries have none, so a backfill rebuilds them)
-FORMAT_VERSION = 3
+# 4: one row per (file, column), partitioned by column; a file row for every live file at the watermark, indexed
+#    or not, with its partition values (docs/index-table.md)
+FORMAT_VERSION = 4
+# What an entry's statistics are (part of its configuration version); format 4 changed how entries are stored, not
+# what they hold, so upgraded entries are not outdated.
+STATISTICS_VERSION = 3
+FILE_ROW = 0  # the field_id of file rows (Iceberg field ids start at 1)
+
+INDEXES_TYPE = StructType(
+    NestedField(22, "kind", StringType(), required=True),
+    NestedField(23, "version", IntegerType(), required=True),
+    NestedField(24, "payload", BinaryType(), required=True),
+)
 
 COLUMN_STATS_TYPE = StructType(
     NestedField(10, "field_id", IntegerType(), required=True),
@@ -29,31 +63,57 @@ COLUMN_STATS_TYPE = StructType(
     NestedField(17, "upper", BinaryType(), required=False),
     NestedField(18, "distinct_count", LongType(), required=False),
     NestedField(19, "ndv_sketch", BinaryType(), required=False),
-    NestedField(
-        20,
-        "indexes",
-        ListType(
-            21,
-            StructType(
-                NestedField(22, "kind", StringType(), required=True),
-                NestedField(23, "version", IntegerType(), required=True),
-                NestedField(24, "payload", BinaryType(), required=True),
-            ),
-            element_required=True,
-        ),
-        required=False,
-    ),
+    NestedField(20, "indexes", ListType(21, INDEXES_TYPE, element_required=True), required=False),
 )
 
-INDEX_SCHEMA = Schema(
-    NestedField(1, "file_path", StringType(), required=True),
+# The per-file facts an entry and a file row share (the file's own, not a column's).
+_FILE_FIELDS = (
     NestedField(2, "file_size_in_bytes", LongType(), required=True),
     NestedField(3, "record_count", LongType(), required=True),
     NestedField(4, "source_version", LongType(), required=True),
     NestedField(5, "format_version", IntegerType(), required=True),
-    NestedField(6, "columns", ListType(7, COLUMN_STATS_TYPE, element_required=True), required=True),
-    NestedField(25, "config_version", StringType(), required=False),
 )
+_FILE_FACTS = (
+    NestedField(25, "config_version", StringType(), required=False),
+    # format 4: false for a live file the index holds no statistics of (skipped as unreadable, or older than the
+    # first build and waiting for backfill); the Iceberg partition record of the file, for the partition stage
+    NestedField(26, "indexed", BooleanType(), required=False),
+    NestedField(27, "file_format", StringType(), required=False),
+    NestedField(28, "spec_id", IntegerType(), required=False),
+    NestedField(29, "partition", ListType(30, BinaryType(), element_required=False), required=False),
+)
+
+ENTRY_SCHEMA = Schema(
+    NestedField(1, "file_path", StringType(), required=True),
+    *_FILE_FIELDS,
+    NestedField(6, "columns", ListType(7, COLUMN_STATS_TYPE, element_required=True), required=True),
+    *_FILE_FACTS,
+)
+
+
+def _optional(field: NestedField) -> NestedField:
+    return NestedField(field.field_id, field.name, field.field_type, required=False)
+
+
+# Stored rows: the entry's file fields (set on file rows only) and the column struct's fields (column rows only).
+INDEX_SCHEMA = Schema(
+    NestedField(1, "file_path", StringType(), required=True),
+    NestedField(10, "field_id", IntegerType(), required=True),
+    *(_optional(f) for f in _FILE_FIELDS),
+    *_FILE_FACTS,
+    *(_optional(f) for f in COLUMN_STATS_TYPE.fields if f.name != "field_id"),
+)
+INDEX_PARTITION_SPEC = PartitionSpec(
+    PartitionField(source_id=10, field_id=1000, transform=IdentityTransform(), name="field_id")
+)
+INDEX_SORT_ORDER = SortOrder(SortField(source_id=10), SortField(source_id=1))
+# Small row groups: a read of a few files' payloads skips the other groups by their file_path min/max; full
+# file_path metrics let Iceberg skip whole data files the same way.
+INDEX_TABLE_PROPERTIES = {
+    "write.parquet.row-group-limit": "2048",
+    "write.metadata.metrics.column.file_path": "full",
+}
+PAYLOAD_FIELDS = ("ndv_sketch", "indexes")  # read only for the files the cheaper stages kept
 
 
 def _plain(arrow_type: pa.DataType) -> pa.DataType:
@@ -73,10 +133,13 @@ def _plain_field(field: pa.Field) -> pa.Field:
     return pa.field(field.name, _plain(field.type), nullable=field.nullable)
 
 
-# The same layout in Arrow types, derived from INDEX_SCHEMA; used by Spark tasks and commits.
-ENTRY_ARROW_SCHEMA = pa.schema(
-    [_plain_field(field) for field in schema_to_pyarrow(INDEX_SCHEMA, include_field_ids=False)]
-)
+def plain_arrow(schema: Schema) -> pa.Schema:
+    return pa.schema([_plain_field(field) for field in schema_to_pyarrow(schema, include_field_ids=False)])
+
+
+# The same layouts in Arrow types: entries (Spark tasks, `IndexTable.entries()`), and stored rows.
+ENTRY_ARROW_SCHEMA = plain_arrow(ENTRY_SCHEMA)
+ROW_ARROW_SCHEMA = plain_arrow(INDEX_SCHEMA)
 
 
 def entry_row(
@@ -86,6 +149,11 @@ def entry_row(
     source_version: int,
     columns: Iterable[ColumnStats],
     config_version: str | None = None,
+    *,
+    indexed: bool = True,
+    file_format: str | None = None,
+    spec_id: int | None = None,
+    partition: list[bytes | None] | None = None,
 ) -> dict[str, Any]:
     return {
         "file_path": file_path,
@@ -95,4 +163,68 @@ def entry_row(
         "format_version": FORMAT_VERSION,
         "columns": [{**stats.__dict__, "indexes": list(stats.indexes)} for stats in columns],
         "config_version": config_version,
+        "indexed": indexed,
+        "file_format": file_format,
+        "spec_id": spec_id,
+        "partition": partition,
     }
+
+
+def as_entries(table: pa.Table) -> pa.Table:
+    """Entries in the current entry layout; fields an older layout lacks (format 3 entries) read as null, and
+    `indexed` as true (format 3 held entries of indexed files only)."""
+    columns = []
+    for field in ENTRY_ARROW_SCHEMA:
+        if field.name in table.column_names:
+            columns.append(table.column(field.name).cast(field.type))
+        elif field.name == "indexed":
+            columns.append(pa.array(np.ones(table.num_rows, dtype=bool)))
+        else:
+            columns.append(pa.nulls(table.num_rows, field.type))
+    return pa.Table.from_arrays(columns, schema=ENTRY_ARROW_SCHEMA)
+
+
+def rows_of(entries: pa.Table) -> pa.Table:
+    """Entries as stored rows: one file row each, and one row per (entry, column), sorted by (field_id, path)."""
+    entries = as_entries(entries)
+    n = entries.num_rows
+    files = {name: entries.column(name) for name in ENTRY_ARROW_SCHEMA.names if name != "columns"}
+    files["field_id"] = pa.array(np.full(n, FILE_ROW, dtype=np.int32))
+    listed = entries.column("columns").combine_chunks()
+    flat = pa.Table.from_struct_array(pc.list_flatten(listed)) if n else None
+    parents = pc.list_parent_indices(listed) if n else pa.array([], pa.int64())
+    columns = {} if flat is None else {name: flat.column(name) for name in flat.column_names}
+    columns["file_path"] = entries.column("file_path").take(parents)
+    stacked = [
+        pa.table({f.name: _column(source, f, len(source["file_path"])) for f in ROW_ARROW_SCHEMA}, ROW_ARROW_SCHEMA)
+        for source in (files, columns)
+    ]
+    rows = pa.concat_tables(stacked)
+    return rows.sort_by([("field_id", "ascending"), ("file_path", "ascending")])
+
+
+def _column(source: dict[str, Any], field: pa.Field, n: int) -> pa.Array | pa.ChunkedArray:
+    if field.name in source:
+        return source[field.name].cast(field.type)
+    return pa.nulls(n, field.type)
+
+
+def entries_of(rows: pa.Table) -> pa.Table:
+    """Stored rows as entries, one per file row, ordered by path (column rows without a file row are left out)."""
+    is_file = pc.equal(rows.column("field_id"), FILE_ROW)
+    files = rows.filter(is_file).sort_by("file_path")
+    paths = files.column("file_path").combine_chunks()
+    columns = rows.filter(pc.invert(is_file))
+    columns = columns.filter(pc.is_in(columns.column("file_path"), value_set=paths))
+    columns = columns.sort_by([("file_path", "ascending"), ("field_id", "ascending")])
+    file_of_row = np.searchsorted(
+        paths.to_numpy(zero_copy_only=False), columns.column("file_path").to_numpy(zero_copy_only=False)
+    )
+    offsets = np.searchsorted(file_of_row, np.arange(files.num_rows + 1), side="left").astype(np.int32)
+    struct_type = ENTRY_ARROW_SCHEMA.field("columns").type.value_type
+    elements = pa.StructArray.from_arrays(
+        [columns.column(f.name).combine_chunks().cast(f.type) for f in struct_type], fields=list(struct_type)
+    )
+    listed = pa.ListArray.from_arrays(pa.array(offsets), elements, type=ENTRY_ARROW_SCHEMA.field("columns").type)
+    arrays = [listed if f.name == "columns" else files.column(f.name).cast(f.type) for f in ENTRY_ARROW_SCHEMA]
+    return pa.Table.from_arrays(arrays, schema=ENTRY_ARROW_SCHEMA)

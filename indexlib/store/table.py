@@ -1,4 +1,5 @@
-"""The side index table: one Iceberg table per source table, one row per indexed data file.
+"""The side index table: one Iceberg table per source table; per data file, a file row and one row per indexed
+column (store/schema.py).
 
 Every change (new entries, entries replaced after a configuration change, entries of removed files dropped) and the
 watermark (the last source version indexed, a snapshot-summary property) land in one Iceberg commit, so a reader
@@ -19,16 +20,29 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyiceberg.exceptions import (
     CommitFailedException,
     CommitStateUnknownException,
     NoSuchTableError,
     TableAlreadyExistsError,
 )
-from pyiceberg.expressions import In
+from pyiceberg.expressions import EqualTo, In
 
 from indexlib.errors import UserError
-from indexlib.store.schema import ENTRY_ARROW_SCHEMA, FORMAT_VERSION, INDEX_SCHEMA
+from indexlib.store.entries import one_entry_per_path
+from indexlib.store.schema import (
+    ENTRY_ARROW_SCHEMA,
+    FILE_ROW,
+    FORMAT_VERSION,
+    INDEX_PARTITION_SPEC,
+    INDEX_SCHEMA,
+    INDEX_SORT_ORDER,
+    INDEX_TABLE_PROPERTIES,
+    as_entries,
+    entries_of,
+    rows_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +52,7 @@ FORMAT_PROPERTY = "skipindex.format-version"
 # Our commits are planned against the state they read; a rebase by pyiceberg could duplicate an entry.
 TABLE_PROPERTIES = {"commit.retry.num-retries": "0"}
 COMMIT_ATTEMPTS = 20
+UPGRADE_SUFFIX = "__format4"
 
 
 def index_table_name(source_name: str) -> str:
@@ -97,19 +112,25 @@ class IndexTable:
             return table
         self.catalog.create_namespace_if_not_exists(self.namespace)
         try:
-            self._table = self.catalog.create_table(
-                self.identifier,
-                schema=INDEX_SCHEMA,
-                properties={
-                    SOURCE_PROPERTY: self.source_name,
-                    FORMAT_PROPERTY: str(FORMAT_VERSION),
-                    **TABLE_PROPERTIES,
-                },
-            )
+            self._table = self._create(self.identifier)
         except TableAlreadyExistsError:  # another build created it first
             self._table = self.catalog.load_table(self.identifier)
             self._check_owner(self._table)
         return self._table
+
+    def _create(self, identifier: str) -> Any:
+        return self.catalog.create_table(
+            identifier,
+            schema=INDEX_SCHEMA,
+            partition_spec=INDEX_PARTITION_SPEC,
+            sort_order=INDEX_SORT_ORDER,
+            properties={
+                SOURCE_PROPERTY: self.source_name,
+                FORMAT_PROPERTY: str(FORMAT_VERSION),
+                **TABLE_PROPERTIES,
+                **INDEX_TABLE_PROPERTIES,
+            },
+        )
 
     def _check_owner(self, table: Any) -> None:
         owner = table.properties.get(SOURCE_PROPERTY)
@@ -124,17 +145,26 @@ class IndexTable:
             )
 
     def watermark(self) -> int | None:
-        return _watermark_of(self.load())
+        return watermark_of(self.load())
 
-    def indexed(self) -> pa.Table:
-        """`file_path` and `config_version` of every entry (only these two columns are read)."""
+    def file_rows(self) -> pa.Table:
+        """`file_path`, `config_version` and `indexed` of every data file the index knows (only these are read)."""
         table = self.load()
         if table is None or table.current_snapshot() is None:
-            return pa.table({"file_path": pa.array([], pa.string()), "config_version": pa.array([], pa.string())})
-        return _indexed_state(table)
+            return _FILE_STATE.empty_table()
+        return _file_state(table)
+
+    def indexed(self) -> pa.Table:
+        """`file_path` and `config_version` of every file with statistics (not of files left unindexed)."""
+        state = self.file_rows()
+        return state.filter(state.column("indexed")).select(["file_path", "config_version"])
 
     def indexed_paths(self) -> set[str]:
         return set(self.indexed().column("file_path").to_pylist())
+
+    def known_paths(self) -> set[str]:
+        """Every file the index has a row of, indexed or not."""
+        return set(self.file_rows().column("file_path").to_pylist())
 
     def config_versions(self) -> dict[str, str | None]:
         """Indexed path -> the configuration version its entry was built with (None before format 3)."""
@@ -142,35 +172,77 @@ class IndexTable:
         return dict(zip(state.column("file_path").to_pylist(), state.column("config_version").to_pylist(), strict=True))
 
     def entries(self, paths: Iterable[str] | None = None) -> pa.Table:
-        """All entries (or those of `paths`); duplicates of a path (possible only in tables written before format 3)
-        are harmless."""
+        """All entries (or those of `paths`), in the entry layout, including those of files left unindexed
+        (`indexed` false, no columns)."""
         table = self.load()
         if table is None or table.current_snapshot() is None:
             return ENTRY_ARROW_SCHEMA.empty_table()
+        wanted = None
         if paths is not None:
-            paths = list(paths)
-            if not paths:
+            wanted = sorted(set(paths))
+            if not wanted:
                 return ENTRY_ARROW_SCHEMA.empty_table()
-            return table.scan(row_filter=In("file_path", sorted(set(paths)))).to_arrow()
-        return table.scan().to_arrow()
+        if format_of(table) < FORMAT_VERSION:
+            scan = table.scan(row_filter=In("file_path", wanted)) if wanted is not None else table.scan()
+            return as_entries(scan.to_arrow())
+        scan = table.scan(row_filter=In("file_path", wanted)) if wanted is not None else table.scan()
+        return entries_of(scan.to_arrow())
 
-    def _upgrade(self, table: Any) -> Any:
-        """Add the fields of newer formats to an older index table (all optional: old entries read as unknown),
-        and switch off pyiceberg's rebasing commit retry (see the module docstring)."""
-        if int(table.properties.get(FORMAT_PROPERTY, FORMAT_VERSION)) >= FORMAT_VERSION and all(
-            table.properties.get(k) == v for k, v in TABLE_PROPERTIES.items()
-        ):
+    def _checked(self, table: Any) -> Any:
+        """A table writers may commit to: switch on the table properties of our commit protocol (see the module
+        docstring) if an older build did not set them. A format-3 table is upgraded first (`upgrade`)."""
+        if format_of(table) < FORMAT_VERSION:
+            raise UserError(
+                f"index table {self.identifier} has format version {format_of(table)}; it must be upgraded first"
+            )
+        if all(table.properties.get(k) == v for k, v in TABLE_PROPERTIES.items()):
             return table
         with table.transaction() as transaction:
-            with transaction.update_schema() as update:
-                update.union_by_name(INDEX_SCHEMA)
-            transaction.set_properties({FORMAT_PROPERTY: str(FORMAT_VERSION), **TABLE_PROPERTIES})
+            transaction.set_properties(TABLE_PROPERTIES)
         self._table = self.catalog.load_table(self.identifier)
         return self._table
 
+    def upgrade(self, unindexed_at: Callable[[int, set[str]], pa.Table | None]) -> bool:
+        """Turn a format-3 index table into format 4 (True if it did). The rows change shape, so the entries are
+        written to a new table, `<name>__format4`, with file rows for the files live at the watermark that the old
+        table has no entry of (`unindexed_at(watermark, indexed paths)`; None when the source no longer has that
+        version: the new table then has no watermark and the next build compares every live file). Then the old
+        table is dropped and the new one renamed. Readers that find no table between the drop and the rename keep
+        every file; a crash there leaves the new table, and the next call finishes the swap."""
+        staged = f"{self.identifier}{UPGRADE_SUFFIX}"
+        table = self.reload()
+        if table is None:
+            if not self.catalog.table_exists(staged):
+                return False
+            self.catalog.rename_table(staged, self.identifier)  # a crash came between the drop and the rename
+            self.reload()
+            return True
+        if format_of(table) >= FORMAT_VERSION:
+            return False
+        if self.catalog.table_exists(staged):  # a crash came before the drop: the old table is complete, redo
+            self.catalog.drop_table(staged)
+        watermark = watermark_of(table)
+        entries = one_entry_per_path(self.entries()) if table.current_snapshot() is not None else None
+        entries = entries if entries is not None else ENTRY_ARROW_SCHEMA.empty_table()
+        missing = (
+            unindexed_at(watermark, set(entries.column("file_path").to_pylist())) if watermark is not None else None
+        )
+        if missing is None:
+            watermark = None
+        else:
+            entries = pa.concat_tables([entries, as_entries(missing)])
+        new = self._create(staged)
+        properties = {WATERMARK_PROPERTY: str(watermark)} if watermark is not None else {}
+        new.append(rows_of(entries), snapshot_properties=properties)
+        self.catalog.drop_table(self.identifier)
+        self.catalog.rename_table(staged, self.identifier)
+        log.info("%s: upgraded to format %d (%d entries)", self.identifier, FORMAT_VERSION, entries.num_rows)
+        self.reload()
+        return True
+
     def _reload(self) -> Any:
         self._table = None
-        return self._upgrade(self.load_or_create())
+        return self._checked(self.load_or_create())
 
     def commit(
         self,
@@ -188,20 +260,25 @@ class IndexTable:
         A commit that loses a race re-reads the table and plans again, so whatever the other writer committed is
         neither duplicated nor lost.
         """
-        entries = entries.cast(ENTRY_ARROW_SCHEMA)
+        entries = as_entries(entries)
         drop = set(drop_paths)
 
         def attempt(table: Any) -> CommitResult:
-            current = _watermark_of(table)
+            current = watermark_of(table)
             if expected_watermark is not _UNSET and current != expected_watermark:
                 raise WatermarkMoved(f"{self.identifier}: watermark moved from {expected_watermark} to {current}")
-            state = _indexed_state(table) if table.current_snapshot() is not None else None
-            present = set() if state is None else set(state.column("file_path").to_pylist())
-            pairs = set() if state is None else set(zip(*state.to_pydict().values(), strict=True))
+            state = _file_state(table) if table.current_snapshot() is not None else _FILE_STATE.empty_table()
+            present = set(state.column("file_path").to_pylist())
+            pairs = set(
+                zip(state.column("file_path").to_pylist(), state.column("config_version").to_pylist(), strict=True)
+            )
             fresh = [
-                (path, version) not in pairs
-                for path, version in zip(
-                    entries.column("file_path").to_pylist(), entries.column("config_version").to_pylist(), strict=True
+                (path, version) not in pairs and (indexed or path not in present)  # never unindex a file
+                for path, version, indexed in zip(
+                    entries.column("file_path").to_pylist(),
+                    entries.column("config_version").to_pylist(),
+                    entries.column("indexed").to_pylist(),
+                    strict=True,
                 )
             ]
             add = entries.filter(pa.array(fresh, pa.bool_()))
@@ -215,7 +292,7 @@ class IndexTable:
             if rebuilt or dropped:
                 transaction.delete(In("file_path", sorted(rebuilt | dropped)), snapshot_properties=properties)
             if add.num_rows or not (rebuilt or dropped):  # an empty append still moves the watermark
-                transaction.append(add, snapshot_properties=properties)
+                transaction.append(rows_of(add), snapshot_properties=properties)
             transaction.commit_transaction()
             return CommitResult(add.num_rows, len(rebuilt), len(dropped), entries.num_rows - add.num_rows, True)
 
@@ -228,13 +305,13 @@ class IndexTable:
         def attempt(table: Any) -> pa.Table | None:
             if table.current_snapshot() is None:
                 return None
-            kept = plan(table.scan().to_arrow())
+            kept = plan(entries_of(table.scan().to_arrow()))
             if kept is None:
                 return None
-            current = _watermark_of(table)
+            current = watermark_of(table)
             properties = {WATERMARK_PROPERTY: str(current)} if current is not None else {}
             with table.transaction() as transaction:
-                transaction.overwrite(kept.cast(ENTRY_ARROW_SCHEMA), snapshot_properties=properties)
+                transaction.overwrite(rows_of(kept), snapshot_properties=properties)
             return kept
 
         return self._retrying(attempt)
@@ -256,19 +333,42 @@ class IndexTable:
         raise AssertionError("unreachable")
 
 
-def _watermark_of(table: Any) -> int | None:
+def watermark_of(table: Any) -> int | None:
     snapshot = table.current_snapshot() if table is not None else None
     value = snapshot.summary[WATERMARK_PROPERTY] if snapshot is not None and snapshot.summary else None
     return int(value) if value is not None else None
 
 
-def _indexed_state(table: Any) -> pa.Table:
+def format_of(table: Any) -> int:
+    return int(table.properties.get(FORMAT_PROPERTY, FORMAT_VERSION))
+
+
+_FILE_STATE = pa.schema([("file_path", pa.string()), ("config_version", pa.string()), ("indexed", pa.bool_())])
+
+
+def _file_state(table: Any) -> pa.Table:
+    """`file_path`, `config_version` and `indexed` of every file row (format 3: of every entry, all indexed)."""
+    if format_of(table) >= FORMAT_VERSION:
+        scan = table.scan(row_filter=EqualTo("field_id", FILE_ROW), selected_fields=tuple(_FILE_STATE.names))
+        state = scan.to_arrow()
+        return pa.table(
+            {
+                "file_path": state.column("file_path").cast(pa.string()),
+                "config_version": state.column("config_version").cast(pa.string()),
+                "indexed": pc.fill_null(state.column("indexed"), True),
+            }
+        )
     names = {f.name for f in table.schema().fields}
     selected = ("file_path", "config_version") if "config_version" in names else ("file_path",)
     state = table.scan(selected_fields=selected).to_arrow()
-    if "config_version" not in state.column_names:
-        state = state.append_column("config_version", pa.nulls(state.num_rows, pa.string()))
-    return state.select(["file_path", "config_version"])
+    versions = state.column("config_version") if "config_version" in names else pa.nulls(state.num_rows, pa.string())
+    return pa.table(
+        {
+            "file_path": state.column("file_path").cast(pa.string()),
+            "config_version": versions.cast(pa.string()),
+            "indexed": pa.array([True] * state.num_rows, pa.bool_()),
+        }
+    )
 
 
 def _is_retryable(exc: Exception) -> bool:

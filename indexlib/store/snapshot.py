@@ -1,0 +1,190 @@
+"""What a lookup reads of an index: one snapshot of the index table, read selectively and cached.
+
+A lookup needs, in this order: the file rows (which files the index knows, and their partition values); the bounds
+and counts of the columns its predicate names; then the payloads (Bloom filters, automata) of those columns for the
+files that survived the cheaper stages. Format 4 stores each column in its own partition of the index table
+(store/schema.py), so each of these is one scan that Iceberg's metadata narrows to the data files of the columns
+asked for, and, for payloads, to the row groups of the files asked for. Whatever was read is kept: a handle asks
+the same snapshot many questions (handle.py), and after an append to the index it reads only the appended rows.
+
+A format-3 table (one nested row per file) cannot be read selectively: it is read whole once and served from memory.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.expressions import And, BooleanExpression, EqualTo, In
+
+from indexlib.store.entries import one_entry_per_path
+from indexlib.store.schema import FILE_ROW, FORMAT_VERSION, ROW_ARROW_SCHEMA, as_entries, rows_of
+
+FILE_FIELDS = (
+    "file_path",
+    "file_size_in_bytes",
+    "record_count",
+    "source_version",
+    "config_version",
+    "indexed",
+    "file_format",
+    "spec_id",
+    "partition",
+)
+BOUND_FIELDS = (
+    "file_path",
+    "field_id",
+    "name",
+    "type",
+    "value_count",
+    "null_count",
+    "nan_count",
+    "lower",
+    "upper",
+    "distinct_count",
+)
+PAYLOAD_FIELDS = ("file_path", "field_id", "type", "indexes")
+# Payloads of at most this many files are read with `file_path IN (...)` (pyiceberg binds each literal, ~0.1 ms
+# apiece); beyond it the column's whole partition is streamed and filtered in Arrow.
+MAX_LISTED_PATHS = 500
+
+
+def _empty(fields: Sequence[str]) -> pa.Table:
+    return pa.schema([ROW_ARROW_SCHEMA.field(name) for name in fields]).empty_table()
+
+
+def _conform(table: pa.Table, fields: Sequence[str]) -> pa.Table:
+    """`fields` of the rows, in the stored Arrow types (pyiceberg reads large types)."""
+    return pa.table({name: table.column(name).cast(ROW_ARROW_SCHEMA.field(name).type) for name in fields})
+
+
+class IndexRows:
+    """An index's rows in memory (a format-3 table read whole, or entries a test built)."""
+
+    complete = False  # the file rows are not known to hold every file live at the watermark
+
+    def __init__(self, rows: pa.Table, watermark: int | None = None) -> None:
+        self.watermark = watermark
+        self._rows = rows
+        self._is_file = pc.equal(rows.column("field_id"), FILE_ROW)
+
+    @staticmethod
+    def of_entries(entries: pa.Table, watermark: int | None = None) -> IndexRows:
+        return IndexRows(rows_of(one_entry_per_path(as_entries(entries))), watermark)
+
+    def files(self) -> pa.Table:
+        return self._rows.filter(self._is_file).select(list(FILE_FIELDS))
+
+    def columns(self, field_ids: Sequence[int]) -> pa.Table:
+        wanted = pc.is_in(self._rows.column("field_id"), value_set=pa.array(list(field_ids), pa.int32()))
+        return self._rows.filter(wanted).select(list(BOUND_FIELDS))
+
+    def payloads(self, field_id: int, paths: pa.Array) -> pa.Table:
+        rows = self._rows.filter(pc.equal(self._rows.column("field_id"), field_id))
+        return rows.filter(pc.is_in(rows.column("file_path"), value_set=paths)).select(list(PAYLOAD_FIELDS))
+
+
+class IndexSnapshot(IndexRows):
+    """One snapshot of a format-4 index table, read as asked and cached (see the module docstring). Thread-safe."""
+
+    complete = True  # every build writes a file row for each file it learns of, indexed or not (schema.py)
+
+    def __init__(self, table: Any, snapshot_id: int, watermark: int | None) -> None:
+        self.table = table
+        self.snapshot_id = snapshot_id
+        self.watermark = watermark
+        self.bytes_read = 0  # Arrow bytes of everything read, for the benchmark
+        self._lock = threading.RLock()
+        self._files: pa.Table | None = None
+        self._columns: dict[int, pa.Table] = {}
+        self._payloads: dict[int, pa.Table] = {}  # per column: the rows read so far
+
+    @staticmethod
+    def of(table: Any, watermark: int | None) -> IndexRows | None:
+        """The index at `table`'s current snapshot (None when it has none)."""
+        snapshot = table.current_snapshot()
+        if snapshot is None:
+            return None
+        if int(table.properties.get("skipindex.format-version", FORMAT_VERSION)) < FORMAT_VERSION:
+            return IndexRows.of_entries(table.scan(snapshot_id=snapshot.snapshot_id).to_arrow(), watermark)
+        return IndexSnapshot(table, snapshot.snapshot_id, watermark)
+
+    def _scan(self, row_filter: BooleanExpression, fields: Sequence[str]) -> pa.Table:
+        scan = self.table.scan(row_filter=row_filter, selected_fields=tuple(fields), snapshot_id=self.snapshot_id)
+        read = _conform(scan.to_arrow(), fields)
+        self.bytes_read += read.nbytes
+        return read
+
+    def files(self) -> pa.Table:
+        with self._lock:
+            if self._files is None:
+                self._files = self._scan(EqualTo("field_id", FILE_ROW), FILE_FIELDS)
+            return self._files
+
+    def columns(self, field_ids: Sequence[int]) -> pa.Table:
+        with self._lock:
+            missing = sorted({f for f in field_ids if f not in self._columns})
+            if missing:
+                read = self._scan(In("field_id", missing), BOUND_FIELDS)
+                for field_id in missing:
+                    self._columns[field_id] = read.filter(pc.equal(read.column("field_id"), field_id))
+            parts = [self._columns[f] for f in dict.fromkeys(field_ids)]
+            return pa.concat_tables(parts) if parts else _empty(BOUND_FIELDS)
+
+    def payloads(self, field_id: int, paths: pa.Array) -> pa.Table:
+        with self._lock:
+            have = self._payloads.get(field_id, _empty(PAYLOAD_FIELDS))
+            missing = pc.filter(paths, pc.invert(pc.is_in(paths, value_set=have.column("file_path"))))
+            if len(missing):
+                have = pa.concat_tables([have, self._read_payloads(field_id, missing)])
+                self._payloads[field_id] = have
+            return have.filter(pc.is_in(have.column("file_path"), value_set=paths))
+
+    def _read_payloads(self, field_id: int, paths: pa.Array) -> pa.Table:
+        if len(paths) <= MAX_LISTED_PATHS:
+            return self._scan(And(EqualTo("field_id", field_id), In("file_path", paths.to_pylist())), PAYLOAD_FIELDS)
+        scan = self.table.scan(
+            row_filter=EqualTo("field_id", field_id), selected_fields=PAYLOAD_FIELDS, snapshot_id=self.snapshot_id
+        )
+        kept = []
+        for batch in scan.to_arrow_batch_reader():  # streamed: only the asked-for files' payloads stay in memory
+            batch = pa.Table.from_batches([batch])
+            kept.append(_conform(batch.filter(pc.is_in(batch.column("file_path"), value_set=paths)), PAYLOAD_FIELDS))
+            self.bytes_read += batch.nbytes
+        return pa.concat_tables(kept) if kept else _empty(PAYLOAD_FIELDS)
+
+    def after_appends(self, table: Any, snapshot_id: int, watermark: int | None) -> IndexSnapshot:
+        """The same index at a later snapshot reached by appends only: what this one read, plus the rows appended
+        since (read with the same filters, from the appended data files only)."""
+        later = IndexSnapshot(table, snapshot_id, watermark)
+
+        def appended(row_filter: BooleanExpression, fields: Sequence[str]) -> pa.Table:
+            scan = table.incremental_append_scan(
+                row_filter=row_filter,
+                selected_fields=tuple(fields),
+                from_snapshot_id_exclusive=self.snapshot_id,
+                to_snapshot_id_inclusive=snapshot_id,
+            )
+            read = _conform(scan.to_arrow(), fields)
+            later.bytes_read += read.nbytes
+            return read
+
+        with self._lock:
+            if self._files is not None:
+                later._files = pa.concat_tables([self._files, appended(EqualTo("field_id", FILE_ROW), FILE_FIELDS)])
+            if self._columns:
+                new = appended(In("field_id", sorted(self._columns)), BOUND_FIELDS)
+                for field_id, rows in self._columns.items():
+                    later._columns[field_id] = pa.concat_tables(
+                        [rows, new.filter(pc.equal(new.column("field_id"), field_id))]
+                    )
+            if self._payloads:
+                new = appended(In("field_id", sorted(self._payloads)), PAYLOAD_FIELDS)
+                for field_id, rows in self._payloads.items():
+                    later._payloads[field_id] = pa.concat_tables(
+                        [rows, new.filter(pc.equal(new.column("field_id"), field_id))]
+                    )
+        return later
