@@ -50,6 +50,8 @@ class Stage:
 
 @dataclass(frozen=True)
 class LookupResult:
+    """`files` and `all_match` are sorted by path, whatever order the live files were read in."""
+
     table: str
     where: str
     files: list[str]
@@ -228,10 +230,10 @@ def lookup_in(
     return LookupResult(
         table=table,
         where=where,
-        files=[live_paths[i] for i in np.flatnonzero(kept)],
+        files=sorted(live_paths[i] for i in np.flatnonzero(kept)),
         files_total=len(live_paths),
         files_unindexed=int((kept & ~indexed).sum()),
-        all_match=[live_paths[i] for i in np.flatnonzero(all_match)],
+        all_match=sorted(live_paths[i] for i in np.flatnonzero(all_match)),
         stages=stages,
         parsed=str(parsed),
         predicate=str(predicate),

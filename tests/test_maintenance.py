@@ -40,15 +40,19 @@ def _data_files(config) -> int:
     return len(config.load_catalog().load_table("skipindex.db__small").inspect.files())
 
 
-def test_compact_rewrites_small_files_into_one_and_keeps_every_entry_and_the_watermark(config, table):
+# The index table has one partition per indexed column (id, service) and one for the file rows.
+PARTITIONS = 3
+
+
+def test_compact_rewrites_small_files_into_one_per_partition_and_keeps_every_entry_and_the_watermark(config, table):
     index = IndexTable(config.load_catalog(), config.index_namespace, "db.small")
     before = (sorted(index.indexed().column("file_path").to_pylist()), index.watermark())
     answers = {where: lookup(config, "db.small", where).files for where in ("id = 42", "service = 'auth'")}
-    assert _data_files(config) == 5
+    assert _data_files(config) == 5 * PARTITIONS, "each build wrote one data file per partition"
 
     result = compact(config, "db.small")
-    assert (result.data_files_before, result.data_files_after, result.entries) == (5, 1, 5)
-    assert _data_files(config) == 1
+    assert (result.data_files_before, result.data_files_after, result.entries) == (5 * PARTITIONS, PARTITIONS, 5)
+    assert _data_files(config) == PARTITIONS
     assert (sorted(index.indexed().column("file_path").to_pylist()), index.watermark()) == before
     assert {where: lookup(config, "db.small", where).files for where in answers} == answers
     assert "already compact" in compact(config, "db.small").message(), "a second compaction rewrites nothing"
@@ -63,7 +67,7 @@ def test_compact_drops_entries_of_files_no_longer_live(config, table, spark):
 def test_compact_without_table_covers_every_indexed_table(config, conf_path, table, capsys):
     assert indexed_sources(config) == ["db.small"]
     assert main(["compact", "--conf", str(conf_path)]) == 0
-    assert "compacted skipindex.db__small from 5 to 1 files" in capsys.readouterr().out
+    assert f"compacted skipindex.db__small from {5 * PARTITIONS} to {PARTITIONS} files" in capsys.readouterr().out
 
 
 def test_verify_reports_a_healthy_index_and_exits_0(conf_path, table, capsys):

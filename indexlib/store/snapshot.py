@@ -52,13 +52,18 @@ PAYLOAD_FIELDS = ("file_path", "field_id", "type", "indexes")
 MAX_LISTED_PATHS = 500
 
 
+def _schema(fields: Sequence[str]) -> pa.Schema:
+    return pa.schema([ROW_ARROW_SCHEMA.field(name) for name in fields])
+
+
 def _empty(fields: Sequence[str]) -> pa.Table:
-    return pa.schema([ROW_ARROW_SCHEMA.field(name) for name in fields]).empty_table()
+    return _schema(fields).empty_table()
 
 
 def _conform(table: pa.Table, fields: Sequence[str]) -> pa.Table:
-    """`fields` of the rows, in the stored Arrow types (pyiceberg reads large types)."""
-    return pa.table({name: table.column(name).cast(ROW_ARROW_SCHEMA.field(name).type) for name in fields})
+    """`fields` of the rows, in the stored Arrow layout (pyiceberg reads large types)."""
+    schema = _schema(fields)
+    return pa.Table.from_arrays([table.column(f.name).cast(f.type) for f in schema], schema=schema)
 
 
 class IndexRows:
@@ -96,7 +101,9 @@ class IndexSnapshot(IndexRows):
         self.table = table
         self.snapshot_id = snapshot_id
         self.watermark = watermark
-        self.bytes_read = 0  # Arrow bytes of everything read, for the benchmark
+        # every read, for monitoring, the benchmark and the tests: (what, column field ids, rows); and Arrow bytes
+        self.reads: list[tuple[str, tuple[int, ...], int]] = []
+        self.bytes_read = 0
         self._lock = threading.RLock()
         self._files: pa.Table | None = None
         self._columns: dict[int, pa.Table] = {}
@@ -112,23 +119,29 @@ class IndexSnapshot(IndexRows):
             return IndexRows.of_entries(table.scan(snapshot_id=snapshot.snapshot_id).to_arrow(), watermark)
         return IndexSnapshot(table, snapshot.snapshot_id, watermark)
 
-    def _scan(self, row_filter: BooleanExpression, fields: Sequence[str]) -> pa.Table:
+    def _scan(
+        self, what: str, field_ids: Sequence[int], row_filter: BooleanExpression, fields: Sequence[str]
+    ) -> pa.Table:
         scan = self.table.scan(row_filter=row_filter, selected_fields=tuple(fields), snapshot_id=self.snapshot_id)
         read = _conform(scan.to_arrow(), fields)
-        self.bytes_read += read.nbytes
+        self._count(what, field_ids, read)
         return read
+
+    def _count(self, what: str, field_ids: Sequence[int], read: pa.Table) -> None:
+        self.reads.append((what, tuple(field_ids), read.num_rows))
+        self.bytes_read += read.nbytes
 
     def files(self) -> pa.Table:
         with self._lock:
             if self._files is None:
-                self._files = self._scan(EqualTo("field_id", FILE_ROW), FILE_FIELDS)
+                self._files = self._scan("files", (), EqualTo("field_id", FILE_ROW), FILE_FIELDS)
             return self._files
 
     def columns(self, field_ids: Sequence[int]) -> pa.Table:
         with self._lock:
             missing = sorted({f for f in field_ids if f not in self._columns})
             if missing:
-                read = self._scan(In("field_id", missing), BOUND_FIELDS)
+                read = self._scan("bounds", missing, In("field_id", missing), BOUND_FIELDS)
                 for field_id in missing:
                     self._columns[field_id] = read.filter(pc.equal(read.column("field_id"), field_id))
             parts = [self._columns[f] for f in dict.fromkeys(field_ids)]
@@ -145,16 +158,19 @@ class IndexSnapshot(IndexRows):
 
     def _read_payloads(self, field_id: int, paths: pa.Array) -> pa.Table:
         if len(paths) <= MAX_LISTED_PATHS:
-            return self._scan(And(EqualTo("field_id", field_id), In("file_path", paths.to_pylist())), PAYLOAD_FIELDS)
+            row_filter = And(EqualTo("field_id", field_id), In("file_path", paths.to_pylist()))
+            return self._scan("payloads", (field_id,), row_filter, PAYLOAD_FIELDS)
         scan = self.table.scan(
             row_filter=EqualTo("field_id", field_id), selected_fields=PAYLOAD_FIELDS, snapshot_id=self.snapshot_id
         )
-        kept = []
+        kept = [_empty(PAYLOAD_FIELDS)]
         for batch in scan.to_arrow_batch_reader():  # streamed: only the asked-for files' payloads stay in memory
             batch = pa.Table.from_batches([batch])
             kept.append(_conform(batch.filter(pc.is_in(batch.column("file_path"), value_set=paths)), PAYLOAD_FIELDS))
             self.bytes_read += batch.nbytes
-        return pa.concat_tables(kept) if kept else _empty(PAYLOAD_FIELDS)
+        read = pa.concat_tables(kept)
+        self.reads.append(("payloads", (field_id,), read.num_rows))
+        return read
 
     def after_appends(self, table: Any, snapshot_id: int, watermark: int | None) -> IndexSnapshot:
         """The same index at a later snapshot reached by appends only: what this one read, plus the rows appended
@@ -169,7 +185,7 @@ class IndexSnapshot(IndexRows):
                 to_snapshot_id_inclusive=snapshot_id,
             )
             read = _conform(scan.to_arrow(), fields)
-            later.bytes_read += read.nbytes
+            later._count("appended", (), read)
             return read
 
         with self._lock:

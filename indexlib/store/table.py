@@ -71,7 +71,7 @@ class WatermarkMoved(Exception):
 @dataclass(frozen=True)
 class CommitResult:
     added: int  # entries appended (new files, and rebuilt ones)
-    replaced: int  # entries of the same files removed because they were rebuilt
+    replaced: int  # entries of indexed files removed because they were rebuilt
     dropped: int  # entries of removed files dropped
     skipped: int  # entries someone else committed first (same file, same configuration)
     committed: bool
@@ -269,6 +269,7 @@ class IndexTable:
                 raise WatermarkMoved(f"{self.identifier}: watermark moved from {expected_watermark} to {current}")
             state = _file_state(table) if table.current_snapshot() is not None else _FILE_STATE.empty_table()
             present = set(state.column("file_path").to_pylist())
+            indexed_present = set(state.filter(state.column("indexed")).column("file_path").to_pylist())
             pairs = set(
                 zip(state.column("file_path").to_pylist(), state.column("config_version").to_pylist(), strict=True)
             )
@@ -294,7 +295,8 @@ class IndexTable:
             if add.num_rows or not (rebuilt or dropped):  # an empty append still moves the watermark
                 transaction.append(rows_of(add), snapshot_properties=properties)
             transaction.commit_transaction()
-            return CommitResult(add.num_rows, len(rebuilt), len(dropped), entries.num_rows - add.num_rows, True)
+            replaced = len(rebuilt & indexed_present)  # an unindexed file's row is filled in, not replaced
+            return CommitResult(add.num_rows, replaced, len(dropped), entries.num_rows - add.num_rows, True)
 
         return self._retrying(attempt)
 

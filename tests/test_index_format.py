@@ -1,0 +1,157 @@
+"""Index format 4 (docs/index-table.md): a lookup reads only what its predicate needs of the index, takes the live
+files from the index's file rows while the source only appended, and an older index table is rewritten in the new
+format with every file live at its watermark. Real Iceberg tables (SQLite catalog), a real Spark build, answers
+checked against the rows."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+from lakes import PARTS, QUERIES, Lake, events_batch, live_rows
+from pyiceberg.schema import Schema
+
+from indexlib.indexing.build import build_index
+from indexlib.lookup import lookup, lookup_in, read_state
+from indexlib.query.sql import Clock
+from indexlib.sources.iceberg import IcebergSource
+from indexlib.store.schema import ENTRY_SCHEMA, FORMAT_VERSION, INDEX_SCHEMA
+from indexlib.store.snapshot import IndexSnapshot
+from indexlib.store.table import FORMAT_PROPERTY, UPGRADE_SUFFIX, WATERMARK_PROPERTY, IndexTable
+
+CLOCK = Clock()
+# Format 3 stored entries as they are: the entry layout without the file facts format 4 added.
+FORMAT_3_SCHEMA = Schema(
+    *(f for f in ENTRY_SCHEMA.fields if f.name not in ("indexed", "file_format", "spec_id", "partition"))
+)
+
+
+def _check(config, name: str, step: str, rows: dict[str, list[dict]] | None = None) -> None:
+    rows = rows if rows is not None else live_rows(config, name)
+    for where, matches in QUERIES:
+        result = lookup(config, name, where, CLOCK)
+        truth = {path for path, file_rows in rows.items() if any(matches(r) for r in file_rows)}
+        assert truth <= set(result.files), f"after {step}: {where!r} keeps every file with a matching row"
+        assert set(result.files) <= set(rows), f"after {step}: {where!r} returns only live files"
+
+
+@pytest.fixture
+def lake(catalog, tmp_path) -> Lake:
+    lake = Lake("iceberg", catalog, tmp_path, "events", partitioned=True)
+    rng = random.Random(3)
+    for n in range(6):
+        lake.append(events_batch(rng, n * 40, 40, PARTS[n % 3]))
+    return lake
+
+
+def test_a_lookup_takes_the_live_files_from_the_index_while_the_source_only_appended(config, lake, spark, monkeypatch):
+    build_index(config, lake.name, spark)
+    lake.append(events_batch(random.Random(4), 500, 40, "b"))  # not built: unindexed, kept
+    rows = live_rows(config, lake.name)
+
+    def planned(self):
+        raise AssertionError("the lookup planned every live file of the source")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(IcebergSource, "live_files", planned)
+        _check(config, lake.name, "an append after the build, without planning the source", rows)
+        result = lookup(config, lake.name, "part = 'b'", CLOCK)
+        assert result.files_total == 7, "the six files at the watermark and the one appended since"
+        assert result.files_unindexed == 1, "the appended file is kept, unindexed"
+        assert result.stages[0].files_out < result.files_total, "partition values come from the index's file rows"
+
+    lake.delete("id < 60")  # removes files: the next lookups plan the source, and never return removed files
+    _check(config, lake.name, "a delete")
+    before_delete = lake.iceberg.refresh().current_snapshot().parent_snapshot_id
+    build_index(config, lake.name, spark)
+    _check(config, lake.name, "the build after the delete")
+    lake.iceberg.manage_snapshots().rollback_to_snapshot(before_delete).commit()
+    _check(config, lake.name, "a rollback to before the delete (the watermark is no longer an ancestor)")
+    build_index(config, lake.name, spark)
+    rows = live_rows(config, lake.name)
+    with monkeypatch.context() as patched:
+        patched.setattr(IcebergSource, "live_files", planned)
+        _check(config, lake.name, "the build after the rollback", rows)
+
+
+def test_a_lookup_reads_the_named_columns_and_payloads_of_only_the_files_min_max_keeps(config, lake, spark):
+    build_index(config, lake.name, spark)
+    state = read_state(config, lake.name)
+    assert isinstance(state.rows, IndexSnapshot)
+    id_field = state.source.schema.find_field("id").field_id
+    result = lookup_in(state, lake.name, "id IN (17, 18)", CLOCK)
+    kept_by_minmax = next(s.files_out for s in result.stages if s.name == "minmax")
+    read = state.rows.reads
+    assert [what for what, _, _ in read if what == "files"] == ["files"], "the file rows are read once"
+    assert {ids for what, ids, _ in read if what == "bounds"} == {(id_field,)}, "bounds of the named column only"
+    payload_rows = sum(n for what, _, n in read if what == "payloads")
+    assert 0 < payload_rows <= kept_by_minmax < result.files_total, "payloads of only the files min/max keeps"
+
+    again = len(read)
+    lookup_in(state, lake.name, "id IN (17, 18)", CLOCK)
+    assert len(state.rows.reads) == again, "the same question again reads nothing"
+
+
+def _format_3_index(catalog, lake: Lake, indexed: list[str]) -> IndexTable:
+    """An index table as skipindex wrote format 3: entries (here without statistics) of `indexed` only."""
+    index = IndexTable(catalog, "skipindex", lake.name)
+    catalog.create_namespace_if_not_exists("skipindex")
+    old = catalog.create_table(
+        index.identifier,
+        schema=FORMAT_3_SCHEMA,
+        properties={"skipindex.source-table": lake.name, FORMAT_PROPERTY: "3"},
+    )
+    version = lake.version()
+    entries = [
+        {
+            "file_path": path,
+            "file_size_in_bytes": 1,
+            "record_count": 40,
+            "source_version": version,
+            "format_version": 3,
+            "columns": [],
+            "config_version": "old",
+        }
+        for path in indexed
+    ]
+    old.append(
+        pa.Table.from_pylist(entries, schema=old.schema().as_arrow()),
+        snapshot_properties={WATERMARK_PROPERTY: str(version)},
+    )
+    return index
+
+
+@pytest.mark.parametrize(
+    "crash",
+    [None, "before the old table was dropped", "between the drop and the rename"],
+)
+def test_a_format_3_index_is_rewritten_as_format_4_with_a_file_row_for_every_file_live_at_its_watermark(
+    config, catalog, lake, spark, crash
+):
+    live = sorted(live_rows(config, lake.name))
+    index = _format_3_index(catalog, lake, live[:4])  # two live files were never indexed (skipped, say)
+    watermark = lake.version()
+    _check(config, lake.name, "format 3, before the upgrade")
+    staged = index.identifier + UPGRADE_SUFFIX
+    if crash == "before the old table was dropped":
+        catalog.create_table(staged, schema=INDEX_SCHEMA)  # a half-written new table
+    if crash == "between the drop and the rename":
+        index.upgrade(lambda w, known: None)
+        catalog.rename_table(index.identifier, staged)
+        assert lookup(config, lake.name, "id = 17", CLOCK).files == live, "no index table: every file kept"
+
+    build_index(config, lake.name, spark)  # the source did not change: the build only upgrades
+
+    upgraded = IndexTable(catalog, "skipindex", lake.name)
+    table = upgraded.load()
+    assert table.properties[FORMAT_PROPERTY] == str(FORMAT_VERSION) and not catalog.table_exists(staged)
+    if crash != "between the drop and the rename":  # that run upgraded without the source's help, see above
+        assert upgraded.watermark() == watermark, "the watermark is kept"
+        rows = upgraded.file_rows()
+        assert sorted(rows.column("file_path").to_pylist()) == live, "a file row for every file live at the watermark"
+        assert sorted(upgraded.indexed_paths()) == live[:4], "the files it never indexed stay unindexed"
+        assert set(upgraded.config_versions().values()) == {"old"}, "entries keep their configuration version"
+        result = lookup(config, lake.name, "id = 17", CLOCK)
+        assert result.files == live and result.files_unindexed == 2, "entries without statistics keep their files"
+    _check(config, lake.name, "the upgrade")
