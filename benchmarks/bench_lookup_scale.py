@@ -3,9 +3,10 @@ registered with `add_files`, indexed with the build's own per-file indexer and i
 index of 10,000+ files with one Spark task per file takes too long on this machine; issue 15 plans tasks by bytes).
 
 Side by side, per query: pyiceberg `plan_files(row_filter)` (Iceberg's own pruning), our one-off lookup in a fresh
-process (what `skipindex explain` does after its imports), and a warm `IndexHandle` (what planner code keeps), with the
-handle's warm time broken down by step; the files each keeps and the files that truly hold a match; peak RSS of the
-fresh process; and the bytes of index data files the lookup reads.
+process (what `skipindex explain` does after its imports: the live files from the index's file rows, then the index
+rows the predicate needs), and a warm `IndexHandle` (what planner code keeps), with the handle's warm time broken
+down by step; the files each keeps and the files that truly hold a match; peak RSS of the fresh process; and what
+the fresh process read of the index (Arrow bytes), next to the size of the whole index.
 
     .venv/bin/python benchmarks/bench_lookup_scale.py [--files 10000] [--rows 16]
 """
@@ -40,7 +41,7 @@ from indexlib.pruning.partitions import prune_partitions
 from indexlib.query.binding import bind
 from indexlib.query.normalize import normalize
 from indexlib.query.sql import parse_where
-from indexlib.store.schema import entry_row
+from indexlib.store.schema import ENTRY_ARROW_SCHEMA, entry_row
 from indexlib.store.table import IndexTable
 
 MODES = np.array(["AIR", "FOB", "MAIL", "RAIL", "REG AIR", "SHIP", "TRUCK"])
@@ -97,14 +98,14 @@ def _make_table(
         )
     config = load_config(conf)
     IndexTable(catalog, config.index_namespace, TABLE).commit(
-        pa.Table.from_pylist(entries), watermark=table.current_snapshot().snapshot_id
+        pa.Table.from_pylist(entries, schema=ENTRY_ARROW_SCHEMA), watermark=table.current_snapshot().snapshot_id
     )
     return conf, data
 
 
 def _entry(path: str, schema: Any, name_mapping: str | None, settings: dict) -> dict:
     count, stats = index_file(path, "PARQUET", schema, {}, name_mapping, settings)
-    return entry_row(path, Path(path).stat().st_size, count, 1, stats)
+    return entry_row(path, Path(path).stat().st_size, count, 1, stats, file_format="PARQUET", spec_id=0, partition=[])
 
 
 def _truth(data: dict[str, pa.Table], where: str) -> int:
@@ -120,16 +121,25 @@ def _truth(data: dict[str, pa.Table], where: str) -> int:
 COLD = """
 import json, resource, sys, time
 started = time.perf_counter()
-from indexlib import load_config, lookup
+from indexlib import load_config
+from indexlib.lookup import lookup_in, read_state
+from indexlib.query.sql import Clock
+config = load_config(sys.argv[1])
+config.load_catalog()  # imports the catalog's client (SQLAlchemy for the SQL catalog)
 imported = time.perf_counter()
-result = lookup(load_config(sys.argv[1]), sys.argv[2], sys.stdin.read())
+state = read_state(config, sys.argv[2])
+live = time.perf_counter()
+result = lookup_in(state, sys.argv[2], sys.stdin.read(), Clock.system())
 done = time.perf_counter()
-print(json.dumps({"import_s": imported - started, "lookup_s": done - imported, "kept": len(result.files),
+print(json.dumps({"import_s": imported - started, "live_s": live - imported, "lookup_s": done - imported,
+                  "kept": len(result.files), "read_mb": state.rows.bytes_read / 1e6,
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
-def _row(files: int, label: str, where: str, conf: Path, table: Any, handle: IndexHandle, data: dict, runs: int) -> str:
+def _row(
+    files: int, label: str, where: str, conf: Path, table: Any, handle: IndexHandle, data: dict, runs: int
+) -> tuple[str, dict[str, float]]:
     predicate = bind(normalize(parse_where(where)), table.schema(), TABLE)
     row_filter = to_iceberg_filter(predicate)
     iceberg_kept = len(list(table.scan(row_filter=row_filter).plan_files()))
@@ -146,11 +156,41 @@ def _row(files: int, label: str, where: str, conf: Path, table: Any, handle: Ind
     partition_s = best_of(runs, lambda: prune_partitions(state.source, state.live, predicate))
     stages_s = best_of(runs, lambda: prune_aligned(predicate, state.aligned))
     kept = len(handle.lookup(where).files)
+    times = {"plan_files": plan_s, "cold lookup": cold["lookup_s"], "warm handle": warm_s}
     return (
         f"| {files:,} | {label} | {plan_s * 1e3:,.0f} | {iceberg_kept:,} | {cold['lookup_s'] * 1e3:,.0f} "
-        f"(+{cold['import_s'] * 1e3:,.0f}) | {warm_s * 1e3:,.1f} | {bind_s * 1e3:,.1f} / {partition_s * 1e3:,.1f} / "
-        f"{stages_s * 1e3:,.1f} | {kept:,} | {_truth(data, where):,} | {cold['rss_mb']:,.0f} |"
+        f"({cold['live_s'] * 1e3:,.0f} live files; +{cold['import_s'] * 1e3:,.0f} imports and catalog) | {cold['read_mb']:,.1f} | "
+        f"{warm_s * 1e3:,.1f} | {bind_s * 1e3:,.1f} / {partition_s * 1e3:,.1f} / "
+        f"{stages_s * 1e3:,.1f} | {kept:,} | {_truth(data, where):,} | {cold['rss_mb']:,.0f} |",
+        times,
     )
+
+
+def _chart(results: dict[tuple[int, str], dict[str, float]], path: str) -> None:
+    """Grouped bars, log scale: per file count and query, plan_files against our cold and warm lookups."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = list(results)
+    series = ["plan_files", "cold lookup", "warm handle"]
+    figure, axes = plt.subplots(figsize=(max(6, 1.1 * len(keys)), 4))
+    width = 0.8 / len(series)
+    for n, name in enumerate(series):
+        axes.bar(
+            [k + (n - 1) * width for k in range(len(keys))],
+            [results[key][name] * 1e3 for key in keys],
+            width,
+            label=name,
+        )
+    axes.set_yscale("log")
+    axes.set_ylabel("ms (log scale)")
+    axes.set_xticks(range(len(keys)), [f"{label}\n{files:,} files" for files, label in keys], fontsize=7)
+    axes.set_title("Lookup at lake scale: pyiceberg plan_files vs skipindex (bench_lookup_scale.py)")
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
 
 
 def main() -> None:
@@ -162,12 +202,14 @@ def main() -> None:
     parser.add_argument(
         "--bloom-false-files", type=float, default=None, help="[index] bloom_false_files (default: its default)"
     )
+    parser.add_argument("--chart", help="also draw the times as a PNG chart at this path")
     args = parser.parse_args()
     print(
-        "| files | query | plan_files ms | kept | cold lookup ms (+ imports) | warm ms | warm: parse+bind / partition "
-        "/ index stages ms | kept | true | cold peak RSS MB |"
+        "| files | query | plan_files ms | kept | cold lookup ms | cold: index MB read | warm ms | warm: parse+bind / "
+        "partition / index stages ms | kept | true | cold peak RSS MB |"
     )
-    print("|---:|---|---:|---:|---:|---:|---|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|")
+    results: dict[tuple[int, str], dict[str, float]] = {}
     for files in args.files:
         rng = np.random.default_rng(7)
         with tempfile.TemporaryDirectory() as tmp:
@@ -183,11 +225,15 @@ def main() -> None:
             for label, where in _queries(rng, files, args.rows):
                 if args.only and label not in args.only:
                     continue
-                print(_row(files, label, where, conf, table, handle, data, args.runs))
+                line, results[files, label] = _row(files, label, where, conf, table, handle, data, args.runs)
+                print(line, flush=True)
             print(
                 f"\n{files:,} files, bloom_false_files {args.bloom_false_files or 'default'}: setup {setup_s:,.0f} s; "
-                f"every lookup reads the whole index: {index_bytes / 1e6:,.1f} MB of index data files\n"
+                f"the whole index: {index_bytes / 1e6:,.1f} MB of Parquet in {len(index.scan().plan_files())} data files\n"
             )
+
+    if args.chart:
+        _chart(results, args.chart)
 
 
 if __name__ == "__main__":

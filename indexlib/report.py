@@ -68,6 +68,7 @@ def table_stats(config: Config, table: str, where: str | None = None) -> TableRe
 
         wanted = lookup(config, table, where).files
     entries = IndexTable(catalog, config.index_namespace, source.name).entries()
+    entries = entries.filter(pc.fill_null(entries.column("indexed"), True))  # files the index holds statistics of
     entries = entries.filter(pc.is_in(entries.column("file_path"), value_set=pa.array(wanted, pa.string())))
     # a path indexed twice holds the same statistics: count it once
     _, first = np.unique(entries.column("file_path").to_numpy(zero_copy_only=False), return_index=True)

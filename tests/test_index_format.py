@@ -15,6 +15,7 @@ from pyiceberg.schema import Schema
 from indexlib.indexing.build import build_index
 from indexlib.lookup import lookup, lookup_in, read_state
 from indexlib.query.sql import Clock
+from indexlib.report import table_stats
 from indexlib.sources.iceberg import IcebergSource
 from indexlib.store.schema import ENTRY_SCHEMA, FORMAT_VERSION, INDEX_SCHEMA
 from indexlib.store.snapshot import IndexSnapshot
@@ -154,4 +155,6 @@ def test_a_format_3_index_is_rewritten_as_format_4_with_a_file_row_for_every_fil
         assert set(upgraded.config_versions().values()) == {"old"}, "entries keep their configuration version"
         result = lookup(config, lake.name, "id = 17", CLOCK)
         assert result.files == live and result.files_unindexed == 2, "entries without statistics keep their files"
+        report = table_stats(config, lake.name)
+        assert (report.files_live, report.files_counted) == (6, 4), "stats count the indexed files only"
     _check(config, lake.name, "the upgrade")

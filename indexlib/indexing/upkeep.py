@@ -17,7 +17,7 @@ from indexlib.indexing.build import index_new_files
 from indexlib.indexing.file_indexer import config_version
 from indexlib.indexing.upgrade import upgrade_index
 from indexlib.sources.registry import open_source
-from indexlib.store.entries import one_entry_per_path
+from indexlib.store.schema import one_entry_per_path
 from indexlib.store.table import SOURCE_PROPERTY, IndexTable
 
 if TYPE_CHECKING:

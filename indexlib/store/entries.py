@@ -199,17 +199,3 @@ def _scatter(values: pa.Array, positions: np.ndarray, n: int, arrow_type: pa.Dat
     index[positions] = np.arange(len(positions))
     taken = values.take(pa.array(np.where(index >= 0, index, 0), pa.int64()))
     return pc.if_else(pa.array(index >= 0), taken, pa.nulls(n, arrow_type))
-
-
-def one_entry_per_path(entries: pa.Table) -> pa.Table:
-    """One entry per data file path, the one of the newest source version, ordered by path.
-
-    Duplicates of a path exist only in index tables written before format 3 (or while a compaction is pending); they
-    describe the same immutable file, so any one is valid: the newest is the one every reader picks.
-    """
-    if entries.num_rows == 0:
-        return entries
-    order = pc.sort_indices(entries, sort_keys=[("file_path", "ascending"), ("source_version", "descending")])
-    entries = entries.take(order)
-    _, first = np.unique(entries.column("file_path").to_numpy(zero_copy_only=False), return_index=True)
-    return entries.take(pa.array(first, pa.int64()))

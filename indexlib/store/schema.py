@@ -228,3 +228,17 @@ def entries_of(rows: pa.Table) -> pa.Table:
     listed = pa.ListArray.from_arrays(pa.array(offsets), elements, type=ENTRY_ARROW_SCHEMA.field("columns").type)
     arrays = [listed if f.name == "columns" else files.column(f.name).cast(f.type) for f in ENTRY_ARROW_SCHEMA]
     return pa.Table.from_arrays(arrays, schema=ENTRY_ARROW_SCHEMA)
+
+
+def one_entry_per_path(entries: pa.Table) -> pa.Table:
+    """One entry per data file path, the one of the newest source version, ordered by path.
+
+    Duplicates of a path exist only in index tables written before format 3 (or while a compaction is pending); they
+    describe the same immutable file, so any one is valid: the newest is the one every reader picks.
+    """
+    if entries.num_rows == 0:
+        return entries
+    order = pc.sort_indices(entries, sort_keys=[("file_path", "ascending"), ("source_version", "descending")])
+    entries = entries.take(order)
+    _, first = np.unique(entries.column("file_path").to_numpy(zero_copy_only=False), return_index=True)
+    return entries.take(pa.array(first, pa.int64()))

@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.expressions import And, BooleanExpression, EqualTo, In
 
-from indexlib.store.entries import one_entry_per_path
-from indexlib.store.schema import FILE_ROW, FORMAT_VERSION, ROW_ARROW_SCHEMA, as_entries, rows_of
+from indexlib.store.schema import FILE_ROW, FORMAT_VERSION, ROW_ARROW_SCHEMA, as_entries, one_entry_per_path, rows_of
+from indexlib.store.table import format_of
 
 FILE_FIELDS = (
     "file_path",
@@ -115,7 +115,7 @@ class IndexSnapshot(IndexRows):
         snapshot = table.current_snapshot()
         if snapshot is None:
             return None
-        if int(table.properties.get("skipindex.format-version", FORMAT_VERSION)) < FORMAT_VERSION:
+        if format_of(table) < FORMAT_VERSION:
             return IndexRows.of_entries(table.scan(snapshot_id=snapshot.snapshot_id).to_arrow(), watermark)
         return IndexSnapshot(table, snapshot.snapshot_id, watermark)
 

@@ -30,7 +30,6 @@ from pyiceberg.exceptions import (
 from pyiceberg.expressions import EqualTo, In
 
 from indexlib.errors import UserError
-from indexlib.store.entries import one_entry_per_path
 from indexlib.store.schema import (
     ENTRY_ARROW_SCHEMA,
     FILE_ROW,
@@ -41,6 +40,7 @@ from indexlib.store.schema import (
     INDEX_TABLE_PROPERTIES,
     as_entries,
     entries_of,
+    one_entry_per_path,
     rows_of,
 )
 
