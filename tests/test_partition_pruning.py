@@ -35,9 +35,11 @@ from pyiceberg.transforms import (
 from pyiceberg.typedef import Record
 from pyiceberg.types import DateType, DoubleType, LongType, NestedField, StringType, TimestampType
 
+from indexlib.indexing.file_rows import unindexed_entries
 from indexlib.pruning.partitions import lifted_fields, partition_verdict
 from indexlib.sources.base import DataFileRef
 from indexlib.sources.iceberg import IcebergSource
+from indexlib.store.schema import rows_of
 
 SCHEMA = Schema(
     NestedField(1, "tag", StringType()),
@@ -631,6 +633,28 @@ def test_source_refs_carry_spec_and_partition(tables, ice_catalog):
     assert list(by_label["feb29"].partition) == [(dt.date(2024, 2, 29) - dt.date(1970, 1, 1)).days]
     assert list(by_label["nulls"].partition) == [None]
     assert IcebergSource(ice_catalog, "db.day_d").partition_specs.keys() == {0}
+
+
+def _as_stored(source: IcebergSource, files: list[DataFileRef]) -> list[tuple[str, int, str]]:
+    """The files as a lookup takes them from the index: partition values written to file rows and read back."""
+    rows = rows_of(unindexed_entries(files, source, 1))
+    return sorted((f.path, f.spec_id, repr(f.partition)) for f in source.refs_of(rows))
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_partition_values_stored_in_the_index_read_back_as_the_plan_gives_them(tables, ice_catalog, name):
+    tables(name)
+    source = IcebergSource(ice_catalog, f"db.{name}")
+    files = source.live_files()
+    planned = sorted((f.path, f.spec_id, repr(f.partition)) for f in files)
+    assert _as_stored(source, files) == planned, "the partition stage sees the same values from the index"
+
+
+def test_partition_values_of_evolved_specs_read_back_from_the_index(evolved, ice_catalog):
+    table, _ = evolved
+    source = IcebergSource(ice_catalog, ".".join(table.name()))
+    files = source.live_files()
+    assert _as_stored(source, files) == sorted((f.path, f.spec_id, repr(f.partition)) for f in files)
 
 
 def test_lifted_fields(evolved):
