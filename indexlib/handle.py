@@ -21,14 +21,14 @@ a lookup then works on the state it got, which no one modifies, so concurrent lo
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from indexlib.config import DEFAULT_INDEX_NAMESPACE
 from indexlib.lookup import LookupResult, TableState, live_files, lookup_in
 from indexlib.query.model import Expr
 from indexlib.query.sql import Clock, check_dialect
-from indexlib.sources.base import Source
+from indexlib.sources.base import DataFileRef, Source
 from indexlib.sources.delta import DeltaSource
 from indexlib.sources.iceberg import IcebergSource, only_appends_since
 from indexlib.store.snapshot import IndexRows, IndexSnapshot
@@ -133,7 +133,9 @@ class IndexHandle:
             self._state = TableState(source, live, rows, source_version, index_version)
             return self._state
 
-    def _live(self, source: Source, version: int | None, rows: IndexRows | None, cached: TableState | None) -> list:
+    def _live(
+        self, source: Source, version: int | None, rows: IndexRows | None, cached: TableState | None
+    ) -> Sequence[DataFileRef]:
         if cached is not None and cached.source_version == version:
             return cached.live
         if (

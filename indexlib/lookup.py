@@ -12,6 +12,7 @@ every row of it matches the whole predicate.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -30,7 +31,7 @@ from indexlib.query.model import Expr, Pattern
 from indexlib.query.normalize import leaves, normalize, unusable_parts
 from indexlib.query.sql import Clock, parse_where, predicate_from_tree
 from indexlib.query.value_set import value_set
-from indexlib.sources.base import DataFileRef, Source
+from indexlib.sources.base import DataFileRef, Source, paths_of
 from indexlib.sources.registry import open_source
 from indexlib.statistics.verdict import Verdict
 from indexlib.store.entries import EntryStatistics
@@ -160,21 +161,21 @@ class TableState:
     (read as asked, store/snapshot.py). Lookups only read it, so threads can share one."""
 
     source: Source
-    live: list[DataFileRef]
+    live: Sequence[DataFileRef]
     rows: IndexRows | None
     source_version: int | None = None
     index_version: int | None = None
 
     @cached_property
     def live_paths(self) -> list[str]:
-        return [f.path for f in self.live]
+        return paths_of(self.live)
 
     @cached_property
     def aligned(self) -> AlignedEntries:
         return AlignedEntries.of(self.live_paths, self.rows)
 
 
-def live_files(source: Source, rows: IndexRows | None) -> list[DataFileRef]:
+def live_files(source: Source, rows: IndexRows | None) -> Sequence[DataFileRef]:
     """The source's live files: from the index's file rows at its watermark and the source's changes since, when
     the index holds a file row for every file live at the watermark and the source can tell what changed without
     planning (Iceberg, appends only since); else the source's own plan."""

@@ -16,6 +16,7 @@ from indexlib.indexing.build import build_index
 from indexlib.lookup import lookup, lookup_in, read_state
 from indexlib.query.sql import Clock
 from indexlib.report import table_stats
+from indexlib.sources.base import LiveFiles
 from indexlib.sources.iceberg import IcebergSource
 from indexlib.store.schema import ENTRY_SCHEMA, FORMAT_VERSION, INDEX_SCHEMA
 from indexlib.store.snapshot import IndexSnapshot
@@ -89,6 +90,9 @@ def test_a_lookup_reads_the_named_columns_and_payloads_of_only_the_files_min_max
     payload_rows = sum(n for what, _, n in read if what == "payloads")
     assert 0 < payload_rows <= kept_by_minmax < result.files_total, "payloads of only the files min/max keeps"
 
+    assert isinstance(state.live, LiveFiles) and not state.live.made, (
+        "no partition column named: the live files are never made into DataFileRefs (only the stage needs them)"
+    )
     again = len(read)
     lookup_in(state, lake.name, "id IN (17, 18)", CLOCK)
     assert len(state.rows.reads) == again, "the same question again reads nothing"

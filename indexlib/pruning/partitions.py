@@ -78,7 +78,7 @@ class PartitionPruning:
         return PartitionPruning(unknown.might, unknown.all_match)
 
 
-def prune_partitions(source: Source, files: list[DataFileRef], predicate: Expr) -> PartitionPruning:
+def prune_partitions(source: Source, files: Sequence[DataFileRef], predicate: Expr) -> PartitionPruning:
     """The partition stage over `files` of `source` for a bound predicate; never fails a lookup (a stage that
     cannot run proves nothing: every file is kept)."""
     partitioning = source.partitioning
@@ -89,7 +89,7 @@ def prune_partitions(source: Source, files: list[DataFileRef], predicate: Expr) 
     raise TypeError(f"unknown partitioning {partitioning!r} of {source.name}")
 
 
-def _iceberg_stage(name: str, table: Any, files: list[DataFileRef], predicate: Expr) -> PartitionPruning:
+def _iceberg_stage(name: str, table: Any, files: Sequence[DataFileRef], predicate: Expr) -> PartitionPruning:
     """Lift the bound predicate through each file's partition spec (pyiceberg inclusive / strict projection)."""
     sources = {field.source_id for spec in table.specs().values() for field in spec.fields}
     if not sources & _columns_named(predicate):
@@ -119,7 +119,9 @@ def _columns_named(predicate: Expr) -> set[int]:
     return named
 
 
-def _identity_stage(partitioning: IdentityPartitioning, files: list[DataFileRef], predicate: Expr) -> PartitionPruning:
+def _identity_stage(
+    partitioning: IdentityPartitioning, files: Sequence[DataFileRef], predicate: Expr
+) -> PartitionPruning:
     """Identity partitions: each file's partition value is its column's min and max (NULL: every row NULL), so the
     min/max rules decide the predicate on them (statistics/partition_values.py)."""
     used = _columns_named(predicate)

@@ -7,8 +7,10 @@ Iceberg tables (through pyiceberg, iceberg.py) are named by their identifier in 
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 import pyarrow as pa
 from pyiceberg.schema import Schema
@@ -30,6 +32,51 @@ class DataFileRef:
     file_format: str
     spec_id: int = 0
     partition: Any = field(default=None, compare=False)
+
+
+class LiveFiles(Sequence[DataFileRef]):
+    """Live data files known by path at once, their `DataFileRef`s made on first use. Taken from the index's file
+    rows, only the partition stage needs the refs (and only when the predicate names a partition source column);
+    making 100,000 of them costs ~0.4 s, most of a lookup's time at that size."""
+
+    def __init__(self, paths: list[str], make: Callable[[], list[DataFileRef]]) -> None:
+        self.paths = paths
+        self._make = make
+        self._refs: list[DataFileRef] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def made(self) -> bool:
+        return self._refs is not None
+
+    def refs(self) -> list[DataFileRef]:
+        with self._lock:
+            if self._refs is None:
+                self._refs = self._make()
+            return self._refs
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    @overload
+    def __getitem__(self, index: int) -> DataFileRef: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[DataFileRef]: ...
+
+    def __getitem__(self, index: int | slice) -> DataFileRef | Sequence[DataFileRef]:
+        return self.refs()[index]
+
+    def __iter__(self) -> Iterator[DataFileRef]:
+        return iter(self.refs())
+
+    def __add__(self, more: Sequence[DataFileRef]) -> LiveFiles:
+        added = list(more)
+        return LiveFiles(self.paths + [f.path for f in added], lambda: self.refs() + added)
+
+
+def paths_of(files: Sequence[DataFileRef]) -> list[str]:
+    return files.paths if isinstance(files, LiveFiles) else [f.path for f in files]
 
 
 @dataclass(frozen=True)
@@ -59,7 +106,7 @@ class Source(Protocol):
         """The files live at `version` (None when the source no longer has that version)."""
         ...
 
-    def live_after(self, watermark: int, known: pa.Table) -> list[DataFileRef] | None:
+    def live_after(self, watermark: int, known: pa.Table) -> Sequence[DataFileRef] | None:
         """The live files from the index's file rows at `watermark` and the changes since, when the source can
         tell them without planning every file; None when it cannot (the caller calls `live_files`)."""
         ...

@@ -12,7 +12,7 @@ from pyiceberg.table.snapshots import Operation, ancestors_of
 from pyiceberg.typedef import Record
 
 from indexlib.errors import UserError
-from indexlib.sources.base import DataFileRef, IcebergPartitioning, SourceChanges
+from indexlib.sources.base import DataFileRef, IcebergPartitioning, LiveFiles, SourceChanges
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -106,7 +106,7 @@ class IcebergSource:
         was_live = {f.path for f in self.files_at(watermark) or []} if watermark is not None else set()
         return SourceChanges([f for f in live if f.path not in was_live], frozenset(f.path for f in live))
 
-    def live_after(self, watermark: int, known: pa.Table) -> list[DataFileRef] | None:
+    def live_after(self, watermark: int, known: pa.Table) -> LiveFiles | None:
         """The live files without planning the table: `known` (the index's file rows: every file live at snapshot
         `watermark`, and files the index learnt of since, see docs/index-table.md) plus the files of the snapshots
         after it. Only when those are all appends, so nothing was removed since; None otherwise (plan instead)."""
@@ -114,9 +114,10 @@ class IcebergSource:
         if current != watermark and not only_appends_since(self.table, watermark):
             return None
         added = self.changes_since(watermark).added if current != watermark else []
-        at_watermark = self.refs_of(known)
-        seen = {ref.path for ref in at_watermark}
-        return at_watermark + [ref for ref in added if ref.path not in seen]
+        paths = known.column("file_path").to_pylist()
+        seen = set(paths)
+        added = [ref for ref in added if ref.path not in seen]
+        return LiveFiles(paths + [ref.path for ref in added], lambda: self.refs_of(known) + added)
 
     def stored_partition(self, ref: DataFileRef) -> list[bytes | None] | None:
         """The file's partition record in Iceberg's single-value serialisation, per field of its spec (None when
