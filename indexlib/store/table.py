@@ -231,7 +231,10 @@ class IndexTable:
             watermark = None
         else:
             entries = pa.concat_tables([entries, as_entries(missing)])
-        new = self._create(staged)
+        try:
+            new = self._create(staged)
+        except TableAlreadyExistsError:  # another writer is upgrading right now
+            raise UserError(f"index table {self.identifier} is being upgraded by another process; run again") from None
         properties = {WATERMARK_PROPERTY: str(watermark)} if watermark is not None else {}
         new.append(rows_of(entries), snapshot_properties=properties)
         self.catalog.drop_table(self.identifier)
