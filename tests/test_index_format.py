@@ -12,12 +12,14 @@ import pytest
 from lakes import PARTS, QUERIES, Lake, events_batch, live_rows
 from pyiceberg.schema import Schema
 
+from indexlib.indexing.backfill import _commit_live
 from indexlib.indexing.build import build_index
 from indexlib.lookup import lookup, lookup_in, read_state
 from indexlib.query.sql import Clock
 from indexlib.report import table_stats
 from indexlib.sources.base import LiveFiles
 from indexlib.sources.iceberg import IcebergSource
+from indexlib.sources.registry import open_source
 from indexlib.store.schema import ENTRY_SCHEMA, FORMAT_VERSION, INDEX_SCHEMA
 from indexlib.store.snapshot import IndexSnapshot
 from indexlib.store.table import FORMAT_PROPERTY, UPGRADE_SUFFIX, WATERMARK_PROPERTY, IndexTable
@@ -162,3 +164,21 @@ def test_a_format_3_index_is_rewritten_as_format_4_with_a_file_row_for_every_fil
         report = table_stats(config, lake.name)
         assert (report.files_live, report.files_counted) == (6, 4), "stats count the indexed files only"
     _check(config, lake.name, "the upgrade")
+
+
+def test_a_backfill_batch_never_brings_back_the_row_of_a_file_a_build_dropped_meanwhile(config, catalog, lake, spark):
+    build_index(config, lake.name, spark)
+    index = IndexTable(catalog, "skipindex", lake.name)
+    watermark = index.watermark()
+    victim = next(path for path, rows in live_rows(config, lake.name).items() if all(r["id"] < 40 for r in rows))
+    computed = index.entries([victim])  # what a backfill batch computed before the source removed the file
+    lake.delete("id < 40")  # the whole first file: the source removes it
+    build_index(config, lake.name, spark)  # drops its row and moves the watermark
+    index.reload()
+    assert victim not in index.known_paths()
+
+    result, now = _commit_live(index, computed, watermark, lambda: open_source(config, lake.name))
+    index.reload()
+    assert victim not in index.known_paths(), "a file row must not outlive its file"
+    assert now == index.watermark() != watermark and result.added == 0
+    _check(config, lake.name, "a backfill batch committed after a build")

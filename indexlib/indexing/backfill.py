@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import groupby
 from typing import TYPE_CHECKING
 
@@ -59,16 +60,22 @@ class BackfillResult:
         return "\n".join(lines)
 
 
-def _commit_live(index: IndexTable, entries: pa.Table, reopen: Callable[[], Source]) -> CommitResult:
-    """Commit `entries` keeping the watermark as it is. Lookups take the index's file rows as live while the source
-    only appended since the watermark, so a file row must not outlive its file: when a build moved the watermark
-    meanwhile (it may have dropped a removed file this batch indexed), the entries of files no longer live are left
-    out and the commit is planned again."""
+def _commit_live(
+    index: IndexTable, entries: pa.Table, watermark: int | None, reopen: Callable[[], Source]
+) -> tuple[CommitResult, int | None]:
+    """Commit `entries`, of files live when the index's watermark was `watermark`, keeping the watermark as it is;
+    returns the result and the watermark it committed under.
+
+    Lookups take the index's file rows as live while the source only appended since the watermark, so a file row
+    must not outlive its file. A build that moved the watermark since may have dropped the row of a file the source
+    removed, which these entries would bring back: then the watermark is read again, then the live files (in that
+    order, so that any later build is caught by the next attempt), the entries of files no longer live are left out,
+    and the commit is planned again."""
     while True:
-        watermark = index.watermark()
         try:
-            return index.commit(entries, expected_watermark=watermark)
+            return index.commit(entries, expected_watermark=watermark), watermark
         except WatermarkMoved:
+            watermark = index.watermark()
             live = pa.array(sorted(f.path for f in reopen().live_files()), pa.string())
             entries = entries.filter(pc.is_in(entries.column("file_path"), value_set=live))
 
@@ -117,6 +124,8 @@ def backfill(
     source = open_source(config, table_name, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name)
     upgrade_index(index, source)
+    watermark = index.watermark()  # read before the live files are (`_commit_live`)
+    source = open_source(config, table_name, catalog)
     settings = config.column_settings(source.name, source.schema)  # bad settings fail before any work
     current = config_version(settings)
     selected = select_files(source, where, config)
@@ -151,7 +160,9 @@ def backfill(
             skip_unreadable=config.on_unreadable_file == "skip",
             table_files=len(versions) + len(todo) - rebuilt,  # the entries the index holds once this backfill ends
         )
-        result = _commit_live(index, computed.entries, lambda: open_source(config, table_name, catalog))
+        result, watermark = _commit_live(
+            index, computed.entries, watermark, partial(open_source, config, table_name, catalog)
+        )
         commits += int(result.committed)
         written += result.added - result.replaced
         rebuilt_done += result.replaced

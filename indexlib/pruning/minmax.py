@@ -230,11 +230,11 @@ class Evaluation:
     """The verdicts of one predicate over one provider's files, stage by stage: each kind's verdict on a value set or
     pattern is computed once and reused by every later stage."""
 
-    def __init__(self, stats: StatisticsProvider, scope: np.ndarray | None = None) -> None:
-        """`scope`: the files still in play (an earlier stage dropped the others); payloads are read only for
-        files in scope, the others answer "might match" to every kind, which changes no file that is kept."""
+    def __init__(self, stats: StatisticsProvider) -> None:
         self.stats = stats
-        self.scope = scope
+        # The files still in play (an earlier stage dropped the others; None: all). Payloads are read only for files
+        # in scope; the others answer "might match" to every kind, which changes no file that is kept.
+        self.scope: np.ndarray | None = None
         self._kind_verdicts: dict[tuple[str, Any], Verdict | None] = {}
 
     def evaluate(self, expr: Expr, kinds: Sequence[IndexKind] = ()) -> Verdict:

@@ -113,7 +113,6 @@ INDEX_TABLE_PROPERTIES = {
     "write.parquet.row-group-limit": "2048",
     "write.metadata.metrics.column.file_path": "full",
 }
-PAYLOAD_FIELDS = ("ndv_sketch", "indexes")  # read only for the files the cheaper stages kept
 
 
 def _plain(arrow_type: pa.DataType) -> pa.DataType:

@@ -188,19 +188,15 @@ class IndexSnapshot(IndexRows):
             later._count("appended", (), read)
             return read
 
+        def extend(cache: dict[int, pa.Table], into: dict[int, pa.Table], fields: Sequence[str]) -> None:
+            if cache:
+                new = appended(In("field_id", sorted(cache)), fields)
+                for field_id, rows in cache.items():
+                    into[field_id] = pa.concat_tables([rows, new.filter(pc.equal(new.column("field_id"), field_id))])
+
         with self._lock:
             if self._files is not None:
                 later._files = pa.concat_tables([self._files, appended(EqualTo("field_id", FILE_ROW), FILE_FIELDS)])
-            if self._columns:
-                new = appended(In("field_id", sorted(self._columns)), BOUND_FIELDS)
-                for field_id, rows in self._columns.items():
-                    later._columns[field_id] = pa.concat_tables(
-                        [rows, new.filter(pc.equal(new.column("field_id"), field_id))]
-                    )
-            if self._payloads:
-                new = appended(In("field_id", sorted(self._payloads)), PAYLOAD_FIELDS)
-                for field_id, rows in self._payloads.items():
-                    later._payloads[field_id] = pa.concat_tables(
-                        [rows, new.filter(pc.equal(new.column("field_id"), field_id))]
-                    )
+            extend(self._columns, later._columns, BOUND_FIELDS)
+            extend(self._payloads, later._payloads, PAYLOAD_FIELDS)
         return later

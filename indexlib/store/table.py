@@ -182,11 +182,8 @@ class IndexTable:
             wanted = sorted(set(paths))
             if not wanted:
                 return ENTRY_ARROW_SCHEMA.empty_table()
-        if format_of(table) < FORMAT_VERSION:
-            scan = table.scan(row_filter=In("file_path", wanted)) if wanted is not None else table.scan()
-            return as_entries(scan.to_arrow())
-        scan = table.scan(row_filter=In("file_path", wanted)) if wanted is not None else table.scan()
-        return entries_of(scan.to_arrow())
+        read = (table.scan(row_filter=In("file_path", wanted)) if wanted is not None else table.scan()).to_arrow()
+        return as_entries(read) if format_of(table) < FORMAT_VERSION else entries_of(read)
 
     def _checked(self, table: Any) -> Any:
         """A table writers may commit to: switch on the table properties of our commit protocol (see the module
@@ -222,8 +219,7 @@ class IndexTable:
         if self.catalog.table_exists(staged):  # a crash came before the drop: the old table is complete, redo
             self.catalog.drop_table(staged)
         watermark = watermark_of(table)
-        entries = one_entry_per_path(self.entries()) if table.current_snapshot() is not None else None
-        entries = entries if entries is not None else ENTRY_ARROW_SCHEMA.empty_table()
+        entries = one_entry_per_path(self.entries())
         missing = (
             unindexed_at(watermark, set(entries.column("file_path").to_pylist())) if watermark is not None else None
         )
