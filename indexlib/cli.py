@@ -1,4 +1,4 @@
-"""`skipindex` command line: build, backfill, explain, stats, compact, verify, demo.
+"""`skipindex` command line: build, backfill, explain, stats, compact, verify, expire, demo.
 
 Bad input: one line on stderr, exit code 2. `verify` exits 1 when it finds stale entries.
 """
@@ -62,6 +62,23 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--seed", type=int, help="random seed of the sample (default: a new sample each run)")
     verify.add_argument("--json", action="store_true", help="print one JSON object")
 
+    expire = command(
+        "expire",
+        "Expire old snapshots of index tables and delete the files no remaining snapshot references.",
+    )
+    expire.add_argument("--table", help=table_help + " (default: every indexed table)")
+    expire.add_argument(
+        "--older-than",
+        type=float,
+        default=72.0,
+        metavar="HOURS",
+        help="expire snapshots and delete unreferenced files older than this; more than the longest build or "
+        "lookup may take (default: %(default)s)",
+    )
+    expire.add_argument(
+        "--retain-last", type=int, default=1, help="newest snapshots always kept (default: %(default)s)"
+    )
+
     demo = command("demo", "Generate TPC-H lineitem as a multi-snapshot Iceberg table, index it, compare pruning.")
     demo.add_argument("--scale", type=float, default=0.1, help="TPC-H scale factor (default: %(default)s)")
     demo.add_argument("--snapshots", type=int, default=4, help="append snapshots to commit (default: %(default)s)")
@@ -114,6 +131,17 @@ def run(args: argparse.Namespace) -> int:
 
         for table in [args.table] if args.table else indexed_sources(config):
             print(compact(config, table).message())
+    elif args.command == "expire":
+        from datetime import timedelta
+
+        from indexlib.indexing.upkeep import expire, indexed_sources
+
+        if args.older_than < 0:
+            raise UserError(f"--older-than must be >= 0 hours, got {args.older_than}")
+        if args.retain_last < 1:
+            raise UserError(f"--retain-last must be at least 1 (the current snapshot), got {args.retain_last}")
+        for table in [args.table] if args.table else indexed_sources(config):
+            print(expire(config, table, timedelta(hours=args.older_than), args.retain_last).message())
     elif args.command == "verify":
         from indexlib.indexing.upkeep import verify
 

@@ -1,5 +1,6 @@
 """Index-table upkeep: `compact` rewrites an index table into few files, keeping one entry per live data file;
-`verify` recomputes a sample of entries from the data files and reports stale, missing and orphaned ones.
+`verify` recomputes a sample of entries from the data files and reports stale, missing and orphaned ones; `expire`
+drops old index snapshots and deletes the files no snapshot needs (store/expiry.py).
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import logging
 import random
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -17,6 +19,8 @@ from indexlib.indexing.build import index_new_files
 from indexlib.indexing.file_indexer import config_version
 from indexlib.indexing.upgrade import upgrade_index
 from indexlib.sources.registry import open_source
+from indexlib.store.expiry import ExpiryResult
+from indexlib.store.expiry import expire as expire_table
 from indexlib.store.schema import one_entry_per_path
 from indexlib.store.table import SOURCE_PROPERTY, IndexTable
 
@@ -94,6 +98,37 @@ def compact(config: Config, table_name: str) -> CompactResult:
         counts.get("entries", 0),
         counts.get("dup", 0),
         counts.get("dead", 0),
+    )
+
+
+@dataclass(frozen=True)
+class ExpireResult:
+    table: str
+    index_table: str
+    older_than: datetime
+    expiry: ExpiryResult | None  # None: never indexed
+
+    def message(self) -> str:
+        if self.expiry is None:
+            return f"{self.table}: no index table {self.index_table} yet; nothing to expire"
+        e = self.expiry
+        return (
+            f"{self.table}: expired {e.snapshots_expired} snapshots of {self.index_table} older than "
+            f"{self.older_than:%Y-%m-%d %H:%M:%S} UTC ({e.snapshots_kept} kept); deleted {e.files_deleted} files "
+            f"no snapshot references ({e.bytes_deleted / 1e6:.1f} MB), {e.files_too_young} younger ones left"
+        )
+
+
+def expire(config: Config, table_name: str, older_than: timedelta, retain_last: int) -> ExpireResult:
+    """Expire index snapshots older than `older_than` (keeping the newest `retain_last`) and delete unreferenced
+    files older than that; `older_than` must exceed the longest build or lookup that may still be at work."""
+    catalog = config.load_catalog()
+    source = open_source(config, table_name, catalog)
+    index = IndexTable(catalog, config.index_namespace, source.name)
+    cutoff = datetime.now(UTC) - older_than
+    table = index.load()
+    return ExpireResult(
+        source.name, index.identifier, cutoff, None if table is None else expire_table(table, cutoff, retain_last)
     )
 
 
