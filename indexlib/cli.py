@@ -40,6 +40,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     backfill.add_argument("--table", required=True, help=table_help)
     backfill.add_argument("--where", help="partition predicate, e.g. \"ts_day < DATE '2024-01-01'\" (default: all)")
+    backfill.add_argument(
+        "--partition",
+        action="append",
+        metavar="LABEL",
+        help="only this partition, as `--plan` names it (repeatable)",
+    )
+    backfill.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the partitions to backfill, in batches of about [build] backfill_files_per_commit files, as "
+        "JSON, and do nothing (a scheduler runs one batch per task)",
+    )
 
     explain = command("explain", "Show the files a predicate might match, and how each stage pruned.")
     explain.add_argument("--table", required=True, help=table_help)
@@ -123,9 +135,12 @@ def run(args: argparse.Namespace) -> int:
 
         print(build_index(config, args.table).message())
     elif args.command == "backfill":
-        from indexlib.indexing.backfill import backfill
+        from indexlib.indexing.backfill import backfill, plan_backfill
 
-        print(backfill(config, args.table, args.where).message())
+        if args.plan:
+            print(json.dumps(plan_backfill(config, args.table, args.where)))
+        else:
+            print(backfill(config, args.table, args.where, partitions=args.partition).message())
     elif args.command == "compact":
         from indexlib.indexing.upkeep import compact, indexed_sources
 

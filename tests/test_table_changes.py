@@ -17,7 +17,7 @@ from lakes import EVENTS_SCHEMA, PARTS, QUERIES, Lake, events_batch, live_rows
 
 from indexlib.config import load_config
 from indexlib.errors import UserError
-from indexlib.indexing.backfill import backfill, batches_of_partitions
+from indexlib.indexing.backfill import backfill, batches_of_partitions, plan_backfill
 from indexlib.indexing.build import build_index
 from indexlib.indexing.file_indexer import config_version
 from indexlib.lookup import lookup
@@ -169,6 +169,29 @@ def test_backfill_batches_hold_whole_partitions_up_to_the_commit_size(sizes, per
     assert [labels for labels, _ in batches] == expected, "partitions are batched in order, split only when too big"
     assert all(len(members) <= per_commit for _, members in batches), "no commit exceeds the batch size"
     assert sorted(f.path for _, members in batches for f in members) == sorted(f.path for f in files), "each file once"
+
+
+def test_a_backfill_plan_names_whole_partitions_that_backfill_then_does_batch_by_batch(backfill_config, lake, spark):
+    config = backfill_config
+    rng = random.Random(12)
+    for n in range(7):
+        lake.append(events_batch(rng, n * 30, 30, PARTS[n % 3]))  # partition a: 3 files, b: 2, c: 2
+    build_index(config, lake.name, spark)  # index_existing_files = false: every file is left to the backfill
+    plan = plan_backfill(config, lake.name, "part IN ('a', 'b')")
+    assert plan == [["part=a"], ["part=a"], ["part=b"]], "a partition of 3 files is split; 2 files per commit"
+    assert plan_backfill(config, lake.name) == [["part=a"], ["part=a"], ["part=b"], ["part=c"]]
+
+    only_b = backfill(config, lake.name, "part IN ('a', 'b')", spark, partitions=["part=b"])
+    assert (only_b.files_indexed, only_b.partitions) == (2, 1), "--partition limits the backfill to that partition"
+    assert {_partition_of(config, lake.name, p) for p in _index_paths(config, lake.name)} == {"part=b"}
+    assert plan_backfill(config, lake.name) == [["part=a"], ["part=a"], ["part=c"]], "done partitions leave the plan"
+    with pytest.raises(UserError, match="no live file selected by --where is in partition 'part=x'"):
+        backfill(config, lake.name, None, spark, partitions=["part=x"])
+    for batch in plan_backfill(config, lake.name):
+        backfill(config, lake.name, None, spark, partitions=batch)
+    assert plan_backfill(config, lake.name) == [], "nothing left once every batch ran"
+    assert sorted(_index_paths(config, lake.name)) == sorted(live_rows(config, lake.name)), "every live file once"
+    _check_lookups(config, lake.name)
 
 
 def test_backfill_where_must_name_a_partition_field(backfill_config, lake, spark):

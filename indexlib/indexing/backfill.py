@@ -10,7 +10,7 @@ the scheduled build can run at the same time (store/table.py re-plans a commit t
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import groupby
@@ -117,30 +117,67 @@ def batches_of_partitions(
     return batches
 
 
+def _work(
+    config: Config, source: Source, index: IndexTable, where: str | None, partitions: Collection[str] | None
+) -> tuple[list[DataFileRef], list[DataFileRef], dict[str, str | None]]:
+    """(files selected by `where` and `partitions`, those still to index or rebuild, the index's configuration
+    version per path)."""
+    current = config_version(config.column_settings(source.name, source.schema))  # bad settings fail here
+    selected = select_files(source, where, config)
+    if partitions is not None:
+        labels = {source.partition_label(f) for f in selected}
+        unknown = sorted(set(partitions) - labels)
+        if unknown and len(unknown) == len(set(partitions)):
+            raise UserError(f"{source.name}: no live file selected by --where is in partition {unknown[0]!r}")
+        for label in unknown:
+            log.warning(
+                "%s: partition %r has no live file selected by --where; nothing to do there", source.name, label
+            )
+        selected = [f for f in selected if source.partition_label(f) in set(partitions)]
+    versions = index.config_versions()
+    return selected, [f for f in selected if versions.get(f.path, "") != current], versions
+
+
+def plan_backfill(config: Config, table_name: str, where: str | None = None) -> list[list[str]]:
+    """The partitions `backfill` would work on, grouped into batches of about `[build] backfill_files_per_commit`
+    files: one list of partition labels per batch, for a scheduler that runs one batch per task. Upgrades an
+    older index table first, so that batches running at the same time never race to upgrade it."""
+    catalog = config.load_catalog()
+    source = open_source(config, table_name, catalog)
+    index = IndexTable(catalog, config.index_namespace, source.name)
+    upgrade_index(index, source)
+    _, todo, _ = _work(config, source, index, where, None)
+    batches = batches_of_partitions(todo, source.partition_label, config.backfill_files_per_commit)
+    return [list(dict.fromkeys(labels)) for labels, _ in batches]
+
+
 def backfill(
-    config: Config, table_name: str, where: str | None = None, spark: SparkSession | None = None
+    config: Config,
+    table_name: str,
+    where: str | None = None,
+    spark: SparkSession | None = None,
+    partitions: Collection[str] | None = None,
 ) -> BackfillResult:
+    """Backfill the files `where` selects; with `partitions` (labels, as `plan_backfill` gives them), only the
+    files of those partitions."""
     catalog = config.load_catalog()
     source = open_source(config, table_name, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name)
     upgrade_index(index, source)
     watermark = index.watermark()  # read before the live files are (`_commit_live`)
     source = open_source(config, table_name, catalog)
-    settings = config.column_settings(source.name, source.schema)  # bad settings fail before any work
-    current = config_version(settings)
-    selected = select_files(source, where, config)
-    versions = index.config_versions()
-    todo = [f for f in selected if versions.get(f.path, "") != current]
+    selected, todo, versions = _work(config, source, index, where, partitions)
+    settings = config.column_settings(source.name, source.schema)
     rebuilt = sum(1 for f in todo if f.path in versions)
     batches = batches_of_partitions(todo, source.partition_label, config.backfill_files_per_commit)
-    partitions = len({source.partition_label(f) for f in todo})
+    partition_count = len({source.partition_label(f) for f in todo})
     log.info(
         "%s: backfill of %d selected files: %d to index, %d to rebuild, %d partitions, %d commits",
         source.name,
         len(selected),
         len(todo) - rebuilt,
         rebuilt,
-        partitions,
+        partition_count,
         len(batches),
     )
     if batches and spark is None:
@@ -173,5 +210,5 @@ def backfill(
             "%s: backfill batch %d/%d (%s): %d/%d files done", source.name, number, len(batches), span, done, len(todo)
         )
     return BackfillResult(
-        source.name, index.identifier, len(selected), written, rebuilt_done, partitions, commits, skipped
+        source.name, index.identifier, len(selected), written, rebuilt_done, partition_count, commits, skipped
     )
