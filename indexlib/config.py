@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,32 @@ from indexlib.index_kinds.settings import IndexSettings
 DEFAULT_CONF_PATH = Path("conf/local.toml")
 DEFAULT_INDEX_NAMESPACE = "skipindex"
 DEFAULT_CATALOG_NAME = "default"
+
+
+@dataclass(frozen=True)
+class BuildSchedule:
+    """When Airflow runs one table's incremental build (`[airflow.builds."<table>"]`): a cron expression or preset,
+    a fixed interval, or the URI of the Airflow Asset an upstream writer's DAG updates when it commits."""
+
+    table: str
+    cron: str | None = None
+    every: timedelta | None = None
+    asset: str | None = None
+
+
+@dataclass(frozen=True)
+class AirflowSettings:
+    """`[airflow]`: what the DAGs in airflow_dags/ run and how (README, "Airflow")."""
+
+    builds: tuple[BuildSchedule, ...] = ()
+    spark_conn_id: str | None = None  # set: Spark jobs go through SparkSubmitOperator; unset: in the task's process
+    pool: str = "default_pool"
+    retries: int = 2
+    retry_delay: timedelta = timedelta(minutes=5)
+    timeout: timedelta = timedelta(hours=3)
+    upkeep_schedule: str = "@daily"
+    verify_sample: int = 20
+    expire_older_than_hours: float = 72.0
 
 
 @dataclass(frozen=True)
@@ -40,6 +67,7 @@ class Config:
     index_defaults: IndexSettings = IndexSettings()
     # [index.tables."ns.name"]: table-wide settings, and per column under `columns` (validated at load)
     table_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    airflow: AirflowSettings = AirflowSettings()
 
     def column_settings(self, table: str, schema: Any) -> dict[int, IndexSettings]:
         """Index settings per field id of `table`'s top-level columns; UserError naming the setting when the
@@ -152,14 +180,68 @@ def load_config(path: str | Path | None = None) -> Config:
         dialect=None if dialect is None else str(dialect),
         index_defaults=defaults,
         table_settings=table_settings,
+        airflow=_airflow_settings(raw.get("airflow", {}), conf_path),
     )
 
 
-def _positive_int(section: dict[str, Any], name: str, default: int, conf_path: Path) -> int:
+def _positive_int(
+    section: dict[str, Any], name: str, default: int, conf_path: Path, where: str = "build", least: int = 1
+) -> int:
     value = section.get(name, default)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise UserError(f"config file {conf_path}: build.{name} must be an integer >= 1, got {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        raise UserError(f"config file {conf_path}: {where}.{name} must be an integer >= {least}, got {value!r}")
     return value
+
+
+def _airflow_settings(raw: dict[str, Any], conf_path: Path) -> AirflowSettings:
+    known = {
+        "builds",
+        "spark_conn_id",
+        "pool",
+        "retries",
+        "retry_delay_minutes",
+        "timeout_minutes",
+        "upkeep_schedule",
+        "verify_sample",
+        "expire_older_than_hours",
+    }
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise UserError(f"config file {conf_path}: airflow.{unknown[0]}: unknown setting")
+    builds = []
+    for table, section in dict(raw.get("builds", {})).items():
+        where = f'airflow.builds."{table}"'
+        if not isinstance(section, dict) or set(section) - {"schedule", "every_minutes", "asset"}:
+            raise UserError(f"config file {conf_path}: {where} takes schedule, every_minutes or asset only")
+        if len(section) != 1:
+            raise UserError(f"config file {conf_path}: {where} needs exactly one of schedule, every_minutes, asset")
+        every = section.get("every_minutes")
+        if every is not None:
+            every = timedelta(minutes=_positive_int(section, "every_minutes", 1, conf_path, where))
+        cron, asset = section.get("schedule"), section.get("asset")
+        for name, value in (("schedule", cron), ("asset", asset)):
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise UserError(f"config file {conf_path}: {where}.{name} must be a non-empty string, got {value!r}")
+        if asset is not None and "://" not in asset:
+            raise UserError(f"config file {conf_path}: {where}.asset must be a URI (scheme://...), got {asset!r}")
+        builds.append(BuildSchedule(str(table), cron, every, asset))
+    conn = raw.get("spark_conn_id")
+    older = raw.get("expire_older_than_hours", 72.0)
+    if not isinstance(older, int | float) or isinstance(older, bool) or older < 0:
+        raise UserError(
+            f"config file {conf_path}: airflow.expire_older_than_hours must be a number >= 0, got {older!r}"
+        )
+    return AirflowSettings(
+        builds=tuple(builds),
+        spark_conn_id=None if conn is None else str(conn),
+        pool=str(raw.get("pool", "default_pool")),
+        retries=_positive_int(raw, "retries", 2, conf_path, "airflow", least=0),
+        retry_delay=timedelta(minutes=_positive_int(raw, "retry_delay_minutes", 5, conf_path, "airflow", least=0)),
+        timeout=timedelta(minutes=_positive_int(raw, "timeout_minutes", 180, conf_path, "airflow")),
+        upkeep_schedule=str(raw.get("upkeep_schedule", "@daily")),
+        verify_sample=_positive_int(raw, "verify_sample", 20, conf_path, "airflow", least=0),
+        expire_older_than_hours=float(older),
+    )
 
 
 def _index_settings(index: dict[str, Any], conf_path: Path) -> tuple[IndexSettings, dict[str, dict[str, Any]]]:
