@@ -31,13 +31,13 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_changes.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check indexlib jobs tests benchmarks
-	$(BIN)/ruff format --check indexlib jobs tests benchmarks
+	$(BIN)/ruff check indexlib jobs tests benchmarks airflow_dags
+	$(BIN)/ruff format --check indexlib jobs tests benchmarks airflow_dags
 	$(BIN)/lint-imports
 
 format: $(STAMP)
-	$(BIN)/ruff check --fix indexlib jobs tests benchmarks
-	$(BIN)/ruff format indexlib jobs tests benchmarks
+	$(BIN)/ruff check --fix indexlib jobs tests benchmarks airflow_dags
+	$(BIN)/ruff format indexlib jobs tests benchmarks airflow_dags
 
 clean:
 	rm -rf $(VENV) .skipindex

@@ -185,6 +185,22 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+class CommandFailed(RuntimeError):
+    """A `skipindex` command run by `run_or_raise` failed; the message names the command and why."""
+
+
+def run_or_raise(argv: Sequence[str]) -> None:
+    """Run one `skipindex` command in this process, for a scheduler's task: its output goes to the task log, and a
+    failure (bad input, or stale entries found by `verify`) raises, so the task fails with a one-line reason."""
+    args = _parser().parse_args(list(argv))
+    try:
+        code = run(args)
+    except UserError as exc:
+        raise CommandFailed(f"skipindex {args.command}: {exc}") from None
+    if code == EXIT_STALE:
+        raise CommandFailed(f"skipindex {args.command} {args.table}: the index has stale entries (listed above)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)

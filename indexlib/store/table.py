@@ -64,6 +64,12 @@ def index_table_name(source_name: str) -> str:
     return f"delta__{last}__{hashlib.sha256(source_name.encode()).hexdigest()[:12]}"
 
 
+def index_asset_uri(catalog_name: str, namespace: str, source_name: str) -> str:
+    """The Airflow Asset a build updates: `skipindex://<catalog>/<namespace>/<index table name>`, so DAGs downstream
+    of a build can wait for a fresh index."""
+    return f"skipindex://{catalog_name}/{namespace}/{index_table_name(source_name)}"
+
+
 class WatermarkMoved(Exception):
     """Another build moved the watermark since this one planned: its list of new files is out of date."""
 

@@ -1,0 +1,167 @@
+"""Skip-index DAGs for Airflow 3 (README, "Airflow"):
+
+- `skipindex_build__<index table>`: the incremental build of each table under `[airflow.builds]`, on its schedule
+  (cron or preset, interval, or the source table's Asset); a successful build updates the index's Asset,
+  `skipindex://<catalog>/<namespace>/<index table>`.
+- `skipindex_backfill`: triggered with params (table, partition predicate); plans the partitions still to do and
+  runs one mapped task per batch of whole partitions, so a failure retries one batch. Batches commit safely side by
+  side (store/table.py re-plans a commit that lost a race).
+- `skipindex_upkeep`: per table, compact, verify (stale entries fail the task), expire old index snapshots and the
+  files no snapshot needs.
+
+No logic here: each task runs a `skipindex` command in its own process, or, when `[airflow] spark_conn_id` names a
+Spark connection, the Spark jobs run through `SparkSubmitOperator` with the scripts in jobs/. The configuration
+file comes from the Airflow Variable `skipindex_conf`, else the environment variable `SKIPINDEX_CONF`, else
+conf/local.toml.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from airflow.sdk import DAG, Asset, Param, Variable, task
+
+import jobs
+from indexlib.cli import run_or_raise
+from indexlib.config import Config, load_config
+from indexlib.store.table import index_asset_uri, index_table_name
+
+CONF = Variable.get("skipindex_conf", default=os.environ.get("SKIPINDEX_CONF", "conf/local.toml"))
+JOBS = Path(jobs.__file__).parent
+START = datetime(2024, 1, 1)
+JOB_SCRIPTS = {"build": "build_index.py", "backfill": "backfill.py", "verify": "verify.py"}
+
+
+def _defaults(config: Config) -> dict:
+    settings = config.airflow
+    return {
+        "retries": settings.retries,
+        "retry_delay": settings.retry_delay,
+        "execution_timeout": settings.timeout,
+        "pool": settings.pool,
+    }
+
+
+@task
+def skipindex(command: str, args: list[str]) -> None:
+    """One `skipindex` command in this task's process."""
+    run_or_raise([command, *args])
+
+
+def _submit(config: Config, task_id: str, command: str, **kwargs) -> dict:
+    """SparkSubmitOperator arguments: `spark-submit jobs/<script>` through the configured Spark connection, with
+    this interpreter on the driver and the executors."""
+    return {
+        "task_id": task_id,
+        "conn_id": config.airflow.spark_conn_id,
+        "application": str(JOBS / JOB_SCRIPTS[command]),
+        "name": f"skipindex-{command}",
+        "spark_binary": str(Path(sys.executable).with_name("spark-submit")),
+        "env_vars": {"PYSPARK_PYTHON": sys.executable},
+        **kwargs,
+    }
+
+
+def spark_job(config: Config, task_id: str, command: str, args: list[str], **kwargs):
+    """`skipindex <command> <args>`, a Spark job: through SparkSubmitOperator when a Spark connection is
+    configured, else in this task's process."""
+    if config.airflow.spark_conn_id is None:
+        return skipindex.override(task_id=task_id, **kwargs)(command=command, args=args)
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    return SparkSubmitOperator(**_submit(config, task_id, command, **kwargs), application_args=args)
+
+
+def mapped_spark_job(config: Config, task_id: str, command: str, args_list, **kwargs):
+    """`spark_job` once per element of `args_list` (dynamic task mapping: each one retries on its own)."""
+    if config.airflow.spark_conn_id is None:
+        return skipindex.override(task_id=task_id, **kwargs).partial(command=command).expand(args=args_list)
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    return SparkSubmitOperator.partial(**_submit(config, task_id, command, **kwargs)).expand(application_args=args_list)
+
+
+def build_dag(config: Config, table: str, schedule) -> DAG:
+    name = index_table_name(table)
+    index = Asset(index_asset_uri(config.catalog_name, config.index_namespace, table))
+    with DAG(
+        dag_id=f"skipindex_build__{name}",
+        description=f"Incremental skip-index build of {table}",
+        schedule=schedule,
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        default_args=_defaults(config),
+        tags=["skipindex"],
+    ) as dag:
+        spark_job(config, "build", "build", ["--conf", CONF, "--table", table], outlets=[index])
+    return dag
+
+
+def backfill_dag(config: Config) -> DAG:
+    with DAG(
+        dag_id="skipindex_backfill",
+        description="Backfill of old partitions: one mapped task per batch of whole partitions",
+        schedule=None,
+        start_date=START,
+        catchup=False,
+        default_args=_defaults(config),
+        params={
+            "table": Param(type="string", minLength=1, description="source table: ns.name, or a Delta table's path"),
+            "where": Param(None, type=["null", "string"], description="partition predicate (default: every file)"),
+        },
+        tags=["skipindex"],
+    ) as dag:
+
+        @task
+        def plan(params=None) -> list[list[str]]:
+            from indexlib.indexing.backfill import plan_backfill
+
+            where = params["where"] or None
+            argv = ["--conf", CONF, "--table", params["table"], *(["--where", where] if where else [])]
+            batches = plan_backfill(load_config(CONF), params["table"], where)
+            return [[*argv, *(arg for label in batch for arg in ("--partition", label))] for batch in batches]
+
+        mapped_spark_job(config, "backfill", "backfill", plan())
+    return dag
+
+
+def upkeep_dag(config: Config) -> DAG:
+    settings = config.airflow
+    with DAG(
+        dag_id="skipindex_upkeep",
+        description="Compact, verify and expire every scheduled index",
+        schedule=settings.upkeep_schedule,
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        default_args=_defaults(config),
+        tags=["skipindex"],
+    ) as dag:
+        for build in settings.builds:
+            name = index_table_name(build.table)
+            table = ["--conf", CONF, "--table", build.table]
+            compact = skipindex.override(task_id=f"compact__{name}")(command="compact", args=table)
+            sample = ["--sample", str(settings.verify_sample)]
+            verify = spark_job(config, f"verify__{name}", "verify", [*table, *sample])
+            older = ["--older-than", str(settings.expire_older_than_hours)]
+            expire = skipindex.override(task_id=f"expire__{name}")(command="expire", args=[*table, *older])
+            compact >> verify >> expire
+    return dag
+
+
+def _schedule(build):
+    if build.asset is not None:
+        return [Asset(build.asset)]
+    return build.every if build.every is not None else build.cron
+
+
+_config = load_config(CONF)
+for _build in _config.airflow.builds:
+    _dag = build_dag(_config, _build.table, _schedule(_build))
+    globals()[_dag.dag_id] = _dag
+skipindex_backfill = backfill_dag(_config)
+skipindex_upkeep = upkeep_dag(_config)

@@ -1,0 +1,249 @@
+"""The DAGs in airflow_dags/, run for real: Airflow 3 with a temporary AIRFLOW_HOME migrated on SQLite, the DAG
+folder parsed by a DagBag, each DAG run by `dag.test()` against real Iceberg tables (SQLite catalog), and the index
+it builds checked against the rows. One test goes through SparkSubmitOperator and a real `spark-submit`.
+
+Airflow reads AIRFLOW_HOME when it is first imported, so nothing here imports it at module level."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from lakes import PARTS, QUERIES, Lake, events_batch, live_rows
+
+from indexlib.cli import CommandFailed, run_or_raise
+from indexlib.config import load_config
+from indexlib.lookup import lookup
+from indexlib.query.sql import Clock
+from indexlib.store.table import IndexTable, index_asset_uri
+
+pytestmark = pytest.mark.airflow
+
+DAGS = Path(__file__).resolve().parents[1] / "airflow_dags"
+CLOCK = Clock()
+
+
+@pytest.fixture(scope="module")
+def airflow_home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("airflow_home")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("AIRFLOW_HOME", str(home))
+        env.setenv("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+        env.setenv("AIRFLOW__CORE__DAGS_FOLDER", str(DAGS))
+        airflow = Path(sys.executable).with_name("airflow")
+        subprocess.run([str(airflow), "db", "migrate"], check=True, capture_output=True, timeout=300)
+        yield home
+
+
+def _dags(conf_path: Path, **env: str):
+    """The DAG folder parsed the way the scheduler does, with `conf_path` as the configuration."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    os.environ["SKIPINDEX_CONF"] = str(conf_path)
+    os.environ.update(env)
+    bag = DagBag(dag_folder=str(DAGS))
+    assert bag.import_errors == {}, "the DAG files import cleanly"
+    return bag
+
+
+def _conf(conf_path: Path, airflow: str) -> Path:
+    conf_path.write_text(
+        conf_path.read_text()
+        + "[build]\nbackfill_files_per_commit = 2\n"
+        + "[airflow]\nretries = 0\nexpire_older_than_hours = 0\nverify_sample = 50\n"
+        + airflow
+    )
+    return conf_path
+
+
+def _states(run) -> dict[str, list[str]]:
+    states: dict[str, list[str]] = {}
+    for ti in sorted(run.get_task_instances(), key=lambda ti: (ti.task_id, ti.map_index)):
+        states.setdefault(ti.task_id, []).append(str(ti.state))
+    return states
+
+
+def _asset_events(uri: str) -> int:
+    from airflow.models.asset import AssetEvent, AssetModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import func, select
+
+    with create_session() as session:
+        query = select(func.count()).select_from(AssetEvent).join(AssetModel, AssetEvent.asset_id == AssetModel.id)
+        return session.scalar(query.where(AssetModel.name == uri))
+
+
+def _indexed(config, name: str) -> set[str]:
+    return IndexTable(config.load_catalog(), config.index_namespace, name).indexed_paths()
+
+
+def _check(config, name: str) -> None:
+    rows = live_rows(config, name)
+    for where, matches in QUERIES:
+        files = set(lookup(config, name, where, CLOCK).files)
+        truth = {path for path, file_rows in rows.items() if any(matches(r) for r in file_rows)}
+        assert truth <= files, f"{where!r} keeps every file with a matching row"
+
+
+@pytest.fixture
+def lake(catalog, tmp_path) -> Lake:
+    lake = Lake("iceberg", catalog, tmp_path, "events", partitioned=True)
+    rng = random.Random(21)
+    for n in range(7):
+        lake.append(events_batch(rng, n * 30, 30, PARTS[n % 3]))  # partition a: 3 files, b: 2, c: 2
+    return lake
+
+
+def test_the_environment_keeps_the_full_pyspark_beside_the_spark_provider():
+    import pyspark
+
+    assert pyspark.__version__ == importlib.metadata.version("pyspark"), "pyspark's files are pyspark's own"
+    with pytest.raises(importlib.metadata.PackageNotFoundError):
+        importlib.metadata.version("pyspark-client")  # it would overwrite pyspark's files (pyproject.toml)
+    check = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stdout
+
+
+def test_one_build_dag_per_listed_table_on_its_schedule_plus_backfill_and_upkeep(airflow_home, conf_path):
+    bag = _dags(
+        _conf(
+            conf_path,
+            '[airflow.builds."db.events"]\nschedule = "@hourly"\n'
+            '[airflow.builds."db.clicks"]\nevery_minutes = 15\n'
+            '[airflow.builds."db.orders"]\nasset = "iceberg://warehouse/db/orders"\n',
+        )
+    )
+    assert set(bag.dag_ids) == {
+        "skipindex_build__db__events",
+        "skipindex_build__db__clicks",
+        "skipindex_build__db__orders",
+        "skipindex_backfill",
+        "skipindex_upkeep",
+    }
+    timetables = {d: type(bag.get_dag(d).timetable).__name__ for d in bag.dag_ids}
+    assert "Cron" in timetables["skipindex_build__db__events"], "a cron preset"
+    assert "Delta" in timetables["skipindex_build__db__clicks"], "an interval"
+    assert "Asset" in timetables["skipindex_build__db__orders"], "the source table's Asset"
+    build = bag.get_dag("skipindex_build__db__events").get_task("build")
+    assert (build.retries, build.execution_timeout.total_seconds()) == (0, 3 * 3600), "defaults from [airflow]"
+    assert [o.name for o in build.outlets] == [index_asset_uri("test", "skipindex", "db.events")]
+    upkeep = bag.get_dag("skipindex_upkeep")
+    assert {t.task_id for t in upkeep.tasks} == {
+        f"{step}__{name}"
+        for step in ("compact", "verify", "expire")
+        for name in ("db__events", "db__clicks", "db__orders")
+    }
+
+
+def test_the_build_dag_indexes_new_files_and_tells_downstream_dags_through_the_index_asset(
+    airflow_home, conf_path, lake, spark
+):
+    bag = _dags(_conf(conf_path, '[airflow.builds."db.events"]\nschedule = "@hourly"\n'))
+    config = load_config(conf_path)
+    uri = index_asset_uri(config.catalog_name, config.index_namespace, lake.name)
+    before = _asset_events(uri)
+    dag = bag.get_dag("skipindex_build__db__events")
+    assert dag.test().state == "success"
+    assert _indexed(config, lake.name) == set(live_rows(config, lake.name))
+    assert _asset_events(uri) == before + 1, "a build emits an event of the index's Asset"
+
+    lake.append(events_batch(random.Random(22), 900, 30, "b"))
+    assert dag.test().state == "success"
+    assert _indexed(config, lake.name) == set(live_rows(config, lake.name)), "the next run indexes the new file"
+    assert _asset_events(uri) == before + 2
+    _check(config, lake.name)
+
+
+def test_the_backfill_dag_indexes_exactly_the_requested_partitions_one_mapped_task_per_batch(
+    airflow_home, conf_path, lake, spark
+):
+    bag = _dags(_conf(conf_path, ""))
+    config = load_config(conf_path)
+    run = bag.get_dag("skipindex_backfill").test(run_conf={"table": lake.name, "where": "part = 'a'"})
+    assert run.state == "success"
+    assert _states(run) == {"plan": ["success"], "backfill": ["success", "success"]}, "3 files, 2 per batch"
+    source_rows = live_rows(config, lake.name)
+    in_a = {path for path, rows in source_rows.items() if rows[0]["part"] == "a"}
+    assert len(in_a) == 3 and _indexed(config, lake.name) == in_a, "exactly the files of partition a"
+
+    # every param given: in one process, dag.test() leaves the last run's conf in the DAG's params
+    run = bag.get_dag("skipindex_backfill").test(run_conf={"table": lake.name, "where": None})
+    assert run.state == "success", _states(run)
+    assert len(_states(run)["backfill"]) == 2, "then b and c, one batch each"
+    assert _indexed(config, lake.name) == set(source_rows)
+    _check(config, lake.name)
+
+
+def test_a_backfill_run_without_a_table_is_refused_before_any_task(airflow_home, conf_path):
+    from airflow.sdk.exceptions import ParamValidationError
+
+    bag = _dags(_conf(conf_path, ""))
+    with pytest.raises(ParamValidationError):
+        bag.get_dag("skipindex_backfill").test(run_conf={"where": "part = 'a'"})
+
+
+def test_the_upkeep_dag_compacts_verifies_and_expires(airflow_home, conf_path, lake, spark):
+    bag = _dags(_conf(conf_path, '[airflow.builds."db.events"]\nschedule = "@hourly"\n'))
+    config = load_config(conf_path)
+    build = bag.get_dag("skipindex_build__db__events")
+    for n in range(3):
+        assert build.test().state == "success"
+        lake.append(events_batch(random.Random(n), 1000 + 30 * n, 30, PARTS[n]))
+    assert build.test().state == "success"
+    index = IndexTable(config.load_catalog(), config.index_namespace, lake.name)
+    assert len(index.reload().metadata.snapshots) > 1
+
+    run = bag.get_dag("skipindex_upkeep").test()
+    assert _states(run) == {
+        "compact__db__events": ["success"],
+        "verify__db__events": ["success"],
+        "expire__db__events": ["success"],
+    }
+    table = index.reload()
+    assert len(table.metadata.snapshots) == 1, "old index snapshots expired"
+    assert len(table.inspect.files()) == table.inspect.partitions().num_rows, "one data file per index partition"
+    _check(config, lake.name)
+
+
+def test_a_stale_index_fails_the_verify_task_with_a_clear_message_and_nothing_is_expired(
+    airflow_home, conf_path, lake, spark
+):
+    bag = _dags(_conf(conf_path, '[airflow.builds."db.events"]\nschedule = "@hourly"\n'))
+    config = load_config(conf_path)
+    assert bag.get_dag("skipindex_build__db__events").test().state == "success"
+    victim = sorted(live_rows(config, lake.name))[0]
+    local = victim.removeprefix("file://")
+    rows = pq.read_table(local)
+    shifted = [[v + 10_000 for v in rows.column("id").to_pylist()]]
+    pq.write_table(rows.set_column(0, rows.schema.field(0), shifted), local)  # keeps the Iceberg field id
+
+    run = bag.get_dag("skipindex_upkeep").test()
+    assert run.state == "failed"
+    states = _states(run)
+    assert (states["verify__db__events"], states["expire__db__events"]) == (["failed"], ["upstream_failed"])
+    with pytest.raises(CommandFailed, match=r"^skipindex verify db\.events: the index has stale entries"):
+        run_or_raise(["verify", "--conf", str(conf_path), "--table", lake.name])
+
+
+def test_with_a_spark_connection_the_build_runs_through_spark_submit(airflow_home, conf_path, lake, spark):
+    connection = json.dumps({"conn_type": "spark", "host": "local[1]"})
+    conf = _conf(conf_path, '[airflow.builds."db.events"]\nschedule = "@hourly"\n')
+    conf.write_text(conf.read_text().replace("[airflow]\n", '[airflow]\nspark_conn_id = "skipindex_spark"\n', 1))
+    bag = _dags(conf, AIRFLOW_CONN_SKIPINDEX_SPARK=connection)
+    config = load_config(conf)
+    dag = bag.get_dag("skipindex_build__db__events")
+    assert type(dag.get_task("build")).__name__ == "SparkSubmitOperator"
+    uri = index_asset_uri(config.catalog_name, config.index_namespace, lake.name)
+    before = _asset_events(uri)
+    run = dag.test()
+    assert run.state == "success", _states(run)
+    assert _indexed(config, lake.name) == set(live_rows(config, lake.name)), "spark-submit built the index"
+    assert _asset_events(uri) == before + 1
+    _check(config, lake.name)
