@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from lakes import Lake
+from lakes import Lake, events_batch
 
 from indexlib.config import load_config
 from indexlib.indexing.backfill import backfill
@@ -176,3 +176,29 @@ def test_a_build_and_a_backfill_committing_at_once_lose_nothing_and_duplicate_no
     paths, watermark = _state(config, table.name)
     assert paths == _live(config, table.name), "every live file exactly once"
     assert watermark == table.version(), "the build's watermark survived"
+
+
+def test_backfill_batches_of_two_scheduler_tasks_committing_at_once_lose_nothing_and_duplicate_nothing(
+    conf_path, catalog, spark, tmp_path
+):
+    """What the Airflow backfill DAG's mapped tasks do: one process per batch of partitions, committing together."""
+    conf_path.write_text(conf_path.read_text() + "[build]\nindex_existing_files = false\n")
+    config = load_config(conf_path)
+    table = Lake("iceberg", catalog, tmp_path, "parts", partitioned=True)
+    for n, part in enumerate("aabb"):
+        table.append(events_batch(random.Random(n), n * 20, 20, part))
+    build_index(config, table.name, spark)  # the index starts now: every file is the backfill's
+
+    barrier = tmp_path / "go"
+    common = ["backfill", "--conf", str(conf_path), "--table", table.name]
+    runs = [
+        Run(tmp_path, [*common, "--partition", f"part={part}"], SKIPINDEX_TEST_BARRIER=str(barrier)) for part in "ab"
+    ]
+    for run in runs:
+        run.wait_for("before-commit")
+    barrier.touch()
+    logs = [run.finish() for run in runs]
+    assert any("commit conflict" in log for log in logs), "the two commits raced"
+    paths, watermark = _state(config, table.name)
+    assert paths == _live(config, table.name), "every live file exactly once"
+    assert watermark == table.version(), "backfill commits keep the watermark"
