@@ -18,6 +18,8 @@ from indexlib.index_kinds.registry import can_index, parse_settings, setting_nam
 from indexlib.index_kinds.settings import IndexSettings
 
 DEFAULT_CONF_PATH = Path("conf/local.toml")
+DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024  # Spark's spark.sql.files.maxPartitionBytes
+DEFAULT_OPEN_COST_BYTES = 4 * 1024 * 1024  # Spark's spark.sql.files.openCostInBytes
 DEFAULT_INDEX_NAMESPACE = "skipindex"
 DEFAULT_CATALOG_NAME = "default"
 
@@ -57,7 +59,8 @@ class Config:
     spark_master: str = "local[*]"
     spark_app_name: str = "skipindex"
     spark_options: dict[str, str] = field(default_factory=dict)
-    files_per_task: int = 1
+    split_bytes: int = DEFAULT_SPLIT_BYTES  # Spark tasks are planned by bytes (indexing/splits.py)
+    open_cost_bytes: int = DEFAULT_OPEN_COST_BYTES
     index_existing_files: bool = True  # first build: index every live file (False: start now, backfill the rest)
     on_unreadable_file: str = "fail"  # "fail": name the file, commit nothing; "skip": leave it unindexed, report it
     backfill_files_per_commit: int = 500
@@ -131,7 +134,13 @@ def load_config(path: str | Path | None = None) -> Config:
     index = raw.get("index", {})
     spark = dict(raw.get("spark", {}))
     build = raw.get("build", {})
-    files_per_task = _positive_int(build, "files_per_task", 1, conf_path)
+    if "files_per_task" in build:
+        raise UserError(
+            f"config file {conf_path}: build.files_per_task is gone: Spark tasks are planned by bytes now "
+            "(build.split_bytes, build.open_cost_bytes; README)"
+        )
+    split_bytes = _positive_int(build, "split_bytes", DEFAULT_SPLIT_BYTES, conf_path)
+    open_cost_bytes = _positive_int(build, "open_cost_bytes", DEFAULT_OPEN_COST_BYTES, conf_path, least=0)
     files_per_commit = _positive_int(build, "backfill_files_per_commit", 500, conf_path)
     on_unreadable = str(build.get("on_unreadable_file", "fail"))
     if on_unreadable not in ("fail", "skip"):
@@ -141,7 +150,13 @@ def load_config(path: str | Path | None = None) -> Config:
     existing = build.get("index_existing_files", True)
     if not isinstance(existing, bool):
         raise UserError(f"config file {conf_path}: build.index_existing_files must be true or false, got {existing!r}")
-    unknown = set(build) - {"files_per_task", "backfill_files_per_commit", "on_unreadable_file", "index_existing_files"}
+    unknown = set(build) - {
+        "split_bytes",
+        "open_cost_bytes",
+        "backfill_files_per_commit",
+        "on_unreadable_file",
+        "index_existing_files",
+    }
     if unknown:
         raise UserError(f"config file {conf_path}: build.{sorted(unknown)[0]}: unknown setting")
     delta = raw.get("delta", {})
@@ -171,7 +186,8 @@ def load_config(path: str | Path | None = None) -> Config:
         spark_master=str(spark.pop("master", "local[*]")),
         spark_app_name=str(spark.pop("app_name", "skipindex")),
         spark_options={key: str(value) for key, value in spark.pop("options", {}).items()},
-        files_per_task=files_per_task,
+        split_bytes=split_bytes,
+        open_cost_bytes=open_cost_bytes,
         index_existing_files=existing,
         on_unreadable_file=on_unreadable,
         backfill_files_per_commit=files_per_commit,

@@ -192,7 +192,7 @@ def backfill(
             source,
             files,
             version,
-            config.files_per_task,
+            config,
             settings,
             skip_unreadable=config.on_unreadable_file == "skip",
             table_files=len(versions) + len(todo) - rebuilt,  # the entries the index holds once this backfill ends

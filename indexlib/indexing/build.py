@@ -1,8 +1,8 @@
 """The incremental build: index the files committed since the watermark, drop the entries of removed files, and
 commit both with the new watermark at once.
 
-The driver lists the changes (metadata only), Spark runs one task per file (or per `files_per_task` files), each
-task reads only the indexed columns of its files, and the driver commits. A crash before the commit leaves the index
+The driver lists the changes (metadata only), Spark runs tasks planned by bytes (indexing/splits.py), each task
+reads only the indexed columns of its files, and the driver commits. A crash before the commit leaves the index
 as it was; a commit that races another writer is re-planned (store/table.py), and when another build moved the
 watermark in the meantime this one starts over from the new watermark.
 """
@@ -20,6 +20,8 @@ from indexlib.errors import UserError
 from indexlib.index_kinds.registry import sized_settings
 from indexlib.indexing.file_indexer import TASK_OUTPUT_SCHEMA, config_version, index_files_task, settings_json
 from indexlib.indexing.file_rows import unindexed_entries, with_file_facts
+from indexlib.indexing.progress import Progress
+from indexlib.indexing.splits import plan_splits
 from indexlib.indexing.upgrade import upgrade_index
 from indexlib.sources.base import DataFileRef, Source
 from indexlib.sources.registry import open_source
@@ -78,7 +80,7 @@ def index_new_files(
     source: Source,
     files: list[DataFileRef],
     version: int,
-    files_per_task: int,
+    config: Config,
     column_settings: dict[int, IndexSettings] | None = None,
     skip_unreadable: bool = False,
     table_files: int | None = None,
@@ -90,9 +92,11 @@ def index_new_files(
 
     settings = column_settings or {}
     sized = {fid: sized_settings(s, table_files or len(files)) for fid, s in settings.items()}
-    rows = [(f.path, f.file_format, f.file_size_in_bytes) for f in files]
-    tasks = max(1, -(-len(files) // files_per_task))
-    frame = spark.createDataFrame(rows, _TASK_INPUT_SCHEMA).repartition(tasks)
+    context = spark.sparkContext
+    splits = plan_splits(files, config.split_bytes, config.open_cost_bytes, context.defaultParallelism)
+    rows = [[(f.path, f.file_format, f.file_size_in_bytes) for f in split.files] for split in splits]
+    # one element per slice: each split is exactly one Spark task
+    frame = spark.createDataFrame(context.parallelize(rows, len(rows)).flatMap(lambda split: split), _TASK_INPUT_SCHEMA)
     task = index_files_task(
         source.schema.model_dump_json(),
         source.io_properties,
@@ -102,9 +106,13 @@ def index_new_files(
         config_version(settings),
         skip_unreadable,
     )
-    spark.sparkContext.setJobDescription(f"skipindex: index {len(files)} files of {source.name}")
+    size = sum(f.file_size_in_bytes for f in files)
+    log.info("%s: indexing %d files (%.1f MB) in %d Spark tasks", source.name, len(files), size / 1e6, len(splits))
+    context.setJobDescription(f"skipindex: index {len(files)} files of {source.name}")
+    progress = Progress(spark, source.name, len(files), size, config.open_cost_bytes)
     try:
-        result = frame.mapInArrow(task, from_arrow_schema(TASK_OUTPUT_SCHEMA)).toArrow()
+        with progress:
+            result = frame.mapInArrow(progress.counting(task), from_arrow_schema(TASK_OUTPUT_SCHEMA)).toArrow()
     except Exception as exc:
         raise UserError(_task_failure_line(exc, source.name)) from exc
     failed = pc.is_valid(result.column("error"))
@@ -178,7 +186,7 @@ def _build_once(config: Config, source: Source, index: IndexTable, spark: SparkS
             source,
             new_files,
             version,
-            config.files_per_task,
+            config,
             column_settings,
             skip_unreadable=config.on_unreadable_file == "skip",
             table_files=len(changes.live_paths) if changes.live_paths is not None else len(known) + len(new_files),

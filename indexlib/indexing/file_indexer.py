@@ -142,8 +142,7 @@ def index_files_task(
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         schema = Schema.model_validate_json(schema_json)
         settings = settings_from_json(column_settings_json)
-        for batch in batches:
-            rows = []
+        for batch in batches:  # one batch of entries per file: a task holds one file's payloads at a time
             for path, file_format, size in zip(
                 batch.column("path").to_pylist(),
                 batch.column("file_format").to_pylist(),
@@ -158,11 +157,9 @@ def index_files_task(
                     reason = f"cannot index data file {path}: {' '.join(str(exc).split()) or type(exc).__name__}"
                     if not skip_unreadable:
                         raise RuntimeError(f"skipindex: {reason}") from exc
-                    rows.append({**entry_row(path, size, 0, source_version, [], config_version), "error": reason})
-                    continue
-                rows.append(
-                    {**entry_row(path, size, record_count, source_version, stats, config_version), "error": None}
-                )
-            yield pa.RecordBatch.from_pylist(rows, schema=TASK_OUTPUT_SCHEMA)
+                    row = {**entry_row(path, size, 0, source_version, [], config_version), "error": reason}
+                else:
+                    row = {**entry_row(path, size, record_count, source_version, stats, config_version), "error": None}
+                yield pa.RecordBatch.from_pylist([row], schema=TASK_OUTPUT_SCHEMA)
 
     return run
