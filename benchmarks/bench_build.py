@@ -1,17 +1,24 @@
 """Build cost per index kind: throughput (values/s) and bytes, on the demo's data (one TPC-H lineitem file of
 ~24k rows and one service-log shard of 25k rows), measured step by step as the build's per-file code runs them.
+Then end to end on many small files (an Iceberg table of `--small-files` Parquet files registered with `add_files`),
+side by side on the same files and the same SparkSession: `skipindex build` with tasks planned by bytes, the same
+build with one task per file (the old default), and a plain PySpark job that reads the same columns and computes
+per-file count, min, max and null counts with `groupBy(input_file_name())`.
 
-    python benchmarks/bench_build.py
+    python benchmarks/bench_build.py [--small-files 2000] [--skip-kinds]
 
 Prints Markdown tables for docs/benchmarks.md. Times are the best of 3 on this machine; compare ratios within one run.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -80,7 +87,102 @@ def _iceberg_schema(table: pa.Table) -> Schema:
         return catalog.create_table("b.t", schema=table.schema).schema()
 
 
+def _small_files_table(directory: Path, files: int, rows: int) -> tuple[Path, list[str]]:
+    """An Iceberg table of `files` Parquet files of `rows` rows each (id, key, tag, note), and a conf for it."""
+    data = directory / "data"
+    data.mkdir()
+    paths = []
+    for n in range(files):
+        ids = pa.array(range(n * rows, (n + 1) * rows), pa.int64())
+        table = pa.table(
+            {
+                "id": ids,
+                "key": pa.array([(i * 7919) % 1_000_003 for i in range(n * rows, (n + 1) * rows)], pa.int64()),
+                "tag": pa.array([("api", "db", "web", "cron")[i % 4] for i in range(rows)], pa.string()),
+                "note": pa.array([None if i % 5 == 0 else f"note {i}" for i in range(rows)], pa.string()),
+            }
+        )
+        path = data / f"part-{n:06d}.parquet"
+        pq.write_table(table, path)
+        paths.append(str(path))
+    conf = directory / "conf.toml"
+    conf.write_text(
+        f'[catalog]\nname = "bench"\ntype = "sql"\nuri = "sqlite:///{directory}/catalog.db"\n'
+        f'warehouse = "{directory}/warehouse"\n'
+    )
+    catalog = SqlCatalog("bench", uri=f"sqlite:///{directory}/catalog.db", warehouse=str(directory / "warehouse"))
+    catalog.create_namespace("bench")
+    iceberg = catalog.create_table("bench.small", schema=pq.read_schema(paths[0]))
+    iceberg.add_files(paths)
+    return conf, paths
+
+
+def end_to_end(files: int, rows: int = 200, per_file: bool = True) -> None:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    from indexlib.config import load_config
+    from indexlib.indexing.build import build_index
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    with tempfile.TemporaryDirectory() as tmp:
+        conf, paths = _small_files_table(Path(tmp), files, rows)
+        data_mb = sum(Path(p).stat().st_size for p in paths) / 1e6
+        config = load_config(conf)
+        build_index(config, "bench.small", spark)  # warm-up: the JVM and the Python workers' imports
+        plain_label = "plain PySpark: per-file count/min/max/nulls (groupBy(input_file_name()))"
+
+        def plain() -> None:
+            frame = spark.read.parquet(*paths).withColumn("file", F.input_file_name())
+            aggregates = [F.count(F.lit(1)).alias("rows")]
+            for column in ("id", "key", "tag", "note"):
+                aggregates += [F.min(column), F.max(column), F.count(F.when(F.col(column).isNull(), 1))]
+            frame.groupBy("file").agg(*aggregates).collect()
+
+        plain()  # warm-up
+        timings = {}
+        variants = [("skipindex build, tasks planned by bytes", "")]
+        if per_file:
+            variants.append(
+                ("skipindex build, one task per file (before)", "[build]\nsplit_bytes = 1\nopen_cost_bytes = 0\n")
+            )
+        for label, extra in variants:
+            variant = Path(tmp) / f"{len(timings)}.toml"
+            variant.write_text(conf.read_text() + f'[index]\nnamespace = "idx{len(timings)}"\n' + extra)
+            started = time.perf_counter()
+            build_index(load_config(variant), "bench.small", spark)
+            timings[label] = time.perf_counter() - started
+        timings[plain_label] = best_of(2, plain)
+    base = timings[plain_label]
+    print(f"\n{files:,} files of {rows} rows ({data_mb:.1f} MB of Parquet), Spark local[2], after a warm-up run\n")
+    print("| job | seconds | files/s | vs plain Spark |")
+    print("|---|---:|---:|---:|")
+    for label, seconds in timings.items():
+        print(f"| {label} | {seconds:.1f} | {files / seconds:,.0f} | {seconds / base:.1f}x |")
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--small-files", type=int, default=2_000, help="files of the end-to-end run (0: skip it)")
+    parser.add_argument("--skip-kinds", action="store_true", help="skip the per-kind table")
+    parser.add_argument(
+        "--no-per-file", action="store_true", help="leave out the one-task-per-file build (~16 files/s)"
+    )
+    args = parser.parse_args()
+    if not args.skip_kinds:
+        kinds()
+    if args.small_files:
+        end_to_end(args.small_files, per_file=not args.no_per_file)
+
+
+def kinds() -> None:
     lineitem = _lineitem_file()
     events = _events_shard(3, 25_000)
     print(
