@@ -27,7 +27,7 @@ from indexlib.index_kinds.base import BuiltIndex
 from indexlib.index_kinds.registry import build_order, registry
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.statistics.canonical import distinct_keys
-from indexlib.statistics.column_stats import ColumnStats, compute_column_stats
+from indexlib.statistics.column_stats import ColumnStats, ColumnSummary
 from indexlib.statistics.sketches import sketch_keys
 from indexlib.store.schema import ENTRY_ARROW_SCHEMA, STATISTICS_VERSION, entry_row
 
@@ -49,17 +49,25 @@ def _file_columns_by_field_id(file_schema: pa.Schema, name_mapping_json: str | N
     return {field.field_id: field.name for field in iceberg_file_schema.fields}
 
 
+BATCH_ROWS = 65_536  # rows read at a time: a task's memory is a batch plus each column's distinct values
+
+
 def index_column(
     field_id: int, name: str, iceberg_type: PrimitiveType, column: pa.ChunkedArray, settings: IndexSettings
 ) -> ColumnStats:
+    """`index_summary` of a column held in memory."""
+    summary = ColumnSummary(column.type)
+    for chunk in column.chunks:
+        summary.add(chunk, iceberg_type)
+    return index_summary(field_id, name, iceberg_type, summary, settings)
+
+
+def index_summary(
+    field_id: int, name: str, iceberg_type: PrimitiveType, summary: ColumnSummary, settings: IndexSettings
+) -> ColumnStats:
     """Counts and bounds, distinct count, NDV sketch and the chosen index kinds of one column of one file."""
-    values = column.combine_chunks()
-    if pa.types.is_string_view(values.type):  # e.g. Delta OPTIMIZE output; few compute kernels take view types
-        values = values.cast(pa.large_string())
-    elif pa.types.is_binary_view(values.type):
-        values = values.cast(pa.large_binary())
-    stats = compute_column_stats(field_id, name, iceberg_type, values)
-    keys = distinct_keys(values, iceberg_type)
+    stats = summary.statistics(field_id, name, iceberg_type)
+    keys = distinct_keys(summary.distinct(), iceberg_type)
     if keys is None:
         return stats
     built: list[BuiltIndex] = []
@@ -80,8 +88,9 @@ def index_file(
     io_properties: dict[str, str],
     name_mapping_json: str | None,
     settings: dict[int, IndexSettings] | None = None,
+    batch_rows: int = BATCH_ROWS,
 ) -> tuple[int, list[ColumnStats]]:
-    """(record count, column statistics) of one data file."""
+    """(record count, column statistics) of one data file, read `batch_rows` rows at a time."""
     if file_format.upper() != "PARQUET":
         raise ValueError(f"cannot index {path}: file format {file_format} is not supported (only Parquet)")
     io = load_file_io(io_properties, location=path)
@@ -89,11 +98,15 @@ def index_file(
         parquet = pq.ParquetFile(stream)
         by_id = _file_columns_by_field_id(parquet.schema_arrow, name_mapping_json)
         wanted = [(fid, name, ftype) for fid, name, ftype in indexed_fields(schema) if fid in by_id]
-        data = parquet.read(columns=[by_id[fid] for fid, _, _ in wanted], use_threads=False)
+        columns = [by_id[fid] for fid, _, _ in wanted]
+        summaries = {fid: ColumnSummary(parquet.schema_arrow.field(by_id[fid]).type) for fid, _, _ in wanted}
+        for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns, use_threads=False):
+            for fid, _, ftype in wanted:
+                summaries[fid].add(batch.column(by_id[fid]), ftype)
         record_count = parquet.metadata.num_rows
     settings = settings or {}
     stats = [
-        index_column(fid, name, ftype, data.column(by_id[fid]), settings.get(fid, DEFAULT_SETTINGS))
+        index_summary(fid, name, ftype, summaries[fid], settings.get(fid, DEFAULT_SETTINGS))
         for fid, name, ftype in wanted
     ]
     return record_count, stats

@@ -15,7 +15,7 @@ A type this module does not know gets counts but no bounds, which the lookup rea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -127,6 +127,48 @@ def _bounds(values: pa.Array, iceberg_type: PrimitiveType) -> tuple[bytes | None
         return to_bytes(iceberg_type, low), to_bytes(iceberg_type, high)
     except ValueError:  # e.g. a file decimal whose scale is not the table's: no usable bound
         return None, None
+
+
+class ColumnSummary:
+    """One column of a file read batch by batch: its counts, and its distinct values (a NULL and a NaN once each).
+
+    Every other statistic of the column (bounds, distinct keys, sketches, index payloads) is a function of the set
+    of its values, so computing them from the distinct values gives what the whole column would: memory grows with
+    a batch and the distinct values, not with the file.
+    """
+
+    def __init__(self, arrow_type: pa.DataType) -> None:
+        self.arrow_type = _computable(arrow_type)
+        self.rows = self.nulls = self.nans = 0
+        self._distinct: list[pa.Array] = []
+
+    def add(self, chunk: pa.Array, iceberg_type: IcebergType) -> None:
+        chunk = chunk.cast(self.arrow_type) if chunk.type != self.arrow_type else chunk
+        self.rows += len(chunk)
+        self.nulls += chunk.null_count
+        if isinstance(iceberg_type, _FLOATING):
+            self.nans += int(pc.sum(pc.is_nan(chunk.drop_null())).as_py() or 0)
+        self._distinct.append(pc.unique(chunk))
+
+    def distinct(self) -> pa.Array:
+        if not self._distinct:
+            return pa.array([], self.arrow_type)
+        return pc.unique(pa.concat_arrays(self._distinct))
+
+    def statistics(self, field_id: int, name: str, iceberg_type: IcebergType) -> ColumnStats:
+        """`compute_column_stats` of the whole column, from its distinct values and the counts."""
+        stats = compute_column_stats(field_id, name, iceberg_type, self.distinct())
+        nans = self.nans if stats.nan_count is not None else None
+        return replace(stats, value_count=self.rows, null_count=self.nulls, nan_count=nans)
+
+
+def _computable(arrow_type: pa.DataType) -> pa.DataType:
+    """View types (e.g. Delta OPTIMIZE output) as their plain large types: few compute kernels take views."""
+    if pa.types.is_string_view(arrow_type):
+        return pa.large_string()
+    if pa.types.is_binary_view(arrow_type):
+        return pa.large_binary()
+    return arrow_type
 
 
 def compute_column_stats(
