@@ -26,7 +26,7 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_lookup.py
 	$(BIN)/python benchmarks/bench_lookup_scale.py --files 10000 100000 --chart docs/lookup_scale.png
-	$(BIN)/python benchmarks/bench_build.py
+	$(BIN)/python benchmarks/bench_build.py --lineitem-scale 1
 	$(BIN)/python benchmarks/bench_automaton.py
 	$(BIN)/python benchmarks/bench_changes.py
 

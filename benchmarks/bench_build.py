@@ -105,6 +105,32 @@ def _small_files_table(directory: Path, files: int, rows: int) -> tuple[Path, li
         path = data / f"part-{n:06d}.parquet"
         pq.write_table(table, path)
         paths.append(str(path))
+    conf = _registered(directory, paths)
+    return conf, paths
+
+
+def _lineitem_table(directory: Path, scale: float, files: int) -> tuple[Path, list[str]]:
+    """TPC-H lineitem at `scale` as an Iceberg table of `files` Parquet files, and a conf for it."""
+    tpchgen = shutil.which("tpchgen-cli") or str(Path(sys.executable).with_name("tpchgen-cli"))
+    generated = directory / "generated"
+    subprocess.run([tpchgen, "parquet", "-s", str(scale), "--tables=lineitem", "-o", str(generated)], check=True)
+    table = pq.read_table(generated / "lineitem.parquet")
+    fields = [pa.field(f.name, pa.string() if pa.types.is_string_view(f.type) else f.type) for f in table.schema]
+    table = table.cast(pa.schema(fields))
+    shutil.rmtree(generated)
+    data = directory / "data"
+    data.mkdir()
+    per_file = -(-table.num_rows // files)
+    paths = []
+    for n in range(files):
+        path = data / f"part-{n:04d}.parquet"
+        pq.write_table(table.slice(n * per_file, per_file), path)
+        paths.append(str(path))
+    return _registered(directory, paths), paths
+
+
+def _registered(directory: Path, paths: list[str]) -> Path:
+    """`paths` registered with `add_files` as the Iceberg table bench.small; returns a conf for its catalog."""
     conf = directory / "conf.toml"
     conf.write_text(
         f'[catalog]\nname = "bench"\ntype = "sql"\nuri = "sqlite:///{directory}/catalog.db"\n'
@@ -114,10 +140,11 @@ def _small_files_table(directory: Path, files: int, rows: int) -> tuple[Path, li
     catalog.create_namespace("bench")
     iceberg = catalog.create_table("bench.small", schema=pq.read_schema(paths[0]))
     iceberg.add_files(paths)
-    return conf, paths
+    return conf
 
 
-def end_to_end(files: int, rows: int = 200, per_file: bool = True) -> None:
+def end_to_end(make_table, title: str, per_file: bool = True) -> None:
+    """`make_table(directory) -> (conf, paths)`; prints the side-by-side table for it."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
@@ -133,8 +160,9 @@ def end_to_end(files: int, rows: int = 200, per_file: bool = True) -> None:
     )
     spark.sparkContext.setLogLevel("ERROR")
     with tempfile.TemporaryDirectory() as tmp:
-        conf, paths = _small_files_table(Path(tmp), files, rows)
-        data_mb = sum(Path(p).stat().st_size for p in paths) / 1e6
+        conf, paths = make_table(Path(tmp))
+        data_bytes = sum(Path(p).stat().st_size for p in paths)
+        columns = pq.read_schema(paths[0]).names
         config = load_config(conf)
         build_index(config, "bench.small", spark)  # warm-up: the JVM and the Python workers' imports
         plain_label = "plain PySpark: per-file count/min/max/nulls (groupBy(input_file_name()))"
@@ -142,12 +170,13 @@ def end_to_end(files: int, rows: int = 200, per_file: bool = True) -> None:
         def plain() -> None:
             frame = spark.read.parquet(*paths).withColumn("file", F.input_file_name())
             aggregates = [F.count(F.lit(1)).alias("rows")]
-            for column in ("id", "key", "tag", "note"):
+            for column in columns:
                 aggregates += [F.min(column), F.max(column), F.count(F.when(F.col(column).isNull(), 1))]
             frame.groupBy("file").agg(*aggregates).collect()
 
         plain()  # warm-up
         timings = {}
+        index_bytes = 0
         variants = [("skipindex build, tasks planned by bytes", "")]
         if per_file:
             variants.append(
@@ -159,13 +188,18 @@ def end_to_end(files: int, rows: int = 200, per_file: bool = True) -> None:
             started = time.perf_counter()
             build_index(load_config(variant), "bench.small", spark)
             timings[label] = time.perf_counter() - started
+            if not index_bytes:
+                index = load_config(variant).load_catalog().load_table(f"idx{len(timings) - 1}.bench__small")
+                index_bytes = sum(index.inspect.files().column("file_size_in_bytes").to_pylist())
         timings[plain_label] = best_of(2, plain)
     base = timings[plain_label]
-    print(f"\n{files:,} files of {rows} rows ({data_mb:.1f} MB of Parquet), Spark local[2], after a warm-up run\n")
-    print("| job | seconds | files/s | vs plain Spark |")
-    print("|---|---:|---:|---:|")
+    print(f"\n{title}: {len(paths):,} files, {data_bytes / 1e6:,.1f} MB of Parquet; Spark local[2], after a warm-up")
+    print(f"index: {index_bytes / 1e6:,.2f} MB = {100 * index_bytes / data_bytes:.1f} % of the data bytes\n")
+    print("| job | seconds | files/s | MB/s | vs plain Spark |")
+    print("|---|---:|---:|---:|---:|")
     for label, seconds in timings.items():
-        print(f"| {label} | {seconds:.1f} | {files / seconds:,.0f} | {seconds / base:.1f}x |")
+        rate = data_bytes / 1e6 / seconds
+        print(f"| {label} | {seconds:.1f} | {len(paths) / seconds:,.0f} | {rate:,.1f} | {seconds / base:.1f}x |")
 
 
 def main() -> None:
@@ -175,11 +209,23 @@ def main() -> None:
     parser.add_argument(
         "--no-per-file", action="store_true", help="leave out the one-task-per-file build (~16 files/s)"
     )
+    parser.add_argument("--lineitem-scale", type=float, default=0, help="also TPC-H lineitem at this scale (e.g. 1)")
+    parser.add_argument("--lineitem-files", type=int, default=50, help="files of the lineitem table")
     args = parser.parse_args()
     if not args.skip_kinds:
         kinds()
     if args.small_files:
-        end_to_end(args.small_files, per_file=not args.no_per_file)
+        end_to_end(
+            lambda d: _small_files_table(d, args.small_files, 200),
+            f"{args.small_files:,} small files of 200 rows",
+            per_file=not args.no_per_file,
+        )
+    if args.lineitem_scale:
+        end_to_end(
+            lambda d: _lineitem_table(d, args.lineitem_scale, args.lineitem_files),
+            f"TPC-H lineitem, scale factor {args.lineitem_scale:g}",
+            per_file=not args.no_per_file,
+        )
 
 
 def kinds() -> None:
