@@ -35,14 +35,25 @@ START = datetime(2024, 1, 1)
 JOB_SCRIPTS = {"build": "build_index.py", "backfill": "backfill.py", "verify": "verify.py"}
 
 
-def _defaults(config: Config) -> dict:
+def _dag(config: Config, dag_id: str, description: str, schedule, **kwargs) -> DAG:
+    """A DAG with the defaults every skipindex DAG shares: retries, timeout and pool from `[airflow]`, no catch-up."""
     settings = config.airflow
-    return {
+    defaults = {
         "retries": settings.retries,
         "retry_delay": settings.retry_delay,
         "execution_timeout": settings.timeout,
         "pool": settings.pool,
     }
+    return DAG(
+        dag_id=dag_id,
+        description=description,
+        schedule=schedule,
+        start_date=START,
+        catchup=False,
+        default_args=defaults,
+        tags=["skipindex"],
+        **kwargs,
+    )
 
 
 @task
@@ -87,33 +98,23 @@ def mapped_spark_job(config: Config, task_id: str, command: str, args_list, **kw
 def build_dag(config: Config, table: str, schedule) -> DAG:
     name = index_table_name(table)
     index = Asset(index_asset_uri(config.catalog_name, config.index_namespace, table))
-    with DAG(
-        dag_id=f"skipindex_build__{name}",
-        description=f"Incremental skip-index build of {table}",
-        schedule=schedule,
-        start_date=START,
-        catchup=False,
-        max_active_runs=1,
-        default_args=_defaults(config),
-        tags=["skipindex"],
+    with _dag(
+        config, f"skipindex_build__{name}", f"Incremental skip-index build of {table}", schedule, max_active_runs=1
     ) as dag:
         spark_job(config, "build", "build", ["--conf", CONF, "--table", table], outlets=[index])
     return dag
 
 
 def backfill_dag(config: Config) -> DAG:
-    with DAG(
-        dag_id="skipindex_backfill",
-        description="Backfill of old partitions: one mapped task per batch of whole partitions",
-        schedule=None,
-        start_date=START,
-        catchup=False,
-        default_args=_defaults(config),
+    with _dag(
+        config,
+        "skipindex_backfill",
+        "Backfill of old partitions: one mapped task per batch of whole partitions",
+        None,
         params={
             "table": Param(type="string", minLength=1, description="source table: ns.name, or a Delta table's path"),
             "where": Param(None, type=["null", "string"], description="partition predicate (default: every file)"),
         },
-        tags=["skipindex"],
     ) as dag:
 
         @task
@@ -131,15 +132,12 @@ def backfill_dag(config: Config) -> DAG:
 
 def upkeep_dag(config: Config) -> DAG:
     settings = config.airflow
-    with DAG(
-        dag_id="skipindex_upkeep",
-        description="Compact, verify and expire every scheduled index",
-        schedule=settings.upkeep_schedule,
-        start_date=START,
-        catchup=False,
+    with _dag(
+        config,
+        "skipindex_upkeep",
+        "Compact, verify and expire every scheduled index",
+        settings.upkeep_schedule,
         max_active_runs=1,
-        default_args=_defaults(config),
-        tags=["skipindex"],
     ) as dag:
         for build in settings.builds:
             name = index_table_name(build.table)
@@ -161,7 +159,7 @@ def _schedule(build):
 
 _config = load_config(CONF)
 for _build in _config.airflow.builds:
-    _dag = build_dag(_config, _build.table, _schedule(_build))
-    globals()[_dag.dag_id] = _dag
+    _build_dag = build_dag(_config, _build.table, _schedule(_build))
+    globals()[_build_dag.dag_id] = _build_dag
 skipindex_backfill = backfill_dag(_config)
 skipindex_upkeep = upkeep_dag(_config)

@@ -8,13 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from indexlib.config import Config
 from indexlib.sources.registry import open_source
 from indexlib.statistics.sketches import merged_estimate
+from indexlib.store.schema import one_entry_per_path
 from indexlib.store.table import IndexTable
 
 
@@ -70,9 +70,7 @@ def table_stats(config: Config, table: str, where: str | None = None) -> TableRe
     entries = IndexTable(catalog, config.index_namespace, source.name).entries()
     entries = entries.filter(pc.fill_null(entries.column("indexed"), True))  # files the index holds statistics of
     entries = entries.filter(pc.is_in(entries.column("file_path"), value_set=pa.array(wanted, pa.string())))
-    # a path indexed twice holds the same statistics: count it once
-    _, first = np.unique(entries.column("file_path").to_numpy(zero_copy_only=False), return_index=True)
-    entries = entries.take(pa.array(np.sort(first), pa.int64()))
+    entries = one_entry_per_path(entries)  # a path indexed twice holds the same statistics: count it once
     reports = {f.field_id: ColumnReport(f.name, str(f.field_type)) for f in source.schema.fields}
     columns = pc.list_flatten(entries.column("columns"))
     if len(columns):

@@ -97,3 +97,19 @@ def live_rows(config, name: str) -> dict[str, list[dict]]:
                 data = data.append_column(column, pa.array([value] * data.num_rows))
         rows[ref.path] = data.to_pylist()
     return rows
+
+
+def checked_answers(config, name: str, step: str = "") -> dict[str, list[str]]:
+    """The files each of QUERIES keeps, each answer checked against the rows of every live file: every file with
+    a matching row is kept (no false negative) and only live files are returned."""
+    from indexlib.lookup import lookup
+    from indexlib.query.sql import Clock
+
+    rows, clock, answers = live_rows(config, name), Clock(), {}
+    for where, matches in QUERIES:
+        files = lookup(config, name, where, clock).files
+        truth = {path for path, file_rows in rows.items() if any(matches(r) for r in file_rows)}
+        assert truth <= set(files), f"{step}{where!r} keeps every file with a matching row"
+        assert set(files) <= set(rows), f"{step}{where!r} returns only live files"
+        answers[where] = files
+    return answers

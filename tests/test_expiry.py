@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from lakes import PARTS, QUERIES, Lake, events_batch, live_rows
+from lakes import PARTS, QUERIES, Lake, checked_answers, events_batch
 
 from indexlib.cli import main
 from indexlib.handle import open_handle
@@ -47,17 +47,6 @@ def _files_under(table) -> set[str]:
     return {str(p) for p in root.rglob("*") if p.is_file()}
 
 
-def _answers(config, name: str) -> dict[str, list[str]]:
-    rows = live_rows(config, name)
-    answers = {}
-    for where, matches in QUERIES:
-        files = lookup(config, name, where, CLOCK).files
-        truth = {path for path, file_rows in rows.items() if any(matches(r) for r in file_rows)}
-        assert truth <= set(files), f"{where!r} keeps every file with a matching row"
-        answers[where] = files
-    return answers
-
-
 def test_expiry_leaves_exactly_the_files_the_remaining_snapshots_reference(config, catalog, lake, spark):
     _churn(config, lake, spark)
     index = IndexTable(catalog, "skipindex", lake.name)
@@ -65,7 +54,7 @@ def test_expiry_leaves_exactly_the_files_the_remaining_snapshots_reference(confi
     assert len(before.metadata.snapshots) > 1
     files_before = _files_under(before)
     assert files_before == referenced_files(before), "before the expiry every file is referenced"
-    answers = _answers(config, lake.name)
+    answers = checked_answers(config, lake.name)
     handle = open_handle(config, lake.name)
     held = {where: handle.lookup(where, CLOCK).files for where, _ in QUERIES}
 
@@ -75,7 +64,7 @@ def test_expiry_leaves_exactly_the_files_the_remaining_snapshots_reference(confi
     assert [s.snapshot_id for s in after.metadata.snapshots] == [before.current_snapshot().snapshot_id]
     assert _files_under(after) == referenced_files(after), "every unreferenced file is deleted, no referenced one"
     assert result.files_deleted == len(files_before - _files_under(after)) > 0
-    assert _answers(config, lake.name) == answers, "lookups answer as before the expiry"
+    assert checked_answers(config, lake.name) == answers, "lookups answer as before the expiry"
     assert {where: handle.lookup(where, CLOCK).files for where, _ in QUERIES} == held, "a held handle too"
 
     lake.append(events_batch(random.Random(7), 600, 40, "c"))
@@ -101,7 +90,7 @@ def test_nothing_younger_than_the_cutoff_is_expired_or_deleted(config, catalog, 
     result = expire(config, lake.name, timedelta(0), retain_last=3).expiry
     assert result is not None and result.snapshots_kept == 3, "the newest --retain-last snapshots stay"
     assert not stray.exists()
-    _answers(config, lake.name)
+    checked_answers(config, lake.name)
 
 
 def test_the_expire_command_names_each_table_and_refuses_bad_input(conf_path, config, lake, spark, capsys):

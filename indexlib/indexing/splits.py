@@ -21,10 +21,6 @@ class Split:
 
     files: tuple[DataFileRef, ...]
 
-    @property
-    def bytes(self) -> int:
-        return sum(f.file_size_in_bytes for f in self.files)
-
 
 def split_size(files: Sequence[DataFileRef], split_bytes: int, open_cost_bytes: int, parallelism: int) -> int:
     total = sum(f.file_size_in_bytes + open_cost_bytes for f in files)

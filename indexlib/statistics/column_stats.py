@@ -151,9 +151,10 @@ class ColumnSummary:
         self._distinct.append(pc.unique(chunk))
 
     def distinct(self) -> pa.Array:
-        if not self._distinct:
-            return pa.array([], self.arrow_type)
-        return pc.unique(pa.concat_arrays(self._distinct))
+        if len(self._distinct) != 1:  # merged once, then kept merged
+            merged = pc.unique(pa.concat_arrays(self._distinct)) if self._distinct else pa.array([], self.arrow_type)
+            self._distinct = [merged]
+        return self._distinct[0]
 
     def statistics(self, field_id: int, name: str, iceberg_type: IcebergType) -> ColumnStats:
         """`compute_column_stats` of the whole column, from its distinct values and the counts."""
