@@ -143,7 +143,7 @@ def _registered(directory: Path, paths: list[str]) -> Path:
     return conf
 
 
-def end_to_end(make_table, title: str, per_file: bool = True) -> None:
+def end_to_end(make_table, title: str, per_file: bool = True) -> dict:
     """`make_table(directory) -> (conf, paths)`; prints the side-by-side table for it."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -189,17 +189,68 @@ def end_to_end(make_table, title: str, per_file: bool = True) -> None:
             build_index(load_config(variant), "bench.small", spark)
             timings[label] = time.perf_counter() - started
             if not index_bytes:
-                index = load_config(variant).load_catalog().load_table(f"idx{len(timings) - 1}.bench__small")
+                variant_config = load_config(variant)
+                index = variant_config.load_catalog().load_table(f"idx{len(timings) - 1}.bench__small")
                 index_bytes = sum(index.inspect.files().column("file_size_in_bytes").to_pylist())
+                by_kind = _bytes_by_kind(variant_config)
         timings[plain_label] = best_of(2, plain)
     base = timings[plain_label]
     print(f"\n{title}: {len(paths):,} files, {data_bytes / 1e6:,.1f} MB of Parquet; Spark local[2], after a warm-up")
-    print(f"index: {index_bytes / 1e6:,.2f} MB = {100 * index_bytes / data_bytes:.1f} % of the data bytes\n")
+    print(f"index: {index_bytes / 1e6:,.2f} MB = {100 * index_bytes / data_bytes:.1f} % of the data bytes")
+    print(
+        "uncompressed, per part: " + ", ".join(f"{k} {100 * b / data_bytes:.2f} %" for k, b in by_kind.items()) + "\n"
+    )
     print("| job | seconds | files/s | MB/s | vs plain Spark |")
     print("|---|---:|---:|---:|---:|")
     for label, seconds in timings.items():
         rate = data_bytes / 1e6 / seconds
         print(f"| {label} | {seconds:.1f} | {len(paths) / seconds:,.0f} | {rate:,.1f} | {seconds / base:.1f}x |")
+    return {"title": title, "timings": timings, "plain": plain_label, "data_bytes": data_bytes, "by_kind": by_kind}
+
+
+def _bytes_by_kind(config) -> dict[str, int]:
+    """Bytes of what the index stores per (file, column), before Parquet's compression: bounds, NDV sketches, and
+    each kind's payloads."""
+    from indexlib.store.table import IndexTable
+
+    totals = {"min/max": 0, "NDV sketch": 0}
+    entries = IndexTable(config.load_catalog(), config.index_namespace, "bench.small").entries()
+    for entry in entries.to_pylist():
+        for column in entry["columns"]:
+            totals["min/max"] += len(column["lower"] or b"") + len(column["upper"] or b"")
+            totals["NDV sketch"] += len(column["ndv_sketch"] or b"")
+            for index in column["indexes"] or ():
+                totals[index["kind"]] = totals.get(index["kind"], 0) + len(index["payload"])
+    return totals
+
+
+def _chart(results: list[dict], path: str) -> None:
+    """Build seconds against plain Spark, and index bytes per part as a share of the data, per data set."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (times, sizes) = plt.subplots(1, 2, figsize=(11, 4))
+    labels = [r["title"] for r in results]
+    positions = range(len(results))
+    build = [next(v for k, v in r["timings"].items() if k.startswith("skipindex build, tasks")) for r in results]
+    plain = [r["timings"][r["plain"]] for r in results]
+    times.bar([p - 0.2 for p in positions], build, 0.4, label="skipindex build")
+    times.bar([p + 0.2 for p in positions], plain, 0.4, label="plain PySpark count/min/max/nulls")
+    times.set_xticks(list(positions), labels, fontsize=8)
+    times.set_ylabel("seconds (local[2])")
+    times.legend(fontsize=8)
+    bottom = [0.0] * len(results)
+    for part in sorted({k for r in results for k in r["by_kind"]}):
+        shares = [100 * r["by_kind"].get(part, 0) / r["data_bytes"] for r in results]
+        sizes.bar(list(positions), shares, 0.5, bottom=bottom, label=part)
+        bottom = [b + s for b, s in zip(bottom, shares, strict=True)]
+    sizes.set_xticks(list(positions), labels, fontsize=8)
+    sizes.set_ylabel("% of the data bytes (uncompressed payloads)")
+    sizes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
 
 
 def main() -> None:
@@ -211,21 +262,29 @@ def main() -> None:
     )
     parser.add_argument("--lineitem-scale", type=float, default=0, help="also TPC-H lineitem at this scale (e.g. 1)")
     parser.add_argument("--lineitem-files", type=int, default=50, help="files of the lineitem table")
+    parser.add_argument("--chart", help="write a PNG of the end-to-end runs here")
     args = parser.parse_args()
     if not args.skip_kinds:
         kinds()
+    results = []
     if args.small_files:
-        end_to_end(
-            lambda d: _small_files_table(d, args.small_files, 200),
-            f"{args.small_files:,} small files of 200 rows",
-            per_file=not args.no_per_file,
+        results.append(
+            end_to_end(
+                lambda d: _small_files_table(d, args.small_files, 200),
+                f"{args.small_files:,} small files of 200 rows",
+                per_file=not args.no_per_file,
+            )
         )
     if args.lineitem_scale:
-        end_to_end(
-            lambda d: _lineitem_table(d, args.lineitem_scale, args.lineitem_files),
-            f"TPC-H lineitem, scale factor {args.lineitem_scale:g}",
-            per_file=not args.no_per_file,
+        results.append(
+            end_to_end(
+                lambda d: _lineitem_table(d, args.lineitem_scale, args.lineitem_files),
+                f"TPC-H lineitem, scale factor {args.lineitem_scale:g}",
+                per_file=not args.no_per_file,
+            )
         )
+    if args.chart and results:
+        _chart(results, args.chart)
 
 
 def kinds() -> None:

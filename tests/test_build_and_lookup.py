@@ -173,22 +173,26 @@ def test_lookup_keeps_every_file_with_a_matching_row(config, catalog, source, sp
 
 
 def test_the_build_sizes_bloom_filters_for_the_tables_file_count(config, catalog, spark):
-    """60 files: filters for 0.5 / 60 false positives each, so the table keeps ~0.5 file per absent key (a 1 % filter
-    would keep 0.6); the rate is in the payload's header, the configuration version is not changed by it."""
-    from indexlib.index_kinds.bloom import _HEADER
+    """60 files of 1,000 keys: filters for 0.5 / 60 false positives each, so the table keeps ~0.5 file per absent key
+    (a 1 % filter would keep 0.6); the size follows from the rate, the configuration version is not changed by it."""
+    from indexlib.index_kinds.split_block import bitset_of, optimal_bytes
 
     table = catalog.create_table("db.many", schema=pa.schema([("key", pa.int64())]))
     rng = random.Random(9)
+
+    def append_file() -> None:
+        table.append(pa.table({"key": pa.array(rng.sample(range(10**9), 1_000), pa.int64())}))
+
     for _ in range(60):
-        table.append(pa.table({"key": pa.array([rng.randrange(10**9) for _ in range(40)], pa.int64())}))
+        append_file()
     build_index(config, "db.many", spark)
-    table.append(pa.table({"key": pa.array([rng.randrange(10**9) for _ in range(40)], pa.int64())}))
+    append_file()
     build_index(config, "db.many", spark)  # one new file, in a table of 61
 
-    def rates(source_version: int) -> list[float]:
+    def sizes(source_version: int) -> list[int]:
         entries = IndexTable(catalog, config.index_namespace, "db.many").entries().to_pylist()
         return [
-            _HEADER.unpack_from(index["payload"])[0]
+            bitset_of(index["payload"]).nbytes
             for entry in entries
             if entry["source_version"] == source_version
             for column in entry["columns"]
@@ -197,8 +201,9 @@ def test_the_build_sizes_bloom_filters_for_the_tables_file_count(config, catalog
         ]
 
     snapshots = [s.snapshot_id for s in table.refresh().snapshots()]
-    first, second = rates(snapshots[-2]), rates(snapshots[-1])
-    assert len(first) == 60 and all(r == pytest.approx(0.5 / 60) for r in first), "sized for the table's 60 files"
-    assert len(second) == 1 and second[0] == pytest.approx(0.5 / 61), (
+    first, second = sizes(snapshots[-2]), sizes(snapshots[-1])
+    assert optimal_bytes(1_000, 0.01) < optimal_bytes(1_000, 0.5 / 61), "the rule below is visible in the sizes"
+    assert len(first) == 60 and set(first) == {optimal_bytes(1_000, 0.5 / 60)}, "sized for the table's 60 files"
+    assert second == [optimal_bytes(1_000, 0.5 / 61)], (
         "an incremental build sizes the new file's filter for the whole table (61 files), not for the one it indexes"
     )

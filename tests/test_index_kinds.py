@@ -29,6 +29,7 @@ from pyiceberg.types import (
     DecimalType,
     DoubleType,
     IcebergType,
+    IntegerType,
     LongType,
     NestedField,
     StringType,
@@ -38,15 +39,15 @@ from pyiceberg.types import (
 
 from indexlib.automaton import build_tag_regex
 from indexlib.automaton.emit import ANY_STRING_REGEX
-from indexlib.index_kinds import bloom
-from indexlib.index_kinds.bloom import _HEADER, FPP, BloomIndex, load_filter, might_contain_each
+from indexlib.index_kinds import bloom, split_block
+from indexlib.index_kinds.bloom import FPP, BloomIndex, load_filter, might_contain_each
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.indexing.file_indexer import index_column
 from indexlib.lookup import prune
 from indexlib.query.binding import bound_predicate
 from indexlib.query.model import BoundColumn
 from indexlib.query.value_set import ValueSet
-from indexlib.statistics.canonical import distinct_keys, literal_key
+from indexlib.statistics.canonical import Keys, distinct_keys, literal_hashes, literal_key
 from indexlib.statistics.provider import ColumnStatistics
 
 BLOOM = IndexSettings(kinds=("bloom",))
@@ -305,16 +306,19 @@ def test_every_stored_value_is_found_by_its_literal_key(data, name):
     array = pa.array(column, arrow_type)
     keys = distinct_keys(array, iceberg_type)
     assert keys is not None
-    bloom = BloomIndex()
-    payload = bloom.build(keys, iceberg_type, IndexSettings(bloom_fpp=0.2)).payload
-    loaded = load_filter(payload)
+    texts = set(keys.texts())
+    payload = BloomIndex().build(keys, iceberg_type, IndexSettings(bloom_fpp=0.2)).payload
     for value in array.drop_null().to_pylist():
         if isinstance(value, float) and np.isnan(value):
             assert literal_key(iceberg_type, value) is None, "NaN has no key: a NaN literal proves nothing"
             continue
         literal = _physical_literal(iceberg_type, value)
-        key = literal_key(iceberg_type, literal)
-        assert key in keys and key in loaded, f"{name}: value {value!r} (literal {literal!r}) lost its key"
+        assert literal_key(iceberg_type, literal) in texts, (
+            f"{name}: value {value!r} (literal {literal!r}) lost its key"
+        )
+        assert split_block.contains_each(payload, literal_hashes(iceberg_type, [literal])).all(), (
+            f"{name}: value {value!r} (literal {literal!r}) is not in its file's Bloom filter"
+        )
 
 
 def _physical_literal(iceberg_type: IcebergType, value):
@@ -350,21 +354,189 @@ def test_automaton_index_accepts_every_value_within_its_budget(values, max_state
 
 
 # ---------------------------------------------------------------- Bloom false-positive rate
+def _string_keys(values) -> Keys:
+    return distinct_keys(pa.array(list(values), pa.string()), StringType())
+
+
+def _string_hashes(values) -> np.ndarray:
+    return literal_hashes(StringType(), list(values))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("fpp", [0.01, 0.001])
 def test_bloom_false_positive_rate_is_within_one_and_a_half_times_the_configured_rate(fpp):
     rng = random.Random(7)
     stored = sorted({"".join(rng.choices(string.ascii_lowercase, k=12)) for _ in range(10_000)})
-    probes = {"".join(rng.choices(string.ascii_lowercase, k=11)) for _ in range(200_000)}
-    payload = BloomIndex().build(stored, StringType(), IndexSettings(bloom_fpp=fpp)).payload
-    bloom = load_filter(payload)
-    assert all(key in bloom for key in stored), "a Bloom filter has no false negatives"
-    rate = sum(probe in bloom for probe in probes) / len(probes)
+    probes = sorted({"".join(rng.choices(string.ascii_lowercase, k=11)) for _ in range(200_000)})
+    payload = BloomIndex().build(_string_keys(stored), StringType(), IndexSettings(bloom_fpp=fpp)).payload
+    assert split_block.contains_each(payload, _string_hashes(stored)).all(), "a Bloom filter has no false negatives"
+    found = split_block.contains_each(payload, _string_hashes(probes))
+    rate = found.mean()
     assert rate <= 1.5 * fpp, f"measured false-positive rate {rate:.5f} above 1.5 x {fpp}"
-    sample = sorted(probes)[:5_000]
-    assert [might_contain_each([payload], [p])[0] for p in sample] == [p in bloom for p in sample], (
-        "probing the payload in place agrees with pybloom-live's own filter"
+    sample = probes[:2_000]
+    assert [split_block.might_contain_each([payload], _string_hashes([p]))[0] for p in sample] == list(found[:2_000])
+
+
+# ---------------------------------------------------------------- Bloom payloads: Parquet's split-block layout
+def _spec_contains(payload: bytes, value: bytes) -> bool:
+    """parquet-format's BloomFilter.md, read literally, one value at a time: the reference the numpy probe must match."""
+    import xxhash
+
+    words = split_block.bitset_of(payload)
+    h = xxhash.xxh64_intdigest(value)
+    block = ((h >> 32) * len(words)) >> 32
+    return all(
+        (int(words[block][i]) >> ((((h & 0xFFFFFFFF) * int(salt)) & 0xFFFFFFFF) >> 27)) & 1
+        for i, salt in enumerate(split_block.SALT)
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=120), max_size=40), st.sampled_from([None, 0, 3, 17]))
+def test_vectorised_xxh64_is_xxh64(values, sliced_from):
+    import xxhash
+
+    from indexlib.statistics.xxhash64 import hash_binary, hash_words
+
+    array = pa.array(values, pa.binary())
+    if sliced_from is not None:  # Arrow slices keep the parent's buffers with an offset
+        array = pa.array([b"x" * 9] * sliced_from + values, pa.binary()).slice(sliced_from)
+    expected = [xxhash.xxh64_intdigest(v) for v in values]
+    assert hash_binary(array).tolist() == expected, "hash_binary: XXH64 of each value, stripes, lanes and tail bytes"
+    words = np.frombuffer(b"".join(v.ljust(8, b"\0")[:8] for v in values), dtype="<i8")
+    assert hash_words(words).tolist() == [xxhash.xxh64_intdigest(w.tobytes()) for w in words], "hash_words"
+
+
+def test_the_filters_duckdb_writes_into_parquet_files_read_as_ours():
+    """Same layout, same hash: DuckDB's own Parquet Bloom filters (long, double and string columns), cut out of the
+    file it wrote, find every value it wrote with our probe, and few others."""
+    duckdb = pytest.importorskip("duckdb")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as directory:
+        path = f"{directory}/duck.parquet"
+        connection = duckdb.connect()
+        connection.sql(
+            "COPY (SELECT (i % 300)::BIGINT AS l, ((i % 300) * 1.5)::DOUBLE AS d, 'v' || (i % 100) AS s FROM range(3000) t(i)) "
+            f"TO '{path}' (FORMAT parquet)"
+        )
+        chunks = connection.sql(
+            f"SELECT path_in_schema, bloom_filter_offset, bloom_filter_length FROM parquet_metadata('{path}')"
+        ).fetchall()
+        with open(path, "rb") as parquet_file:
+            data = parquet_file.read()
+    filters = {name: data[offset : offset + length] for name, offset, length in chunks if offset is not None}
+    assert sorted(filters) == ["d", "l", "s"], "DuckDB wrote a filter per dictionary-encoded column"
+    cases = [
+        ("l", LongType(), list(range(300)), list(range(1_000, 3_000))),
+        ("d", DoubleType(), [i * 1.5 for i in range(300)], [i * 1.5 + 0.25 for i in range(2_000)]),
+        ("s", StringType(), [f"v{i}" for i in range(100)], [f"w{i}" for i in range(2_000)]),
+    ]
+    for column, iceberg_type, written, absent in cases:
+        payload = filters[column]
+        assert split_block.contains_each(payload, literal_hashes(iceberg_type, written)).all(), (
+            f"{column}: every value DuckDB wrote is found"
+        )
+        assert split_block.contains_each(payload, literal_hashes(iceberg_type, absent)).mean() < 0.05, column
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    files=st.lists(
+        st.one_of(st.none(), st.lists(st.integers(0, 3_000), min_size=1, max_size=60, unique=True)), max_size=12
+    ),
+    absent=st.sampled_from([0, 1, 2, 3, 700, 1_100]),
+    present=st.one_of(st.none(), st.integers(0, 3_000)),
+    at=st.floats(0, 1),
+    fpp=st.sampled_from([0.3, 0.01, 0.0001]),
+)
+def test_probing_many_filters_at_once_agrees_with_the_specification(files, absent, present, at, fpp):
+    payloads = [
+        None
+        if keys is None
+        else BloomIndex().build(_string_keys(map(str, keys)), StringType(), IndexSettings(bloom_fpp=fpp)).payload
+        for keys in files
+    ]
+    keys = [f"absent-{n}" for n in range(absent)]  # mostly misses
+    if present is not None:  # one key some filters hold, anywhere in the list (past the first pass too)
+        keys.insert(int(at * len(keys)), str(present))
+    expected = [p is None or any(_spec_contains(p, key.encode()) for key in keys) for p in payloads]
+    leaf = ValueSet(BoundColumn(1, "c", StringType()), tuple(keys))
+    stats = ColumnStatistics.unknown(len(payloads), pa.large_string())
+    for pairs_per_pass in (split_block.PAIRS_PER_PASS, 7):  # one pass, and many small ones
+        with patch.object(split_block, "PAIRS_PER_PASS", pairs_per_pass):
+            verdict = BloomIndex().verdict(leaf, payloads, stats)
+            answer = [True] * len(payloads) if verdict is None else verdict.might.tolist()
+            assert answer == expected, (
+                "the vectorised probe (filters grouped by size, hashes in passes) answers as the specification"
+            )
+
+
+def test_probing_many_filters_refuses_a_damaged_one():
+    good = BloomIndex().build(_string_keys(["a", "b"]), StringType(), IndexSettings()).payload
+    for damaged in (good[:-1], good[:10], good + b"\0" * 32, b"\x15", good[:1] + b"\x81" + good[2:]):
+        with pytest.raises(ValueError):
+            split_block.might_contain_each([good, damaged], _string_hashes(["a"]))
+
+
+def test_a_filter_written_before_a_type_promotion_finds_its_values():
+    """int -> long and decimal(9, 2) -> decimal(20, 2) keep a file's filter valid: values hash by what they are."""
+    cases = [
+        (IntegerType(), pa.int32(), [3, -7, 2**31 - 1], LongType()),
+        (DecimalType(9, 2), pa.decimal128(9, 2), [Decimal("1.50"), Decimal("-3.25")], DecimalType(20, 2)),
+    ]
+    for written, arrow_type, values, promoted in cases:
+        keys = distinct_keys(pa.array(values, arrow_type), written)
+        payload = BloomIndex().build(keys, written, IndexSettings()).payload
+        assert split_block.contains_each(payload, literal_hashes(promoted, values)).all(), f"{written} -> {promoted}"
+
+
+# ---------------------------------------------------------------- Bloom payloads written before (pybloom-live)
+def _pybloom_payload(keys: list[str], fpp: float) -> bytes:
+    """A version 1 payload, as the build wrote them before version 2."""
+    import io
+
+    from pybloom_live import BloomFilter
+
+    filter_ = BloomFilter(capacity=max(1, len(keys)), error_rate=fpp)
+    for key in keys:
+        filter_.add(key, skip_check=True)
+    out = io.BytesIO()
+    filter_.tofile(out)
+    return out.getvalue()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    files=st.lists(
+        st.one_of(st.none(), st.lists(st.integers(0, 3_000), min_size=1, max_size=60, unique=True)), max_size=12
+    ),
+    absent=st.sampled_from([0, 1, 3, 700]),
+    present=st.one_of(st.none(), st.integers(0, 3_000)),
+    fpp=st.sampled_from([0.3, 0.01, 0.0001]),
+)
+def test_version_1_filters_still_answer_as_pybloom_live(files, absent, present, fpp):
+    payloads = [None if keys is None else _pybloom_payload(sorted(map(str, keys)), fpp) for keys in files]
+    keys = [f"absent-{n}" for n in range(absent)] + ([str(present)] if present is not None else [])
+    filters = [None if payload is None else load_filter(payload) for payload in payloads]
+    expected = [f is None or any(key in f for key in keys) for f in filters]  # pybloom-live's own answer
+    for pairs_per_pass in (bloom.PAIRS_PER_PASS, 7):
+        with patch.object(bloom, "PAIRS_PER_PASS", pairs_per_pass):
+            assert might_contain_each(payloads, keys).tolist() == expected, "version 1 probe as pybloom-live's"
+
+
+def test_one_lookup_reads_version_1_and_version_2_filters_side_by_side():
+    old = [_pybloom_payload([f"k{n}", "x"], 0.01) for n in range(5)]
+    new = [BloomIndex().build(_string_keys([f"k{n}", "x"]), StringType(), IndexSettings()).payload for n in range(5)]
+    leaf = ValueSet(BoundColumn(1, "c", StringType()), ("k1", "k3"))
+    might = BloomIndex().verdict(leaf, old + new + [None], ColumnStatistics.unknown(11, pa.large_string())).might
+    expected = (
+        [any(key in load_filter(p) for key in ("k1", "k3")) for p in old]
+        + [any(_spec_contains(p, key) for key in (b"k1", b"k3")) for p in new]
+        + [True]
+    )
+    assert might.tolist() == expected, "each file answered by its own payload's version; no payload keeps the file"
+    assert all(might[[1, 3, 6, 8, 10]]) and not all(might), "the files holding k1 or k3 are kept, not every file"
 
 
 # ---------------------------------------------------------------- Bloom sizing for the table's file count
@@ -380,8 +552,11 @@ SIZING_CASES = [
 def test_bloom_filters_are_sized_for_the_tables_file_count(rule, declared, files, rate):
     sized = BloomIndex().sized_for(declared, files)
     assert sized.value(FPP) == pytest.approx(rate), rule
-    header_rate = _HEADER.unpack_from(BloomIndex().build(["a", "b", "c"], StringType(), sized).payload)[0]
-    assert header_rate == pytest.approx(rate), f"{rule}: the payload is built for that rate"
+    keys = _string_keys(f"key-{n}" for n in range(2_000))
+    payload = BloomIndex().build(keys, StringType(), sized).payload
+    assert len(split_block.bitset_of(payload)) * 32 == split_block.optimal_bytes(2_000, rate), (
+        f"{rule}: the payload is built for that rate"
+    )
 
 
 def test_sized_filters_keep_about_bloom_false_files_files_per_absent_key_however_many_files():
@@ -391,42 +566,15 @@ def test_sized_filters_keep_about_bloom_false_files_files_per_absent_key_however
     absent = ["absent-1", "absent-2", "absent-3"]
     kept = {}
     for label, sized in (("1 %", IndexSettings()), ("sized", BloomIndex().sized_for(IndexSettings(), 1_000))):
-        payloads = [BloomIndex().build(sorted(keys), StringType(), sized).payload for keys in files]
-        kept[label] = int(might_contain_each(payloads, absent).sum())
+        payloads = [BloomIndex().build(_string_keys(keys), StringType(), sized).payload for keys in files]
+        kept[label] = int(split_block.might_contain_each(payloads, _string_hashes(absent)).sum())
     assert kept["sized"] <= 6 < kept["1 %"], f"files kept by an IN of 3 absent keys: {kept}"
 
 
-@settings(max_examples=150, deadline=None)
-@given(
-    files=st.lists(
-        st.one_of(st.none(), st.lists(st.integers(0, 3_000), min_size=1, max_size=60, unique=True)), max_size=12
-    ),
-    absent=st.sampled_from([0, 1, 2, 3, 700, 1_100]),
-    present=st.one_of(st.none(), st.integers(0, 3_000)),
-    at=st.floats(0, 1),
-    fpp=st.sampled_from([0.3, 0.01, 0.0001]),
-)
-def test_probing_many_filters_at_once_agrees_with_probing_each(files, absent, present, at, fpp):
-    payloads = [
-        None
-        if keys is None
-        else BloomIndex().build(sorted(map(str, keys)), StringType(), IndexSettings(bloom_fpp=fpp)).payload
-        for keys in files
-    ]
-    keys = [f"absent-{n}" for n in range(absent)]  # mostly misses: every slice's bit decides
-    if present is not None:  # one key some filters hold, anywhere in the list (past the first pass too)
-        keys.insert(int(at * len(keys)), str(present))
-    filters = [None if payload is None else load_filter(payload) for payload in payloads]
-    expected = [bloom is None or any(key in bloom for key in keys) for bloom in filters]  # pybloom-live's own answer
-    for pairs_per_pass in (bloom.PAIRS_PER_PASS, 7):  # one pass, and many small ones
-        with patch.object(bloom, "PAIRS_PER_PASS", pairs_per_pass):
-            assert might_contain_each(payloads, keys).tolist() == expected, (
-                "the vectorised probe (filters grouped by shape, keys in passes) answers as pybloom-live's own filters"
-            )
-
-
 def test_the_bloom_stage_leaves_a_leaf_alone_beyond_its_probe_budget():
-    payloads = [BloomIndex().build([f"k{n}", "x"], StringType(), IndexSettings()).payload for n in range(10)]
+    payloads = [
+        BloomIndex().build(_string_keys([f"k{n}", "x"]), StringType(), IndexSettings()).payload for n in range(10)
+    ]
     leaf = ValueSet(BoundColumn(1, "c", StringType()), ("k1", "absent"))
     stats = ColumnStatistics.unknown(10, pa.large_string())
     might = BloomIndex().verdict(leaf, payloads, stats).might
@@ -435,13 +583,6 @@ def test_the_bloom_stage_leaves_a_leaf_alone_beyond_its_probe_budget():
         assert BloomIndex().verdict(leaf, payloads, stats) is None, (
             "2 keys x 10 filters over a budget of 19 pairs: no answer (every file kept), not a minute of probing"
         )
-
-
-def test_probing_many_filters_refuses_a_damaged_one():
-    good = BloomIndex().build(["a", "b"], StringType(), IndexSettings()).payload
-    for damaged in (good[:-1], good[:10], b""):
-        with pytest.raises(ValueError):
-            might_contain_each([good, damaged], ["a"])
 
 
 # ---------------------------------------------------------------- automatic choice

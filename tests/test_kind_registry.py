@@ -44,11 +44,11 @@ class ToyIndex(IndexKind):
     def can_index(self, iceberg_type: IcebergType) -> bool:
         return isinstance(iceberg_type, StringType)
 
-    def wanted(self, settings, iceberg_type, keys: list[str], built: Iterable[BuiltIndex]) -> bool:
+    def wanted(self, settings, iceberg_type, keys, built: Iterable[BuiltIndex]) -> bool:
         return self.can_index(iceberg_type) and 0 < len(keys) <= settings.value(MAX_KEYS)
 
     def build(self, keys, iceberg_type, settings) -> BuiltIndex:
-        return BuiltIndex(json.dumps(keys).encode(), exact=True)
+        return BuiltIndex(json.dumps(keys.texts()).encode(), exact=True)
 
     def verdict(self, leaf, payloads: Sequence[bytes | None], stats: ColumnStatistics) -> Verdict | None:
         if not isinstance(leaf, ValueSet) or leaf.negated:

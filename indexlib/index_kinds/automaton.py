@@ -31,6 +31,7 @@ from indexlib.index_kinds.base import BuiltIndex, IndexKind
 from indexlib.index_kinds.settings import IndexSettings, Setting, positive_int
 from indexlib.query.model import Pattern
 from indexlib.query.value_set import ValueSet
+from indexlib.statistics.canonical import Keys
 from indexlib.statistics.provider import ColumnStatistics
 from indexlib.statistics.verdict import Verdict
 
@@ -53,12 +54,12 @@ class AutomatonIndex(IndexKind):
         return isinstance(iceberg_type, StringType)
 
     def wanted(
-        self, settings: IndexSettings, iceberg_type: IcebergType, keys: list[str], built: Iterable[BuiltIndex]
+        self, settings: IndexSettings, iceberg_type: IcebergType, keys: Keys, built: Iterable[BuiltIndex]
     ) -> bool:
         return isinstance(iceberg_type, StringType) and 0 < len(keys) <= settings.value(MAX_NDV)
 
-    def build(self, keys: list[str], iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex | None:
-        tag = build_tag_regex(keys, max_states=settings.value(MAX_STATES), max_bytes=settings.value(MAX_BYTES))
+    def build(self, keys: Keys, iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex | None:
+        tag = build_tag_regex(keys.texts(), max_states=settings.value(MAX_STATES), max_bytes=settings.value(MAX_BYTES))
         if tag.regex == ANY_STRING_REGEX:
             return None  # generalised to every string: it would only cost bytes
         payload = json.dumps({"regex": tag.regex, "exact": tag.exact, "states": tag.states}, ensure_ascii=False)

@@ -1,6 +1,6 @@
 """The interface of an index kind: one module per kind implements it, `registry.py` lists the kinds.
 
-A kind builds one payload from one file's distinct column values (canonical keys, see statistics/canonical.py), stores it with
+A kind builds one payload from one file's distinct column values (`Keys`, see statistics/canonical.py), stores it with
 its format version in the entry's `indexes` list, and answers, for all files at once, two questions about a leaf
 (as pruning.evaluate does for min/max): might some row match (False only when the payload proves none can), and do
 all rows match (True only when proven). A file without a payload of the kind, with a payload of a newer version, or
@@ -24,6 +24,7 @@ from pyiceberg.types import IcebergType
 from indexlib.index_kinds.settings import IndexSettings, Setting
 from indexlib.query.model import Pattern
 from indexlib.query.value_set import ValueSet
+from indexlib.statistics.canonical import Keys
 from indexlib.statistics.provider import ColumnStatistics
 from indexlib.statistics.verdict import Verdict
 
@@ -46,7 +47,7 @@ class IndexKind(ABC):
         """Whether a column of this type can get the kind at all (a `kinds` list naming it otherwise is an error)."""
 
     def chosen(
-        self, settings: IndexSettings, iceberg_type: IcebergType, keys: list[str], built: Iterable[BuiltIndex]
+        self, settings: IndexSettings, iceberg_type: IcebergType, keys: Keys, built: Iterable[BuiltIndex]
     ) -> bool:
         """Whether this file's column gets the kind: as `settings.kinds` says when set, else the kind's own choice.
         `built`: the payloads already built for the column in this file (kinds that may be exact build first)."""
@@ -56,7 +57,7 @@ class IndexKind(ABC):
 
     @abstractmethod
     def wanted(
-        self, settings: IndexSettings, iceberg_type: IcebergType, keys: list[str], built: Iterable[BuiltIndex]
+        self, settings: IndexSettings, iceberg_type: IcebergType, keys: Keys, built: Iterable[BuiltIndex]
     ) -> bool:
         """The automatic choice: whether the payload can prune more than what is stored anyway."""
 
@@ -67,8 +68,8 @@ class IndexKind(ABC):
         return settings
 
     @abstractmethod
-    def build(self, keys: list[str], iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex | None:
-        """The payload for one file's column (`keys`: the sorted canonical keys of its distinct values), or None
+    def build(self, keys: Keys, iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex | None:
+        """The payload for one file's column (`keys`: its distinct values, see statistics/canonical.py `Keys`), or None
         when it could not prune anything (e.g. an automaton generalised to every string)."""
 
     @abstractmethod

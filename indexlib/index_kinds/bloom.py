@@ -1,17 +1,21 @@
-"""Bloom filter per (file, column), with pybloom-live: answers `=` and IN (and LIKE without wildcards).
+"""Bloom filter per (file, column): answers `=` and IN (and LIKE without wildcards).
 
-Safety: every distinct non-null, non-NaN value of the file is added under its canonical key (statistics/canonical.py), and a
-Bloom filter has no false negatives, so a literal whose key is absent is in no row. NaN literals have no key and NULL
-rows are never added (IS NULL uses the null counts): both answer "might match". The filter is sized from the file's
-exact distinct count for the configured false-positive rate. pybloom-live hashes the UTF-8 bytes of the key with
-xxh128 or SHA (chosen by filter size), never Python's `hash()`, so a filter built on one machine reads the same on any.
+Safety: every distinct non-null, non-NaN value of the file is added, and a Bloom filter has no false negatives, so a
+literal whose hash (or key) is absent is in no row. NaN literals have no key and NULL rows are never added (IS NULL
+uses the null counts): both answer "might match". The filter is sized from the file's exact distinct count for the
+configured false-positive rate. Hashes never use Python's `hash()`, so a filter built on one machine reads the
+same on any.
 
-Payload, version 1: pybloom-live's own serialisation (`BloomFilter.tofile`: a header of error rate, slice count,
-bits per slice, capacity, count, then the bit array, little-endian bit order). The lookup probes every file's
-payload in place at once (`might_contain_each`) with pybloom-live's own hash functions, cached per filter shape,
-instead of building a filter object per file: tested to agree with `key in BloomFilter.fromfile(...)`. A payload whose length or header is not
-what pybloom-live writes raises ValueError (the lookup then reads that file's filter as unknown, see
-pruning/minmax.py).
+Payload, version 2 (written now): Parquet's split-block Bloom filter, serialised as a Parquet column chunk stores it
+(split_block.py), over XXH64 of each value's bytes (statistics/canonical.py `Keys.hashes`). Built and probed with
+numpy, with no Python call per value: on TPC-H lineitem it builds ~20x faster than version 1 (docs/benchmarks.md).
+
+Payload, version 1 (read only): pybloom-live's own serialisation (`BloomFilter.tofile`: a header of error rate, slice
+count, bits per slice, capacity, count, then the bit array), over the UTF-8 of the text keys. The lookup probes these
+in place (`might_contain_each`) with pybloom-live's own hash functions, cached per filter shape; tested to agree with
+`key in BloomFilter.fromfile(...)`. The two versions are told apart by their first byte (a split-block header is
+Thrift field 1, 0x15; a pybloom-live header is validated field by field). A payload of neither shape raises
+ValueError (the lookup then reads that file's filter as unknown, see pruning/minmax.py).
 """
 
 from __future__ import annotations
@@ -21,18 +25,20 @@ import math
 import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from pybloom_live import BloomFilter
 from pybloom_live.pybloom import make_hashfuncs
 from pyiceberg.types import BooleanType, DateType, DecimalType, IcebergType, IntegerType, LongType
 
+from indexlib.index_kinds import split_block
 from indexlib.index_kinds.base import BuiltIndex, IndexKind
 from indexlib.index_kinds.settings import IndexSettings, Setting, fraction, positive_number
 from indexlib.query.model import Pattern
 from indexlib.query.patterns import pattern_shape
 from indexlib.query.value_set import ValueSet
-from indexlib.statistics.canonical import has_keys, literal_key
+from indexlib.statistics.canonical import Keys, has_keys, literal_hashes, literal_key
 from indexlib.statistics.provider import ColumnStatistics
 from indexlib.statistics.verdict import Verdict
 
@@ -50,7 +56,7 @@ class BloomIndex(IndexKind):
     another kind is exact (it answers `=` and IN exactly, and much more)."""
 
     name = "bloom"
-    version = 1
+    version = 2
     settings = (FPP, FALSE_FILES)
     lookup_rank = 10
 
@@ -65,47 +71,53 @@ class BloomIndex(IndexKind):
         return has_keys(iceberg_type)
 
     def wanted(
-        self, settings: IndexSettings, iceberg_type: IcebergType, keys: list[str], built: Iterable[BuiltIndex]
+        self, settings: IndexSettings, iceberg_type: IcebergType, keys: Keys, built: Iterable[BuiltIndex]
     ) -> bool:
         if isinstance(iceberg_type, BooleanType) or len(keys) < 2 or any(index.exact for index in built):
             return False
         if isinstance(iceberg_type, (IntegerType, LongType, DateType, DecimalType)):
-            integers = [int(key) for key in keys]
-            return max(integers) - min(integers) + 1 > len(integers)  # some value inside the bounds is absent
+            span = keys.integer_span()
+            return span is None or span > len(keys)  # some value inside the bounds is absent
         return True
 
-    def build(self, keys: list[str], iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex:
-        bloom = BloomFilter(capacity=max(1, len(keys)), error_rate=settings.value(FPP))
-        for key in keys:
-            bloom.add(key, skip_check=True)
-        out = io.BytesIO()
-        bloom.tofile(out)
-        return BuiltIndex(out.getvalue())
+    def build(self, keys: Keys, iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex:
+        return BuiltIndex(split_block.build(keys.hashes(), split_block.optimal_bytes(len(keys), settings.value(FPP))))
 
-    def _keys(self, leaf: ValueSet | Pattern) -> list[str] | None:
-        """Keys one of which a matching value must have; None when the leaf is not a positive equality."""
+    def _literals(self, leaf: ValueSet | Pattern) -> list[Any] | None:
+        """Values one of which a matching row must hold; None when the leaf is not a positive equality."""
         if isinstance(leaf, Pattern):
             shape = pattern_shape(leaf.kind, leaf.pattern, leaf.escape)
-            return [shape.prefix] if shape.exact == "equal" else None  # LIKE without wildcards
+            return [shape.prefix] if shape.exact == "equal" and not leaf.negated else None  # LIKE without wildcards
         if leaf.negated:
             return None
         keys = [literal_key(leaf.column.type, value) for value in leaf.values]
-        return None if any(key is None for key in keys) else keys  # NaN: no key, cannot rule out
+        return None if any(key is None for key in keys) else list(leaf.values)  # NaN: no key, cannot rule out
 
     def verdict(
         self, leaf: ValueSet | Pattern, payloads: Sequence[bytes | None], stats: ColumnStatistics
     ) -> Verdict | None:
-        keys = self._keys(leaf)
-        if keys is None or (isinstance(leaf, Pattern) and leaf.negated):
+        literals = self._literals(leaf)
+        if literals is None:
             return None
-        if len(keys) * sum(payload is not None for payload in payloads) > MAX_PROBE_PAIRS:
+        if len(literals) * sum(payload is not None for payload in payloads) > MAX_PROBE_PAIRS:
             return None  # too long a list for too many files: answering would take seconds; unknown keeps them
-        return Verdict(might_contain_each(payloads, keys), np.zeros(len(payloads), dtype=bool))
+        column_type = leaf.column.type
+        might = np.ones(len(payloads), dtype=bool)
+        current = [i for i, p in enumerate(payloads) if p is not None and split_block.is_split_block(p)]
+        if current:
+            hashes = literal_hashes(column_type, literals)
+            if hashes is not None:
+                might[current] = split_block.might_contain_each([payloads[i] for i in current], hashes)
+        written_before = [p if p is not None and not split_block.is_split_block(p) else None for p in payloads]
+        if any(p is not None for p in written_before):
+            keys = [literal_key(column_type, value) for value in literals]
+            might &= might_contain_each(written_before, keys)  # type: ignore[arg-type]
+        return Verdict(might, np.zeros(len(payloads), dtype=bool))
 
     def reads(self, leaf: ValueSet | Pattern) -> str | None:
-        if self._keys(leaf) is None or (isinstance(leaf, Pattern) and leaf.negated):
+        if self._literals(leaf) is None:
             return None
-        return "Bloom filters (where built): is any literal's key present"
+        return "Bloom filters (where built): is any literal's hash present"
 
 
 _HEADER = struct.Struct(BloomFilter.FILE_FMT)  # error rate, slices, bits per slice, capacity, items added

@@ -10,6 +10,13 @@ turns `int_col = 5.0` into 5 and `int_col = '5'` into "unused"), one form per do
     string -> the string itself (code points, no Unicode normalisation: SQL `=` compares code points)
     binary -> lower-case hex            boolean -> "true" / "false"
 
+Hashed keys (Bloom filters, version 2) hash the same values' bytes with XXH64 instead of their text: 8 little-endian
+bytes of the int64 (integral, boolean 0/1, and decimal unscaled integers that fit) or of the float64 (-0.0 as 0.0),
+and the bytes of strings (UTF-8), binary values and wider decimals (their text). For long, timestamp (micros),
+double, string and binary columns that is what Parquet hashes into its own Bloom filters. The choice depends on the
+value, never on the declared type, so a filter written before a type promotion (int -> long, decimal widening) still
+finds its values.
+
 Nanosecond timestamps that are not whole microseconds get two keys (floor and ceiling), so an engine that truncates
 and one that rounds both find theirs. A file whose temporal zone-ness differs from the table, or a decimal that cannot
 be cast to the table's scale, gets no keys (no Bloom, no sketch): the lookup keeps it.
@@ -18,6 +25,8 @@ be cast to the table's scale, gets no keys (no Bloom, no sketch): the lookup kee
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -36,6 +45,7 @@ from pyiceberg.types import (
 
 from indexlib.statistics.column_stats import INTEGRAL_TYPES, supports_bounds
 from indexlib.statistics.temporal import physical_range
+from indexlib.statistics.xxhash64 import hash_binary, hash_words
 
 
 def has_keys(iceberg_type: IcebergType) -> bool:
@@ -43,20 +53,67 @@ def has_keys(iceberg_type: IcebergType) -> bool:
     return supports_bounds(iceberg_type)
 
 
-def distinct_keys(values: pa.Array, iceberg_type: IcebergType) -> list[str] | None:
-    """Sorted canonical keys of the distinct non-null, non-NaN values; None when the values cannot be keyed."""
+@dataclass(frozen=True)
+class Keys:
+    """The distinct non-null, non-NaN values of one file's column in its physical domain, held as arrays: `numbers`
+    (sorted int64 for integral, boolean and decimal columns, the unscaled integer at the table's scale; sorted
+    float64 with -0.0 as 0.0 for floating columns) and `blobs` (sorted binary: UTF-8 of strings, raw binary, the
+    decimal text of unscaled decimals beyond int64). Hashing them (`hashes`) needs no Python call per value; the
+    text keys are made only where a consumer needs text (NDV sketches, automata), a chunk at a time."""
+
+    iceberg_type: IcebergType
+    numbers: np.ndarray
+    blobs: pa.Array
+
+    def __len__(self) -> int:
+        return len(self.numbers) + len(self.blobs)
+
+    def hashes(self) -> np.ndarray:
+        """XXH64 of each value: its 8 little-endian bytes for `numbers`, its bytes for `blobs` (literal_hash)."""
+        return np.concatenate([hash_words(self.numbers), hash_binary(self.blobs)])
+
+    def integer_span(self) -> int | None:
+        """max - min + 1 of integral (and unscaled decimal) values; None for other types or decimals beyond int64."""
+        if self.numbers.dtype != np.int64 or len(self.blobs) or not len(self.numbers):
+            return None
+        return int(self.numbers[-1]) - int(self.numbers[0]) + 1
+
+    def text_chunks(self, size: int = 65_536) -> Iterator[list[str]]:
+        """The text keys, `size` at a time (a column of millions of distinct values never becomes one list)."""
+        for start in range(0, len(self.numbers), size):
+            yield _number_texts(self.numbers[start : start + size], self.iceberg_type)
+        for start in range(0, len(self.blobs), size):
+            yield _blob_texts(self.blobs.slice(start, size), self.iceberg_type)
+
+    def texts(self) -> list[str]:
+        return [key for chunk in self.text_chunks() for key in chunk]
+
+
+def _number_texts(numbers: np.ndarray, iceberg_type: IcebergType) -> list[str]:
+    if isinstance(iceberg_type, BooleanType):
+        return ["true" if v else "false" for v in numbers.tolist()]
+    if numbers.dtype == np.float64:
+        return [repr(v) for v in numbers.tolist()]
+    return pa.array(numbers).cast(pa.string()).to_pylist()  # decimal text of the int64, as str()
+
+
+def _blob_texts(blobs: pa.Array, iceberg_type: IcebergType) -> list[str]:
+    if isinstance(iceberg_type, BinaryType):
+        return [b.hex() for b in blobs.to_pylist()]
+    return blobs.cast(pa.large_string()).to_pylist()  # strings, and the decimal text of wide decimals
+
+
+def distinct_keys(values: pa.Array, iceberg_type: IcebergType) -> Keys | None:
+    """The keys of the distinct non-null, non-NaN values; None when the values cannot be keyed."""
     if not has_keys(iceberg_type):
         return None
     values = values.drop_null()
     if isinstance(iceberg_type, INTEGRAL_TYPES):
         integers = _as_int64(values, iceberg_type)
-        if integers is None:
-            return None
-        return [str(v) for v in np.unique(integers).tolist()]
+        return None if integers is None else _numeric(iceberg_type, np.unique(integers))
     if isinstance(iceberg_type, (FloatType, DoubleType)):
         floats = values.cast(pa.float64()).to_numpy(zero_copy_only=False)
-        floats = floats[~np.isnan(floats)] + 0.0  # -0.0 + 0.0 == +0.0
-        return [repr(v) for v in np.unique(floats).tolist()]
+        return _numeric(iceberg_type, np.unique(floats[~np.isnan(floats)] + 0.0))  # -0.0 + 0.0 == +0.0
     if isinstance(iceberg_type, DecimalType):
         try:
             decimals = values.cast(pa.decimal128(iceberg_type.precision, iceberg_type.scale))
@@ -65,17 +122,26 @@ def distinct_keys(values: pa.Array, iceberg_type: IcebergType) -> list[str] | No
         distinct = pc.unique(decimals)
         if iceberg_type.precision <= 18:  # the unscaled value fits int64: drop the point and parse, vectorised
             digits = pc.replace_substring(distinct.cast(pa.string()), pattern=".", replacement="")
-            return sorted(str(v) for v in digits.cast(pa.int64()).to_pylist())
-        return sorted({str(int(d.scaleb(iceberg_type.scale))) for d in distinct.to_pylist()})
-    if isinstance(iceberg_type, StringType):
-        return sorted(pc.unique(values.cast(pa.large_string())).to_pylist())
-    if isinstance(iceberg_type, BinaryType):
-        return sorted(b.hex() for b in pc.unique(values.cast(pa.large_binary())).to_pylist())
-    return sorted({"true" if v else "false" for v in pc.unique(values).to_pylist()})  # boolean
+            return _numeric(iceberg_type, np.unique(digits.cast(pa.int64()).to_numpy()))
+        unscaled = sorted({int(d.scaleb(iceberg_type.scale)) for d in distinct.to_pylist()})
+        small = [v for v in unscaled if _INT64_MIN <= v <= _INT64_MAX]
+        wide = [str(v).encode() for v in unscaled if not _INT64_MIN <= v <= _INT64_MAX]
+        return Keys(iceberg_type, np.array(small, dtype=np.int64), pa.array(sorted(wide), pa.large_binary()))
+    if isinstance(iceberg_type, (StringType, BinaryType)):
+        distinct = pc.unique(values.cast(pa.large_binary()))  # strings as their UTF-8: byte order is code point order
+        return Keys(iceberg_type, np.zeros(0, np.int64), pc.take(distinct, pc.sort_indices(distinct)))
+    return _numeric(iceberg_type, np.unique(values.cast(pa.int64()).to_numpy(zero_copy_only=False)))  # boolean
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _numeric(iceberg_type: IcebergType, numbers: np.ndarray) -> Keys:
+    return Keys(iceberg_type, numbers, pa.array([], pa.large_binary()))
 
 
 def literal_key(iceberg_type: IcebergType, value: Any) -> str | None:
-    """The key of a bound literal (a value of the column's physical domain); None when it has none (NaN)."""
+    """The text key of a bound literal (a value of the column's physical domain); None when it has none (NaN)."""
     if isinstance(iceberg_type, BooleanType):
         return "true" if value else "false"
     if isinstance(iceberg_type, INTEGRAL_TYPES):
@@ -90,6 +156,31 @@ def literal_key(iceberg_type: IcebergType, value: Any) -> str | None:
     if isinstance(iceberg_type, BinaryType):
         return bytes(value).hex()
     return None
+
+
+def literal_hashes(iceberg_type: IcebergType, values: Iterable[Any]) -> np.ndarray | None:
+    """The hashes `Keys.hashes` gives the values equal to these bound literals; None when one has no key (NaN)."""
+    numbers: list[int | float] = []
+    blobs: list[bytes] = []
+    for value in values:
+        key = literal_key(iceberg_type, value)
+        if key is None:
+            return None
+        if isinstance(iceberg_type, (FloatType, DoubleType)):
+            numbers.append(float(value) + 0.0)
+        elif isinstance(iceberg_type, StringType):
+            blobs.append(key.encode())
+        elif isinstance(iceberg_type, BinaryType):
+            blobs.append(bytes(value))
+        elif isinstance(iceberg_type, BooleanType):
+            numbers.append(1 if value else 0)
+        elif _INT64_MIN <= int(key) <= _INT64_MAX:  # integral and decimal (the unscaled integer)
+            numbers.append(int(key))
+        else:
+            blobs.append(key.encode())
+    floating = isinstance(iceberg_type, (FloatType, DoubleType))
+    words = np.array(numbers, dtype=np.float64 if floating else np.int64)
+    return np.concatenate([hash_words(words), hash_binary(pa.array(blobs, pa.large_binary()))])
 
 
 def _unscaled(value: Decimal, scale: int) -> str | None:

@@ -13,13 +13,17 @@ from collections.abc import Iterable
 
 from datasketches import hll_sketch, hll_union, tgt_hll_type
 
+from indexlib.statistics.canonical import Keys
+
 LG_K = 12
 
 
-def sketch_keys(keys: Iterable[str]) -> bytes:
+def sketch_keys(keys: Keys) -> bytes:
+    """The sketch of the text keys, made a chunk at a time (datasketches takes one value per call)."""
     sketch = hll_sketch(LG_K, tgt_hll_type.HLL_4)
-    for key in keys:
-        sketch.update(key)
+    for chunk in keys.text_chunks():
+        for key in chunk:
+            sketch.update(key)
     return sketch.serialize_compact()
 
 
