@@ -479,6 +479,27 @@ def test_probing_many_filters_refuses_a_damaged_one():
             split_block.might_contain_each([good, damaged], _string_hashes(["a"]))
 
 
+EQUAL_VALUE_CASES = [
+    ("-0.0 stored, 0.0 asked: SQL says equal", DoubleType(), pa.float64(), [-0.0], 0.0),
+    ("0.0 stored, -0.0 asked", DoubleType(), pa.float64(), [0.0], -0.0),
+    ("a float file in a double table", DoubleType(), pa.float32(), [1.5], 1.5),
+    ("an int32 file in a long table", LongType(), pa.int32(), [7], 7),
+    ("a decimal file at another scale", DecimalType(9, 3), pa.decimal128(7, 1), [Decimal("1.5")], Decimal("1.500")),
+    ("a string beyond one 32-byte stripe", StringType(), pa.string(), ["x" * 70], "x" * 70),
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "iceberg_type", "arrow_type", "stored", "literal"),
+    EQUAL_VALUE_CASES,
+    ids=[c[0] for c in EQUAL_VALUE_CASES],
+)
+def test_a_literal_equal_to_a_stored_value_is_in_its_filter(rule, iceberg_type, arrow_type, stored, literal):
+    keys = distinct_keys(pa.array(stored + [None], arrow_type), iceberg_type)
+    payload = BloomIndex().build(keys, iceberg_type, IndexSettings(kinds=("bloom",))).payload
+    assert split_block.contains_each(payload, literal_hashes(iceberg_type, [literal])).all(), rule
+
+
 def test_a_filter_written_before_a_type_promotion_finds_its_values():
     """int -> long and decimal(9, 2) -> decimal(20, 2) keep a file's filter valid: values hash by what they are."""
     cases = [
