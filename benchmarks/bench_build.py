@@ -263,9 +263,12 @@ def main() -> None:
     parser.add_argument("--lineitem-scale", type=float, default=0, help="also TPC-H lineitem at this scale (e.g. 1)")
     parser.add_argument("--lineitem-files", type=int, default=50, help="files of the lineitem table")
     parser.add_argument("--chart", help="write a PNG of the end-to-end runs here")
+    parser.add_argument("--memory-rows", type=int, default=0, help="also peak memory for one file of this many rows")
     args = parser.parse_args()
     if not args.skip_kinds:
         kinds()
+    if args.memory_rows:
+        memory(args.memory_rows)
     results = []
     if args.small_files:
         results.append(
@@ -285,6 +288,47 @@ def main() -> None:
         )
     if args.chart and results:
         _chart(results, args.chart)
+
+
+_MEMORY_CHILD = """
+import sys
+from pyiceberg.schema import Schema
+from pyiceberg.types import DoubleType, LongType, NestedField, StringType
+from indexlib.indexing.file_indexer import index_file
+fields = [NestedField(1, "a", LongType()), NestedField(2, "b", StringType())]
+if sys.argv[2] == "1":
+    fields.append(NestedField(3, "d", DoubleType()))
+mapping = '[{"field-id": 1, "names": ["a"]}, {"field-id": 2, "names": ["b"]}, {"field-id": 3, "names": ["d"]}]'
+index_file(sys.argv[1], "PARQUET", Schema(*fields), {}, mapping)
+print(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM")))
+"""
+
+
+def memory(rows: int) -> None:
+    """Peak RSS of indexing one file of `rows` rows in a fresh process: two low-cardinality columns, then with a
+    column of `rows` distinct doubles too."""
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/big.parquet"
+        n = np.arange(rows)
+        table = pa.table(
+            {"a": n % 1_000, "b": pa.array(np.array(["api", "db", "web", "cron"])[n % 4]), "d": n * 1.000001}
+        )
+        pq.write_table(table, path, row_group_size=1_000_000)
+        size = Path(path).stat().st_size
+        del table, n
+        print(f"\nMemory: one file of {rows:,} rows, {size / 1e6:.0f} MB of Parquet, indexed in a fresh process\n")
+        print("| columns indexed | peak RSS |")
+        print("|---|---:|")
+        for label, with_doubles in (
+            ("a (1,000 values), b (4 values)", "0"),
+            (f"... and d ({rows:,} distinct doubles)", "1"),
+        ):
+            out = subprocess.run(
+                [sys.executable, "-c", _MEMORY_CHILD, path, with_doubles], check=True, capture_output=True, text=True
+            )
+            print(f"| {label} | {int(out.stdout.split()[-1]) / 1024:,.0f} MB |")
 
 
 def kinds() -> None:

@@ -13,6 +13,7 @@ optimal size.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -41,10 +42,12 @@ def false_positive_rate(distinct: int, num_blocks: int) -> float:
     if load == 0:
         return 0.0
     counts = np.arange(int(load + 12 * math.sqrt(load) + 30))
-    log_poisson = counts * math.log(load) - load - np.array([math.lgamma(c + 1) for c in counts])
+    log_factorial = np.concatenate([[0.0], np.cumsum(np.log(counts[1:]))])
+    log_poisson = counts * math.log(load) - load - log_factorial
     return float(np.sum(np.exp(log_poisson) * (1 - (31 / 32) ** counts) ** 8))
 
 
+@lru_cache(maxsize=4096)  # files of a table share their few (distinct count, rate) pairs
 def optimal_bytes(distinct: int, fpp: float) -> int:
     """The fewest whole blocks whose expected false-positive rate for `distinct` values is at most `fpp`.
 
@@ -72,13 +75,17 @@ def _blocks_and_masks(hashes: np.ndarray, num_blocks: int) -> tuple[np.ndarray, 
     return blocks.astype(np.int64), np.left_shift(np.uint32(1), products >> np.uint32(27))
 
 
+BUILD_CHUNK = 1 << 18  # hashes set at a time: bounds the (hashes, 8) masks to ~20 MB whatever the file
+
+
 def build(hashes: np.ndarray, num_bytes: int) -> bytes:
     """A serialised filter of `num_bytes` (a multiple of 32) holding every hash in `hashes` (uint64)."""
     num_blocks = num_bytes // BLOCK_BYTES
-    blocks, masks = _blocks_and_masks(hashes, num_blocks)
-    bitset = np.zeros((num_blocks, 8), dtype=np.uint32)
-    np.bitwise_or.at(bitset, (blocks[:, None], np.arange(8)[None, :]), masks)
-    return header(num_bytes) + bitset.astype("<u4").tobytes()
+    words = np.zeros(num_blocks * 8, dtype=np.uint32)
+    for start in range(0, len(hashes), BUILD_CHUNK):
+        blocks, masks = _blocks_and_masks(hashes[start : start + BUILD_CHUNK], num_blocks)
+        np.bitwise_or.at(words, (blocks[:, None] * 8 + np.arange(8)).ravel(), masks.ravel())
+    return header(num_bytes) + words.astype("<u4").tobytes()
 
 
 def is_split_block(payload: bytes) -> bool:

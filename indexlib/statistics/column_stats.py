@@ -152,8 +152,7 @@ class ColumnSummary:
 
     def distinct(self) -> pa.Array:
         if len(self._distinct) != 1:  # merged once, then kept merged
-            merged = pc.unique(pa.concat_arrays(self._distinct)) if self._distinct else pa.array([], self.arrow_type)
-            self._distinct = [merged]
+            self._distinct = [_merged_distinct(self._distinct, self.arrow_type)]
         return self._distinct[0]
 
     def statistics(self, field_id: int, name: str, iceberg_type: IcebergType) -> ColumnStats:
@@ -161,6 +160,26 @@ class ColumnSummary:
         stats = compute_column_stats(field_id, name, iceberg_type, self.distinct())
         nans = self.nans if stats.nan_count is not None else None
         return replace(stats, value_count=self.rows, null_count=self.nulls, nan_count=nans)
+
+
+def _merged_distinct(parts: list[pa.Array], arrow_type: pa.DataType) -> pa.Array:
+    """The distinct values of all `parts`. Numbers merge by sorting in numpy, which needs a few copies of the values;
+    Arrow's hash-based unique needs ~10x their bytes (12 million distinct doubles: ~0.3 GB against ~1 GB)."""
+    if not parts:
+        return pa.array([], arrow_type)
+    types = pa.types
+    numeric = types.is_integer(arrow_type) or arrow_type in (pa.float32(), pa.float64())
+    if not (numeric or types.is_date(arrow_type) or types.is_timestamp(arrow_type) or types.is_time(arrow_type)):
+        return pc.unique(pa.concat_arrays(parts))
+    has_null = any(part.null_count for part in parts)
+    values = np.concatenate([part.drop_null().to_numpy(zero_copy_only=False) for part in parts])
+    if pa.types.is_floating(arrow_type):  # by bit pattern, as Arrow does: -0.0 and 0.0 stay two values
+        bits = np.dtype(f"i{values.dtype.itemsize}")
+        values = np.unique(values.view(bits)).view(values.dtype)
+    else:
+        values = np.unique(values)
+    merged = pa.array(values, type=arrow_type)
+    return pa.concat_arrays([merged, pa.nulls(1, arrow_type)]) if has_null else merged
 
 
 def _computable(arrow_type: pa.DataType) -> pa.DataType:

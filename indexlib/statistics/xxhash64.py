@@ -31,13 +31,20 @@ def _avalanche(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> np.uint64(32))
 
 
+CHUNK = 1 << 20  # values hashed at a time: bounds the temporaries whatever the array's length
+
+
 def hash_words(words: np.ndarray) -> np.ndarray:
     """XXH64 of each value's 8 little-endian bytes (`words`: any 8-byte dtype, viewed as uint64)."""
-    lanes = np.ascontiguousarray(words).view("<u8").astype(np.uint64)
+    lanes = np.ascontiguousarray(words).view("<u8")
+    out = np.empty(len(lanes), dtype=np.uint64)
     with np.errstate(over="ignore"):
-        h = np.full(len(lanes), _P5 + np.uint64(8), dtype=np.uint64)
-        h ^= _round(np.zeros_like(lanes), lanes)
-        return _avalanche(_rotl(h, 27) * _P1 + _P4)
+        for start in range(0, len(lanes), CHUNK):
+            chunk = lanes[start : start + CHUNK].astype(np.uint64)
+            h = np.full(len(chunk), _P5 + np.uint64(8), dtype=np.uint64)
+            h ^= _round(np.zeros_like(chunk), chunk)
+            out[start : start + CHUNK] = _avalanche(_rotl(h, 27) * _P1 + _P4)
+    return out
 
 
 def hash_binary(values: pa.Array) -> np.ndarray:
