@@ -175,9 +175,9 @@ class SparkCluster:
         worker.wait_until(lambda: len(self.alive_workers()) > before, 60, "ALIVE worker in the master's JSON")
         return worker
 
-    def submit_args(self) -> list[str]:
-        """spark-submit options for an application on this cluster: the driver on loopback, event log on."""
-        events = self.root / "events"
+    def submit_args(self, events: Path) -> list[str]:
+        """spark-submit and its options for an application on this cluster: the driver on loopback, one executor
+        core (two applications run at once), the event log written under `events`."""
         events.mkdir(exist_ok=True)
         conf = {
             "spark.driver.host": HOST,
@@ -188,14 +188,19 @@ class SparkCluster:
             "spark.ui.showConsoleProgress": "false",
             "spark.eventLog.enabled": "true",
             "spark.eventLog.dir": f"file://{events}",
+            "spark.eventLog.compress": "false",  # plain JSON lines, one file per application
+            "spark.eventLog.rolling.enabled": "false",
         }
         args = [str(Path(sys.executable).parent / "spark-submit"), "--master", self.url]
         for key, value in conf.items():
             args += ["--conf", f"{key}={value}"]
         return args
 
-    def event_log(self, app_id: str) -> list[dict]:
-        return [json.loads(line) for line in (self.root / "events" / app_id).read_text().splitlines()]
+    @staticmethod
+    def events(events: Path) -> list[dict]:
+        """The events of every application that logged under `events` (Spark's JSON lines)."""
+        logs = sorted(path for path in events.rglob("*") if path.is_file() and not path.name.startswith("."))
+        return [json.loads(line) for log in logs for line in log.read_text().splitlines() if line.strip()]
 
     def stop(self) -> None:
         for process in [*self.workers, self.master]:
