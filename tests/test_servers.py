@@ -130,14 +130,24 @@ def test_two_builds_racing_on_the_postgresql_catalog_lose_nothing_and_duplicate_
         )
         for _ in range(2)
     ]
-    for run in runs:
-        run.wait_for("before-commit")
-    barrier.touch()  # both planned from the same watermark: one commit must lose and re-plan
-    logs = [run.finish() + run.out.read_text() for run in runs]  # under spark-submit the driver logs on stdout
+    try:
+        for run in runs:
+            run.wait_for("before-commit")
+        barrier.touch()  # both planned from the same watermark: one commit must lose and re-plan
+        logs = [run.finish() + run.out.read_text() for run in runs]  # under spark-submit the driver logs on stdout
+    finally:
+        _kill_left(runs)
     assert _state(config, lake.name) == (_live(config, lake.name) - older, lake.version()), "each new file once"
     assert sum("commit conflict" in log for log in logs) == 1, "the two commits raced, one lost"
     assert sum("planning again from the new watermark" in log for log in logs) == 1, "the loser re-planned"
     checked_answers(config, lake.name, "after the race: ")  # the older files: unindexed, always kept
+
+
+def _kill_left(runs: list[Run]) -> None:
+    """A failed test leaves no build running: SIGKILL to the process group of each run still alive."""
+    for run in runs:
+        if run.process.poll() is None:
+            run.kill()
 
 
 def _executor_of(pid: int) -> int:
@@ -166,15 +176,19 @@ def test_an_executor_killed_mid_build_is_replaced_and_the_retried_task_leaves_ev
         SKIPINDEX_TEST_TASK_DIR=str(tasks),
         **SUBMIT_ENV,
     )
-    deadline = time.monotonic() + 180
-    while not (tasks / "paused").exists() or not (tasks / "paused").read_text():
-        assert run.process.poll() is None, f"the build exited before a task ran: {run.err.read_text()[-3000:]}"
-        assert time.monotonic() < deadline, "no Spark task started in 180 s"
-        time.sleep(0.1)
-    paused, worker_pid = (tasks / "paused").read_text().split()
-    os.kill(_executor_of(int(worker_pid)), signal.SIGKILL)  # the task's executor dies with the task in it
-    (tasks / "released").touch()
-    run.finish()
+    try:
+        deadline = time.monotonic() + 180
+        while not (tasks / "paused").exists() or not (tasks / "paused").read_text():
+            assert run.process.poll() is None, f"the build exited before a task ran: {run.err.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, "no Spark task started in 180 s"
+            time.sleep(0.1)
+        paused, worker_pid = (tasks / "paused").read_text().split()
+        os.kill(_executor_of(int(worker_pid)), signal.SIGKILL)  # the task's executor dies with the task in it
+        (tasks / "released").touch()
+        run.finish()
+    finally:
+        (tasks / "released").touch()
+        _kill_left([run])
 
     partition = paused.split("-")[0]
     retries = [p.name for p in tasks.iterdir() if p.name.startswith(f"{partition}-") and p.name != paused]
