@@ -21,7 +21,7 @@ test: $(STAMP) lint
 
 # the inner loop: every rule table, no Spark, no long property runs (CI runs everything through `make test`)
 test-fast: $(STAMP)
-	$(BIN)/pytest -m 'not spark and not slow'
+	$(BIN)/pytest -m 'not spark and not slow and not servers'
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_lookup.py

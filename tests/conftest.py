@@ -1,4 +1,5 @@
-"""Shared fixtures: one SparkSession per run, a fresh SQLite-backed pyiceberg catalog per test."""
+"""Shared fixtures: one SparkSession per run, a fresh SQLite-backed pyiceberg catalog per test, and real servers on
+127.0.0.1 (tests/servers.py: Spark standalone, PostgreSQL, S3), each started once per run when a test asks for it."""
 
 from __future__ import annotations
 
@@ -27,6 +28,36 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory):
+    """A Spark standalone master with one worker (2 cores) on 127.0.0.1, stopped by pid at the end of the run."""
+    from servers import SparkCluster
+
+    cluster = SparkCluster(tmp_path_factory.mktemp("spark-cluster"))
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL 15 server on 127.0.0.1 (trust authentication), stopped by pid at the end of the run."""
+    from servers import Postgres
+
+    server = Postgres()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory):
+    """An S3 HTTP server (moto) on 127.0.0.1, stopped by pid at the end of the run."""
+    from servers import S3Server
+
+    server = S3Server(tmp_path_factory.mktemp("s3"))
+    yield server
+    server.stop()
 
 
 @pytest.fixture
@@ -71,9 +102,16 @@ def write_and_index(directory, tables, schema, settings=None):
     return paths, pa.Table.from_pylist(entries, schema=ENTRY_ARROW_SCHEMA)
 
 
+SERVER_FIXTURES = ("spark_cluster", "postgres", "s3")
+
+
 def pytest_collection_modifyitems(items):
-    """Tests that use the shared SparkSession carry the `spark` marker; with the `slow` marker on long property runs,
-    `pytest -m 'not spark and not slow'` (`make test-fast`) is the fast loop."""
+    """Tests that use the shared SparkSession or the Spark cluster carry the `spark` marker, tests on real servers the
+    `servers` marker; with the `slow` marker on long property runs, `pytest -m 'not spark and not slow and not
+    servers'` (`make test-fast`) is the fast loop."""
     for item in items:
-        if "spark" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "spark" in fixtures or "spark_cluster" in fixtures:
             item.add_marker(pytest.mark.spark)
+        if any(name in fixtures for name in SERVER_FIXTURES):
+            item.add_marker(pytest.mark.servers)

@@ -7,6 +7,10 @@ RUNNING on stderr (Spark forwards its Python workers' output there).
 
     SKIPINDEX_TEST_PAUSE_AT   running | metadata-written | before-commit | after-commit: announce it, then sleep
     SKIPINDEX_TEST_BARRIER    a file: the first commit waits until it exists (two writers released together)
+    SKIPINDEX_TEST_TASK_DIR   a directory: each Spark task attempt writes `<partition>-<attempt>` there holding its
+                              Python worker's pid; with PAUSE_AT=first-task, the first attempt to start also writes
+                              `paused` ("<partition>-<attempt> <pid>") and waits until `released` appears (120 s at
+                              most), so a test can kill its executor mid-build
 """
 
 import os
@@ -19,6 +23,7 @@ import indexlib.indexing.build as build
 
 PAUSE_AT = os.environ.get("SKIPINDEX_TEST_PAUSE_AT", "")
 BARRIER = os.environ.get("SKIPINDEX_TEST_BARRIER", "")
+TASK_DIR = os.environ.get("SKIPINDEX_TEST_TASK_DIR", "")
 RUNNING = (
     "skipindex-test: a Spark task of the run is indexing files"  # tests/test_crash_and_concurrency.py waits for it
 )
@@ -55,15 +60,38 @@ def index_files_task(*args, **kwargs):
     """The task Spark runs, announcing itself in the Python worker (and with PAUSE_AT=running, waiting there: the
     kill lands inside the Spark job, before any commit step)."""
     task = _index_files_task(*args, **kwargs)
-    pause = PAUSE_AT == "running"
+    pause, pause_first, task_dir = PAUSE_AT == "running", PAUSE_AT == "first-task", TASK_DIR
 
     def announced(batches):
         print(RUNNING, file=sys.stderr, flush=True)
+        if task_dir:
+            _record_attempt(task_dir, pause_first)
         if pause:
             time.sleep(600)
         yield from task(batches)
 
     return announced
+
+
+def _record_attempt(task_dir: str, pause_first: bool) -> None:
+    """In the Spark task: note this attempt; the first attempt of the run, when asked, waits to be killed."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    attempt = f"{context.partitionId()}-{context.attemptNumber()}"
+    with open(os.path.join(task_dir, attempt), "w") as out:
+        out.write(str(os.getpid()))
+    if not pause_first:
+        return
+    try:
+        fd = os.open(os.path.join(task_dir, "paused"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.write(fd, f"{attempt} {os.getpid()}".encode())
+    os.close(fd)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(os.path.join(task_dir, "released")) and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 SqlCatalog._write_metadata = staticmethod(write_metadata)

@@ -19,10 +19,21 @@ from indexlib.sources.registry import open_source
 class Lake:
     """One source table, Iceberg or Delta, with the operations real tables see."""
 
-    def __init__(self, kind: str, catalog, tmp_path: Path, name: str, partitioned: bool = False) -> None:
-        """Columns id (long), service (string) and, when `partitioned`, part (string, the partition column)."""
+    def __init__(
+        self,
+        kind: str,
+        catalog,
+        tmp_path: Path,
+        name: str,
+        partitioned: bool = False,
+        location: str | None = None,
+        storage_options: dict[str, str] | None = None,
+    ) -> None:
+        """Columns id (long), service (string) and, when `partitioned`, part (string, the partition column). A Delta
+        table lives under tmp_path, or at `location` (e.g. s3://...) with delta-rs `storage_options`."""
         self.kind = kind
         self.partition_by = ["part"] if partitioned else None
+        self.storage_options = storage_options
         if kind == "iceberg":
             fields = [NestedField(1, "id", LongType()), NestedField(2, "service", StringType())]
             fields += [NestedField(3, "part", StringType())] if partitioned else []
@@ -32,32 +43,34 @@ class Lake:
             self.iceberg = catalog.create_table(f"db.{name}", schema=Schema(*fields), partition_spec=spec)
             self.name = f"db.{name}"
         else:
-            self.name = str(tmp_path / "lake" / name)
+            self.name = location or str(tmp_path / "lake" / name)
 
     def append(self, table: pa.Table) -> None:
         if self.kind == "iceberg":
             self.iceberg.append(table)
         else:
-            write_deltalake(self.name, table, mode="append", partition_by=self.partition_by)
+            write_deltalake(
+                self.name, table, mode="append", partition_by=self.partition_by, storage_options=self.storage_options
+            )
 
     def version(self) -> int:
         """The source's current version: the watermark a complete build leaves."""
         if self.kind == "iceberg":
             return self.iceberg.refresh().current_snapshot().snapshot_id
-        return DeltaTable(self.name).version()
+        return DeltaTable(self.name, storage_options=self.storage_options).version()
 
     def delete(self, where: str) -> None:
         if self.kind == "iceberg":
             self.iceberg.delete(where)
         else:
-            DeltaTable(self.name).delete(where)
+            DeltaTable(self.name, storage_options=self.storage_options).delete(where)
 
     def compact(self) -> None:
         """Rewrite every file (Iceberg: an overwrite snapshot with the same rows; Delta: OPTIMIZE compact)."""
         if self.kind == "iceberg":
             self.iceberg.overwrite(self.iceberg.scan().to_arrow())
         else:
-            DeltaTable(self.name).optimize.compact()
+            DeltaTable(self.name, storage_options=self.storage_options).optimize.compact()
 
 
 EVENTS_SCHEMA = pa.schema([("id", pa.int64()), ("service", pa.string()), ("part", pa.string())])
@@ -86,12 +99,22 @@ def events_batch(rng: random.Random, start: int, rows: int, part: str) -> pa.Tab
     )
 
 
+def _read_parquet(config, path: str) -> pa.Table:
+    """A local file directly; anything else (s3://) through pyiceberg FileIO with the [catalog] properties."""
+    if "://" not in path or path.startswith("file://"):
+        return pq.read_table(path.removeprefix("file://"))
+    from pyiceberg.io import load_file_io
+
+    with load_file_io(config.catalog_properties, path).new_input(path).open() as stream:
+        return pq.read_table(stream)
+
+
 def live_rows(config, name: str) -> dict[str, list[dict]]:
     """Every live file's rows, read from the file (Delta partition values come from the log, as readers do)."""
     source = open_source(config, name)
     rows = {}
     for ref in source.live_files():
-        data = pq.read_table(ref.path.removeprefix("file://"))
+        data = _read_parquet(config, ref.path)
         for column, value in ref.partition if isinstance(ref.partition, tuple) else ():
             if column not in data.column_names:
                 data = data.append_column(column, pa.array([value] * data.num_rows))

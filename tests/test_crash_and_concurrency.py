@@ -43,13 +43,16 @@ RUNNING = "skipindex-test: a Spark task of the run is indexing files"  # its Spa
 class Run:
     """One `skipindex` subprocess in its own process group (so SIGKILL takes its JVM too)."""
 
-    def __init__(self, tmp_path: Path, args: list[str], **env: str) -> None:
+    def __init__(
+        self, tmp_path: Path, args: list[str], launcher: tuple[str, ...] = (sys.executable,), **env: str
+    ) -> None:
+        """`launcher` runs tests/interrupted_run.py: this Python, or spark-submit and its options."""
         self.out = tmp_path / f"run-{time.monotonic_ns()}.out"
         self.err = self.out.with_suffix(".err")
         environment = {**os.environ, "PYSPARK_PYTHON": sys.executable, **env}
         with self.out.open("w") as out, self.err.open("w") as err:
             self.process = subprocess.Popen(
-                [sys.executable, str(RUNNER), *args],
+                [*launcher, str(RUNNER), *args],
                 stdout=out,
                 stderr=err,
                 env=environment,

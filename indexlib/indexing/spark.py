@@ -19,7 +19,10 @@ def get_spark(config: Config) -> SparkSession:
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(config.spark_app_name)
-    if not SparkConf().contains("spark.master"):  # spark-submit sets it; then the cluster's choice wins
+    # Under spark-submit (which started this Python and left PYSPARK_GATEWAY_PORT) the cluster's master wins. SparkConf()
+    # alone cannot tell: before a SparkContext exists it is an empty Python dict, not spark-submit's properties.
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    if not submitted and not SparkConf().contains("spark.master"):
         builder = builder.master(config.spark_master)
     for key, value in config.spark_options.items():
         builder = builder.config(key, value)
