@@ -3,7 +3,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint format bench clean
+.PHONY: demo test test-fast lint format bench clean dist
+
+# `make dist`: what spark-submit ships to executors (README, "Deploying")
+DIST ?= dist
+PACK_VENV ?= build/pack-venv
+# what the packed environment installs: the project and its runtime dependencies (no extras), not editable
+PACK_INSTALL ?= .
 
 $(BIN)/python:
 	$(shell command -v $(PYTHON) || echo python3) -m venv $(VENV)
@@ -39,5 +45,19 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix indexlib jobs tests benchmarks airflow_dags
 	$(BIN)/ruff format indexlib jobs tests benchmarks airflow_dags
 
+# A fresh venv (venv-pack packs only venvs made by `venv`/virtualenv and refuses editable installs), the project
+# installed non-editable with the versions the dev venv pins (its `pip freeze` as constraints), packed with venv-pack.
+dist: $(STAMP)
+	rm -rf $(PACK_VENV) && mkdir -p $(DIST) $(dir $(PACK_VENV))
+	$(shell command -v $(PYTHON) || echo python3) -m venv $(PACK_VENV)
+	$(BIN)/pip freeze --exclude-editable > $(PACK_VENV).constraints.txt
+	$(PACK_VENV)/bin/pip install --quiet --no-cache-dir --constraint $(PACK_VENV).constraints.txt $(PACK_INSTALL)
+	$(BIN)/venv-pack --quiet --force --prefix $(PACK_VENV) --output $(DIST)/skipindex-env.tar.gz
+	$(BIN)/python -c "import sys, zipfile, pathlib; \
+	  z = zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED); \
+	  [z.writestr(zipfile.ZipInfo(str(p), (1980, 1, 1, 0, 0, 0)), p.read_bytes()) \
+	   for p in sorted(pathlib.Path('indexlib').rglob('*.py'))]" $(DIST)/skipindex.zip
+	@echo "$(DIST)/skipindex-env.tar.gz (--archives ...#environment) and $(DIST)/skipindex.zip (--py-files) written"
+
 clean:
-	rm -rf $(VENV) .skipindex
+	rm -rf $(VENV) .skipindex build $(DIST)

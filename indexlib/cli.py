@@ -1,6 +1,8 @@
 """`skipindex` command line: build, backfill, explain, stats, compact, verify, expire, demo.
 
-Bad input: one line on stderr, exit code 2. `verify` exits 1 when it finds stale entries.
+Bad input: one line on stderr, exit code 2. `verify` exits 1 when it finds stale entries. No configured secret is
+printed: error lines, log records and tracebacks go through `indexlib.redaction.redact_text` with the values the
+configuration holds as secrets.
 """
 
 from __future__ import annotations
@@ -9,10 +11,12 @@ import argparse
 import json
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
 
-from indexlib.config import DEFAULT_CONF_PATH, load_config
+from indexlib.config import DEFAULT_CONF_PATH, Config, load_config
 from indexlib.errors import UserError
+from indexlib.redaction import redact_text
 
 EXIT_USER_ERROR = 2
 EXIT_STALE = 1
@@ -128,8 +132,8 @@ def _print_explain(result) -> None:  # noqa: ANN001 (LookupResult; imported lazi
         print(f"  {path}")
 
 
-def run(args: argparse.Namespace) -> int:
-    config = load_config(args.conf)
+def run(args: argparse.Namespace, config: Config | None = None) -> int:
+    config = config if config is not None else load_config(args.conf)
     if args.command == "build":
         from indexlib.indexing.build import build_index
 
@@ -193,24 +197,52 @@ def run_or_raise(argv: Sequence[str]) -> None:
     """Run one `skipindex` command in this process, for a scheduler's task: its output goes to the task log, and a
     failure (bad input, or stale entries found by `verify`) raises, so the task fails with a one-line reason."""
     args = _parser().parse_args(list(argv))
+    secrets: set[str] = set()
     try:
-        code = run(args)
+        config = load_config(args.conf)
+        secrets = config.secrets()
+        code = run(args, config)
     except UserError as exc:
-        raise CommandFailed(f"skipindex {args.command}: {exc}") from None
+        raise CommandFailed(redact_text(f"skipindex {args.command}: {exc}", secrets)) from None
     if code == EXIT_STALE:
         raise CommandFailed(f"skipindex {args.command} {args.table}: the index has stale entries (listed above)")
+
+
+class _RedactingFilter(logging.Filter):
+    """Log records with the configured secrets (and any URI password) replaced by `***`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        record.msg, record.args = redact_text(message, self.secrets), None
+        if record.exc_text:
+            record.exc_text = redact_text(record.exc_text, self.secrets)
+        return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    redacting = _RedactingFilter()
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(redacting)
     for noisy in ("py4j", "pyiceberg"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
-        return run(args)
+        config = load_config(args.conf)
+        redacting.secrets = config.secrets()
+        return run(args, config)
     except UserError as exc:
-        print(f"skipindex: error: {exc}", file=sys.stderr)
+        print(redact_text(f"skipindex: error: {exc}", redacting.secrets), file=sys.stderr)
         return EXIT_USER_ERROR
+    except Exception as exc:  # a bug or an outage: the traceback, as Python prints it, without the secrets
+        print(redact_text("".join(traceback.format_exception(exc)), redacting.secrets), file=sys.stderr, end="")
+        return 1
 
 
 if __name__ == "__main__":

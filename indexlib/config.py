@@ -8,7 +8,7 @@ so the embedded default works from any working directory.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -16,12 +16,14 @@ from typing import Any
 from indexlib.errors import UserError
 from indexlib.index_kinds.registry import can_index, parse_settings, setting_names
 from indexlib.index_kinds.settings import IndexSettings
+from indexlib.redaction import redact_properties, redact_text, secret_values
 
 DEFAULT_CONF_PATH = Path("conf/local.toml")
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024  # Spark's spark.sql.files.maxPartitionBytes
 DEFAULT_OPEN_COST_BYTES = 4 * 1024 * 1024  # Spark's spark.sql.files.openCostInBytes
 DEFAULT_INDEX_NAMESPACE = "skipindex"
 DEFAULT_CATALOG_NAME = "default"
+_PROPERTY_TABLES = ("catalog_properties", "spark_options", "delta_storage_options")  # may hold credentials
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ class AirflowSettings:
     expire_older_than_hours: float = 72.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Config:
     path: Path
     catalog_name: str
@@ -71,6 +73,20 @@ class Config:
     # [index.tables."ns.name"]: table-wide settings, and per column under `columns` (validated at load)
     table_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     airflow: AirflowSettings = AirflowSettings()
+
+    def __repr__(self) -> str:  # the property tables hold credentials: shown redacted (indexlib/redaction.py)
+        shown = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in _PROPERTY_TABLES:
+                value = redact_properties(value)
+            shown.append(f"{f.name}={value!r}")
+        return f"Config({', '.join(shown)})"
+
+    def secrets(self) -> set[str]:
+        """The configured secret values (`[catalog]`, `[spark] options`, `[delta.storage_options]`), which no
+        message may show: pass them to `indexlib.redaction.redact_text`."""
+        return set().union(*(secret_values(getattr(self, name)) for name in _PROPERTY_TABLES))
 
     def column_settings(self, table: str, schema: Any) -> dict[int, IndexSettings]:
         """Index settings per field id of `table`'s top-level columns; UserError naming the setting when the
@@ -99,7 +115,8 @@ class Config:
         try:
             return load_catalog(self.catalog_name, **self.catalog_properties)
         except Exception as exc:  # pyiceberg raises many types here; all mean "this catalog config is wrong"
-            raise UserError(f"cannot load catalog {self.catalog_name!r} from {self.path}: {exc}") from exc
+            reason = redact_text(str(exc), self.secrets())
+            raise UserError(f"cannot load catalog {self.catalog_name!r} from {self.path}: {reason}") from None
 
 
 def _resolve_relative(props: dict[str, str], base: Path) -> dict[str, str]:
