@@ -238,7 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         redacting.secrets = config.secrets()
         return run(args, config)
     except UserError as exc:
-        print(redact_text(f"skipindex: error: {exc}", redacting.secrets), file=sys.stderr)
+        line = " ".join(str(exc).split())  # one line, whatever a library's message spans
+        print(redact_text(f"skipindex: error: {line}", redacting.secrets), file=sys.stderr)
         return EXIT_USER_ERROR
     except Exception as exc:  # a bug or an outage: the traceback, as Python prints it, without the secrets
         print(redact_text("".join(traceback.format_exception(exc)), redacting.secrets), file=sys.stderr, end="")

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from indexlib.config import load_config
-from indexlib.indexing.build import build_index
 from indexlib.redaction import REDACTED, is_secret_key, redact_properties, redact_text, secret_values
 
 SKIPINDEX = str(Path(sys.executable).with_name("skipindex"))
@@ -138,19 +135,3 @@ def test_a_catalog_refusing_connections_prints_no_secret(tmp_path):
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     for secret in SECRETS:
         assert secret not in done.stdout + done.stderr, f"{secret} printed: {done.stderr}"
-
-
-def test_explain_with_secrets_configured_shows_none(tmp_path, spark):
-    catalog = 'name = "test"\ntype = "sql"\nuri = "sqlite:///catalog.db"\nwarehouse = "warehouse"'
-    conf = _conf_with_secrets(tmp_path / "conf.toml", catalog)
-    config = load_config(conf)
-    table = config.load_catalog()
-    table.create_namespace("db")
-    source = table.create_table("db.t", schema=pa.schema([("id", pa.int64())]))
-    source.append(pa.table({"id": pa.array(range(10), pa.int64())}))
-    build_index(config, "db.t", spark)
-    done = _run("explain", "--conf", str(conf), "--table", "db.t", "--where", "id = 3", "--json")
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["files"] == source.inspect.files().column("file_path").to_pylist(), "it answered"
-    for secret in SECRETS:
-        assert secret not in done.stdout + done.stderr, f"explain printed {secret}"
