@@ -8,7 +8,7 @@ same on any.
 
 Payload, version 2 (written now): Parquet's split-block Bloom filter, serialised as a Parquet column chunk stores it
 (split_block.py), over XXH64 of each value's bytes (statistics/canonical.py `Keys.hashes`). Built and probed with
-numpy, with no Python call per value: on TPC-H lineitem it builds ~20x faster than version 1 (docs/benchmarks.md).
+numpy, with no Python call per value: 2.5-8x the keys per second of version 1 on TPC-H lineitem (docs/benchmarks.md).
 
 Payload, version 1 (read only): pybloom-live's own serialisation (`BloomFilter.tofile`: a header of error rate, slice
 count, bits per slice, capacity, count, then the bit array), over the UTF-8 of the text keys. The lookup probes these
