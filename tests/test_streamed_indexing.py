@@ -9,6 +9,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyiceberg.schema import Schema
@@ -95,3 +96,23 @@ def test_an_entry_read_in_batches_is_the_entry_of_the_whole_column(tmp_path_fact
                     built.append(index)
                     payloads[kind.name] = index.payload
         assert {i["kind"]: i["payload"] for i in stats.indexes} == payloads, rule + " index payloads"
+
+
+SIGNED_ZERO_CASES = [
+    ("0.0 then -0.0 in two batches", [[None, 0.0], [-0.0]]),
+    ("-0.0 then 0.0 in two batches", [[-0.0], [0.0, None]]),
+    ("both zeros around a NaN", [[0.0], [float("nan")], [-0.0, 1.5]]),
+]
+
+
+@pytest.mark.parametrize(("rule", "batches"), SIGNED_ZERO_CASES, ids=[c[0] for c in SIGNED_ZERO_CASES])
+def test_batches_holding_both_zeros_give_the_whole_columns_bounds(rule, batches):
+    """-0.0 = 0.0, so min_max answers whichever comes first: the merged distinct values keep the file's order."""
+    from indexlib.statistics.column_stats import ColumnSummary
+
+    summary = ColumnSummary(pa.float64())
+    for batch in batches:
+        summary.add(pa.array(batch, pa.float64()), DoubleType())
+    whole = compute_column_stats(1, "x", DoubleType(), pa.array(sum(batches, []), pa.float64()))
+    streamed = summary.statistics(1, "x", DoubleType())
+    assert (streamed.lower, streamed.upper) == (whole.lower, whole.upper), rule

@@ -173,11 +173,12 @@ def _merged_distinct(parts: list[pa.Array], arrow_type: pa.DataType) -> pa.Array
         return pc.unique(pa.concat_arrays(parts))
     has_null = any(part.null_count for part in parts)
     values = np.concatenate([part.drop_null().to_numpy(zero_copy_only=False) for part in parts])
-    if pa.types.is_floating(arrow_type):  # by bit pattern, as Arrow does: -0.0 and 0.0 stay two values
-        bits = np.dtype(f"i{values.dtype.itemsize}")
-        values = np.unique(values.view(bits)).view(values.dtype)
-    else:
-        values = np.unique(values)
+    # by bit pattern for floats, as Arrow does (-0.0 and 0.0 stay two values), and in order of first occurrence, as
+    # Arrow's unique keeps them: min_max of -0.0 and 0.0 returns whichever comes first, so the bounds stay the bytes
+    # the whole column gives
+    keyed = values.view(np.dtype(f"i{values.dtype.itemsize}")) if pa.types.is_floating(arrow_type) else values
+    _, first = np.unique(keyed, return_index=True)
+    values = values[np.sort(first)]
     merged = pa.array(values, type=arrow_type)
     return pa.concat_arrays([merged, pa.nulls(1, arrow_type)]) if has_null else merged
 
