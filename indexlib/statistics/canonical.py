@@ -120,9 +120,8 @@ def distinct_keys(values: pa.Array, iceberg_type: IcebergType) -> Keys | None:
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return None
         distinct = pc.unique(decimals)
-        if iceberg_type.precision <= 18:  # the unscaled value fits int64: drop the point and parse, vectorised
-            digits = pc.replace_substring(distinct.cast(pa.string()), pattern=".", replacement="")
-            return _numeric(iceberg_type, np.unique(digits.cast(pa.int64()).to_numpy()))
+        if iceberg_type.precision <= 18:  # the unscaled value fits int64
+            return _numeric(iceberg_type, np.unique(_unscaled_int64(distinct)))
         unscaled = sorted({int(d.scaleb(iceberg_type.scale)) for d in distinct.to_pylist()})
         small = [v for v in unscaled if _INT64_MIN <= v <= _INT64_MAX]
         wide = [str(v).encode() for v in unscaled if not _INT64_MIN <= v <= _INT64_MAX]
@@ -181,6 +180,18 @@ def literal_hashes(iceberg_type: IcebergType, values: Iterable[Any]) -> np.ndarr
     floating = isinstance(iceberg_type, (FloatType, DoubleType))
     words = np.array(numbers, dtype=np.float64 if floating else np.int64)
     return np.concatenate([hash_words(words), hash_binary(pa.array(blobs, pa.large_binary()))])
+
+
+def _unscaled_int64(decimals: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """The unscaled integers of decimal128 values of precision <= 18, read from Arrow's buffer: each value is a
+    little-endian two's-complement int128 whose low word is the int64 (the high word only extends its sign). Not via
+    text: Arrow writes small values with many decimals in scientific notation ('0E-10', '1.00E-8')."""
+    if isinstance(decimals, pa.ChunkedArray):
+        decimals = decimals.combine_chunks()
+    if decimals.null_count:
+        decimals = decimals.drop_null()
+    words = np.frombuffer(decimals.buffers()[1], dtype="<i8").reshape(-1, 2)
+    return words[decimals.offset : decimals.offset + len(decimals), 0].astype(np.int64)
 
 
 def _unscaled(value: Decimal, scale: int) -> str | None:
