@@ -4,16 +4,21 @@
     handle = IndexHandle.for_delta("s3://lake/events", index_catalog=catalog)
     handle.lookup("l_orderkey = 42").files
 
-Each lookup first checks the current snapshot of the source and of its index table (one metadata read each; for
-Delta, the log entries since the version it knows). While neither moved, it answers from what it has: the live
-files, the index rows earlier lookups read (file rows, the bounds of the columns asked about, the payloads of the
-files that reached the payload stages) and the statistics decoded from them. When one moved it reads only what
-changed where the history allows: an Iceberg source whose new snapshots are all appends adds the files of those
-snapshots' manifests to its list (anything else, such as a delete, a compaction or a rollback, starts again from the
-index's file rows, as a one-off lookup does); an index table that only had appends reads just the appended rows of
-what it had read (any other commit starts a fresh read).
+Each lookup first reads the current state of the source and of its index table (one metadata read each; for Delta,
+the log entries since the version it knows), never the table object the handle was made from. The cache is keyed by
+everything an answer depends on: the source's state (Iceberg: its metadata location, which changes with a rename or
+a new partition spec as well as with a snapshot; Delta: its version) and the index's snapshot. While neither moved,
+it answers from what it has: the live files, the index rows earlier lookups read (file rows, the bounds of the
+columns asked about, the payloads of the files that reached the payload stages) and the statistics decoded from
+them. When one moved it reads only what changed where the history allows: an Iceberg source whose new snapshots are
+all appends, under the same schema and partition specs, adds the files of those snapshots' manifests to its list
+(anything else, such as a delete, a compaction, a rollback or a schema change, takes the live files as a one-off
+lookup does); an index table that only had appends reads just the appended rows of what it had read (any other
+commit starts a fresh read). A live list is a fact about one source snapshot (however it was read: from the index's
+file rows under their live-version claim, or from the source's plan, docs/index-table.md), so a new index snapshot
+alone does not replace it.
 
-Answers are those of `lookup.lookup` over the same snapshots: files committed after the last build stay "unindexed,
+Answers are those of `lookup.lookup` over the same states: files committed after the last build stay "unindexed,
 kept", removed files are never returned. Thread safety: the snapshot check and the cache update run under one lock;
 a lookup then works on the state it got, which no one modifies, so concurrent lookups never see a half-updated cache.
 """
@@ -32,7 +37,7 @@ from indexlib.sources.base import DataFileRef, Source
 from indexlib.sources.delta import DeltaSource
 from indexlib.sources.iceberg import IcebergSource, only_appends_since
 from indexlib.store.snapshot import IndexRows, IndexSnapshot
-from indexlib.store.table import IndexTable, watermark_of
+from indexlib.store.table import IndexTable
 
 
 class IndexHandle:
@@ -71,15 +76,14 @@ class IndexHandle:
         time_zone: str | None = None,
         dialect: str | None = None,
     ) -> IndexHandle:
-        """A pyiceberg `Table`; its index lives in `index_catalog` (default: the table's own catalog)."""
+        """A pyiceberg `Table` (its catalog and name: every lookup loads the table as the catalog has it then);
+        its index lives in `index_catalog` (default: the table's own catalog)."""
         catalog = table.catalog
         name = ".".join(table.name())
         index_catalog = index_catalog if index_catalog is not None else catalog
-        current = [table]  # the caller's table object serves the first check; later checks load a fresh one
 
         def load_source() -> Source:
-            loaded = current.pop() if current else catalog.load_table(name)
-            return IcebergSource(catalog, name, loaded)
+            return IcebergSource(catalog, name, catalog.load_table(name))
 
         index = IndexTable(index_catalog, index_namespace, name)
         return cls(load_source, index, name, time_zone=time_zone, dialect=dialect)
@@ -118,33 +122,30 @@ class IndexHandle:
         return lookup_in(state, self.name, where, clock or Clock.system(self._time_zone), self._dialect)
 
     def current(self) -> TableState:
-        """The state at the current snapshots of the source and the index, updated from the cached one."""
+        """The state at the current state of the source and snapshot of the index, updated from the cached one."""
         with self._lock:
             source = self._load_source()
             index_table = self._index.reload()
-            source_version = source.current_version()
+            source_key = source.state_key
             index_snapshot = index_table.current_snapshot() if index_table is not None else None
             index_version = index_snapshot.snapshot_id if index_snapshot is not None else None
             cached = self._state
-            if cached is not None and (cached.source_version, cached.index_version) == (source_version, index_version):
+            if cached is not None and (cached.source_key, cached.index_version) == (source_key, index_version):
                 return cached
             rows = self._rows(index_table, index_version, cached)
-            live = self._live(source, source_version, rows, cached)
-            self._state = TableState(source, live, rows, source_version, index_version)
+            live = self._live(source, rows, cached)
+            self._state = TableState(source, live, rows, source.current_version(), index_version, source_key)
             return self._state
 
-    def _live(
-        self, source: Source, version: int | None, rows: IndexRows | None, cached: TableState | None
-    ) -> Sequence[DataFileRef]:
-        if cached is not None and cached.source_version == version:
+    def _live(self, source: Source, rows: IndexRows | None, cached: TableState | None) -> Sequence[DataFileRef]:
+        if cached is not None and cached.source_key == source.state_key:
             return cached.live
         if (
             cached is not None
             and cached.source_version is not None
-            and isinstance(source, IcebergSource)
-            and only_appends_since(source.table, cached.source_version)
+            and _same_layout(cached.source, source)
+            and (added := source.appended_since(cached.source_version)) is not None
         ):
-            added = source.changes_since(cached.source_version).added
             self.reads["source_appends"] += 1
             return cached.live + added
         self.reads["source_plans"] += 1
@@ -155,16 +156,28 @@ class IndexHandle:
             return None
         if cached is not None and cached.index_version == version:
             return cached.rows
-        watermark = watermark_of(table)
         if (
             cached is not None
             and isinstance(cached.rows, IndexSnapshot)
             and only_appends_since(table, cached.index_version)
         ):
             self.reads["index_appends"] += 1
-            return cached.rows.after_appends(table, version, watermark)
+            return cached.rows.after_appends(table)
         self.reads["index_full"] += 1
-        return IndexSnapshot.of(table, watermark)
+        return IndexSnapshot.of(table)
+
+
+def _same_layout(before: Source, now: Source) -> bool:
+    """The same Iceberg schema and partition specs: the live files listed under `before` (their partitions decoded
+    with its schema) stay valid under `now`. Delta tables never reuse a list: delta-rs has the live files at hand."""
+    if not (isinstance(before, IcebergSource) and isinstance(now, IcebergSource)):
+        return False
+    old, new = before.table.metadata, now.table.metadata
+    return (old.current_schema_id, old.default_spec_id, old.partition_specs) == (
+        new.current_schema_id,
+        new.default_spec_id,
+        new.partition_specs,
+    )
 
 
 def open_handle(config: Any, table: str) -> IndexHandle:

@@ -36,7 +36,7 @@ from indexlib.sources.registry import open_source
 from indexlib.statistics.verdict import Verdict
 from indexlib.store.entries import EntryStatistics
 from indexlib.store.snapshot import IndexRows, IndexSnapshot
-from indexlib.store.table import IndexTable, watermark_of
+from indexlib.store.table import IndexTable
 
 
 @dataclass(frozen=True)
@@ -165,6 +165,7 @@ class TableState:
     rows: IndexRows | None
     source_version: int | None = None
     index_version: int | None = None
+    source_key: object = None  # Source.state_key: a handle keys its cache by it and the index snapshot
 
     @cached_property
     def live_paths(self) -> list[str]:
@@ -176,11 +177,12 @@ class TableState:
 
 
 def live_files(source: Source, rows: IndexRows | None) -> Sequence[DataFileRef]:
-    """The source's live files: from the index's file rows at its watermark and the source's changes since, when
-    the index holds a file row for every file live at the watermark and the source can tell what changed without
-    planning (Iceberg, appends only since); else the source's own plan."""
-    if rows is not None and rows.complete and rows.watermark is not None:
-        live = source.live_after(rows.watermark, rows.files())
+    """The source's live files. The one place a lookup takes them from the index: when its file rows claim a live
+    version L (they are exactly the files live at L) and the source's current version is L or was reached from L
+    by appends alone (Iceberg), they are the file rows plus the files of those appends. Otherwise (a delete, an
+    overwrite, a rollback, L expired or no claim) the source's own plan. docs/index-table.md has the argument."""
+    if rows is not None and rows.live_version is not None:
+        live = source.live_after(rows.live_version, rows.files())
         if live is not None:
             return live
     return source.live_files()
@@ -191,7 +193,7 @@ def read_state(config: Config, table: str) -> TableState:
     catalog = config.load_catalog()
     source = open_source(config, table, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name).load()
-    rows = IndexSnapshot.of(index, watermark_of(index)) if index is not None else None
+    rows = IndexSnapshot.of(index) if index is not None else None
     return TableState(source, live_files(source, rows), rows)
 
 

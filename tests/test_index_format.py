@@ -12,14 +12,12 @@ import pytest
 from lakes import PARTS, QUERIES, Lake, events_batch, live_rows
 from pyiceberg.schema import Schema
 
-from indexlib.indexing.backfill import _commit_live
 from indexlib.indexing.build import build_index
 from indexlib.lookup import lookup, lookup_in, read_state
 from indexlib.query.sql import Clock
 from indexlib.report import table_stats
 from indexlib.sources.base import LiveFiles
 from indexlib.sources.iceberg import IcebergSource
-from indexlib.sources.registry import open_source
 from indexlib.store.schema import ENTRY_SCHEMA, FORMAT_VERSION, INDEX_SCHEMA
 from indexlib.store.snapshot import IndexSnapshot
 from indexlib.store.table import FORMAT_PROPERTY, UPGRADE_SUFFIX, WATERMARK_PROPERTY, IndexTable
@@ -144,7 +142,7 @@ def test_a_format_3_index_is_rewritten_as_format_4_with_a_file_row_for_every_fil
     if crash == "before the old table was dropped":
         catalog.create_table(staged, schema=INDEX_SCHEMA)  # a half-written new table
     if crash == "between the drop and the rename":
-        index.upgrade(lambda w, known: None)
+        index.upgrade(lambda watermark, entries: None)
         catalog.rename_table(index.identifier, staged)
         assert lookup(config, lake.name, "id = 17", CLOCK).files == live, "no index table: every file kept"
 
@@ -169,7 +167,6 @@ def test_a_format_3_index_is_rewritten_as_format_4_with_a_file_row_for_every_fil
 def test_a_backfill_batch_never_brings_back_the_row_of_a_file_a_build_dropped_meanwhile(config, catalog, lake, spark):
     build_index(config, lake.name, spark)
     index = IndexTable(catalog, "skipindex", lake.name)
-    watermark = index.watermark()
     victim = next(path for path, rows in live_rows(config, lake.name).items() if all(r["id"] < 40 for r in rows))
     computed = index.entries([victim])  # what a backfill batch computed before the source removed the file
     lake.delete("id < 40")  # the whole first file: the source removes it
@@ -177,8 +174,8 @@ def test_a_backfill_batch_never_brings_back_the_row_of_a_file_a_build_dropped_me
     index.reload()
     assert victim not in index.known_paths()
 
-    result, now = _commit_live(index, computed, watermark, lambda: open_source(config, lake.name))
+    result = index.commit(computed)  # a backfill's commit: it keeps the file rows the live version claims
     index.reload()
     assert victim not in index.known_paths(), "a file row must not outlive its file"
-    assert now == index.watermark() != watermark and result.added == 0
+    assert index.live_version() == index.watermark() == lake.version() and result.added == 0
     _check(config, lake.name, "a backfill batch committed after a build")

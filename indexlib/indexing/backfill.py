@@ -1,10 +1,12 @@
-"""Backfill: index the live files the incremental build never saw (files older than the index, files skipped as
-unreadable) and rebuild entries written with another index configuration, partition by partition.
+"""Backfill: index the live files the index knows but holds no statistics of (files older than the index, files
+skipped as unreadable) and rebuild entries written with another index configuration, partition by partition.
 
 Each batch of whole partitions is one commit, so a crash loses at most the batch in flight and a rerun picks up
-what is still missing: the work list is recomputed from the index itself (no entry, or an entry of another
-configuration version), never from a progress file. Commits keep the watermark as they find it, so a backfill and
-the scheduled build can run at the same time (store/table.py re-plans a commit that lost a race).
+what is still missing: the work list is recomputed from the index itself (an unindexed row, or an entry of another
+configuration version), never from a progress file. Commits keep the watermark and the live version as they find
+them and never add or drop a file row while the rows claim a live version (store/table.py `commit`): files
+committed after the last build are the next build's, and a row the build dropped meanwhile is not brought back. So
+a backfill and the scheduled build can run at the same time (store/table.py re-plans a commit that lost a race).
 """
 
 from __future__ import annotations
@@ -12,13 +14,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from functools import partial
 from itertools import groupby
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from indexlib.errors import UserError
 from indexlib.indexing.build import index_new_files
@@ -29,7 +28,7 @@ from indexlib.query.binding import bound_predicate
 from indexlib.query.sql import Clock
 from indexlib.sources.base import DataFileRef, Source
 from indexlib.sources.registry import open_source
-from indexlib.store.table import CommitResult, IndexTable, WatermarkMoved
+from indexlib.store.table import IndexTable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -58,26 +57,6 @@ class BackfillResult:
         ]
         lines += [f"{self.table}: skipped unreadable file (left unindexed, always kept): {r}" for _, r in self.skipped]
         return "\n".join(lines)
-
-
-def _commit_live(
-    index: IndexTable, entries: pa.Table, watermark: int | None, reopen: Callable[[], Source]
-) -> tuple[CommitResult, int | None]:
-    """Commit `entries`, of files live when the index's watermark was `watermark`, keeping the watermark as it is;
-    returns the result and the watermark it committed under.
-
-    Lookups take the index's file rows as live while the source only appended since the watermark, so a file row
-    must not outlive its file. A build that moved the watermark since may have dropped the row of a file the source
-    removed, which these entries would bring back: then the watermark is read again, then the live files (in that
-    order, so that any later build is caught by the next attempt), the entries of files no longer live are left out,
-    and the commit is planned again."""
-    while True:
-        try:
-            return index.commit(entries, expected_watermark=watermark), watermark
-        except WatermarkMoved:
-            watermark = index.watermark()
-            live = pa.array(sorted(f.path for f in reopen().live_files()), pa.string())
-            entries = entries.filter(pc.is_in(entries.column("file_path"), value_set=live))
 
 
 def select_files(source: Source, where: str | None, config: Config) -> list[DataFileRef]:
@@ -135,6 +114,16 @@ def _work(
             )
         selected = [f for f in selected if source.partition_label(f) in set(partitions)]
     versions = index.config_versions()
+    if index.live_version() is not None:  # only files with a row: the rest are the next build's
+        known = index.known_paths()
+        waiting = [f for f in selected if f.path not in known]
+        if waiting:
+            log.info(
+                "%s: %d selected files were committed after the last build; the next build indexes them",
+                source.name,
+                len(waiting),
+            )
+        selected = [f for f in selected if f.path in known]
     return selected, [f for f in selected if versions.get(f.path, "") != current], versions
 
 
@@ -164,8 +153,6 @@ def backfill(
     source = open_source(config, table_name, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name)
     upgrade_index(index, source)
-    watermark = index.watermark()  # read before the live files are (`_commit_live`)
-    source = open_source(config, table_name, catalog)
     selected, todo, versions = _work(config, source, index, where, partitions)
     settings = config.column_settings(source.name, source.schema)
     rebuilt = sum(1 for f in todo if f.path in versions)
@@ -197,9 +184,7 @@ def backfill(
             skip_unreadable=config.on_unreadable_file == "skip",
             table_files=len(versions) + len(todo) - rebuilt,  # the entries the index holds once this backfill ends
         )
-        result, watermark = _commit_live(
-            index, computed.entries, watermark, partial(open_source, config, table_name, catalog)
-        )
+        result = index.commit(computed.entries)
         commits += int(result.committed)
         written += result.added - result.replaced
         rebuilt_done += result.replaced

@@ -1,5 +1,5 @@
-"""The incremental build: index the files committed since the watermark, drop the entries of removed files, and
-commit both with the new watermark at once.
+"""The incremental build: index the live files the index has no row of (those committed since the last build, and
+any a rollback brought back), drop the rows of files no longer live, and commit both with the new watermark at once.
 
 The driver lists the changes (metadata only), Spark runs tasks planned by bytes (indexing/splits.py), each task
 reads only the indexed columns of its files, and the driver commits. A crash before the commit leaves the index
@@ -26,7 +26,7 @@ from indexlib.indexing.upgrade import upgrade_index
 from indexlib.sources.base import DataFileRef, Source
 from indexlib.sources.registry import open_source
 from indexlib.store.schema import ENTRY_ARROW_SCHEMA
-from indexlib.store.table import IndexTable, WatermarkMoved
+from indexlib.store.table import IndexTable, LiveSet, WatermarkMoved
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -148,33 +148,44 @@ def build_index(config: Config, table_name: str, spark: SparkSession | None = No
 
 
 def _build_once(config: Config, source: Source, index: IndexTable, spark: SparkSession | None) -> BuildResult:
+    """Make the file rows exactly the files live at the source's current version C, indexing the live files the
+    index has no row of, and commit them with C as both the watermark and the live version (docs/index-table.md).
+
+    The files live at C come from the file rows when they claim a version that C reached by appends alone (plus
+    the files of those appends), else from the source's own plan. Comparing them with the file rows, not with the
+    files live at the watermark, is what repairs any history: after a rollback the files it brought back have no
+    row and are indexed, the rows of files it took away are dropped."""
     column_settings = config.column_settings(source.name, source.schema)  # bad settings fail before any work
     version = source.current_version()
     watermark = index.watermark()
-    if version is None or version == watermark:
+    live_version = index.live_version()
+    if version is None or version == watermark == live_version:
         return BuildResult(source.name, index.identifier, 0, 0, version, committed=False)
 
     known = index.known_paths()  # indexed or not: a file skipped once waits for backfill
+    appended = source.appended_since(live_version) if live_version is not None else None
+    if appended is not None:
+        candidates = appended
+        live_paths = frozenset(known | {f.path for f in appended})
+    else:
+        candidates = source.live_files()
+        live_paths = frozenset(f.path for f in candidates)
+    new_files = [f for f in candidates if f.path not in known]
+    live = LiveSet(version, live_paths)
     if watermark is None and not config.index_existing_files:
         # Start indexing from now: older files wait for `skipindex backfill`, known as unindexed.
-        live = source.live_files()
-        live_paths = {f.path for f in live}
-        waiting = unindexed_entries([f for f in live if f.path not in known], source, version)
         result = index.commit(
-            waiting, drop_paths=sorted(known - live_paths), watermark=version, expected_watermark=None
+            unindexed_entries(new_files, source, version), live=live, watermark=version, expected_watermark=None
         )
         log.info("%s: index starts at source version %s; backfill indexes older files", source.name, version)
         return BuildResult(source.name, index.identifier, 0, 0, version, True, result.dropped)
 
-    changes = source.changes_since(watermark)
-    new_files = [f for f in changes.added if f.path not in known]
-    removed = sorted(known - changes.live_paths) if changes.live_paths is not None else []
     log.info(
-        "%s: %d new data files, %d removed since source version %s",
+        "%s: %d live data files without an index row, %d rows of removed files, since source version %s",
         source.name,
         len(new_files),
-        len(removed),
-        watermark,
+        len(known - live_paths),
+        live_version if appended is not None else watermark,
     )
     if new_files and spark is None:
         from indexlib.indexing.spark import get_spark
@@ -189,14 +200,14 @@ def _build_once(config: Config, source: Source, index: IndexTable, spark: SparkS
             config,
             column_settings,
             skip_unreadable=config.on_unreadable_file == "skip",
-            table_files=len(changes.live_paths) if changes.live_paths is not None else len(known) + len(new_files),
+            table_files=len(live_paths),
         )
         if new_files
         else IndexedFiles(ENTRY_ARROW_SCHEMA.empty_table())
     )
     result = index.commit(
         pa.concat_tables([computed.entries, computed.unindexed]),
-        drop_paths=removed,
+        live=live,
         watermark=version,
         expected_watermark=watermark,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from indexlib.indexing.file_rows import unindexed_entries
 from indexlib.sources.base import Source
@@ -15,10 +16,11 @@ log = logging.getLogger(__name__)
 
 
 def upgrade_index(index: IndexTable, source: Source) -> None:
-    """Upgrade `index` if it is older than the current format; files live at its watermark that it holds no entry
-    of become unindexed file rows, so that its file rows are again every file live at the watermark."""
+    """Upgrade `index` if it is older than the current format. Its file rows become exactly the files live at its
+    watermark (the format-4 claim, docs/index-table.md): the old entries of those files, and unindexed rows for the
+    ones it holds no entry of; entries of files no longer live at the watermark are left behind."""
 
-    def unindexed_at(watermark: int, known: set[str]) -> pa.Table | None:
+    def live_at(watermark: int, entries: pa.Table) -> pa.Table | None:
         files = source.files_at(watermark)
         if files is None:
             log.warning(
@@ -27,7 +29,10 @@ def upgrade_index(index: IndexTable, source: Source) -> None:
                 watermark,
             )
             return None
-        return unindexed_entries([f for f in files if f.path not in known], source, watermark)
+        live = pa.array(sorted({f.path for f in files}), pa.string())
+        kept = entries.filter(pc.is_in(entries.column("file_path"), value_set=live))
+        known = set(kept.column("file_path").to_pylist())
+        return pa.concat_tables([kept, unindexed_entries([f for f in files if f.path not in known], source, watermark)])
 
-    if index.upgrade(unindexed_at):
+    if index.upgrade(live_at):
         log.info("%s: index table %s upgraded to the current format", source.name, index.identifier)

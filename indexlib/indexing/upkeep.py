@@ -1,4 +1,4 @@
-"""Index-table upkeep: `compact` rewrites an index table into few files, keeping one entry per live data file;
+"""Index-table upkeep: `compact` rewrites an index table into few files, keeping one entry per data file;
 `verify` recomputes a sample of entries from the data files and reports stale, missing and orphaned ones; `expire`
 drops old index snapshots and deletes the files no snapshot needs (store/expiry.py).
 """
@@ -67,16 +67,26 @@ def indexed_sources(config: Config) -> list[str]:
 
 
 def compact(config: Config, table_name: str) -> CompactResult:
+    """Rewrite the index into one data file per partition, one entry per data file.
+
+    While the file rows claim a live version (docs/index-table.md), every row is of a file live at that version and
+    stays: a rollback to it makes those files live again, and lookups take the live files from these rows. The
+    rows of files removed since are the next build's to drop, with the new live version. Only rows that claim
+    nothing (an index written before the claim existed) are pruned here to the files live now."""
     catalog = config.load_catalog()
     source = open_source(config, table_name, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name)
     upgrade_index(index, source)
-    live = {f.path for f in source.live_files()}
     counts: dict[str, int] = {}
+    live: list[set[str]] = []  # planned once, only when the rows claim no live version
 
-    def plan(entries: pa.Table) -> pa.Table | None:
+    def plan(entries: pa.Table, live_version: int | None) -> pa.Table | None:
         kept = one_entry_per_path(entries)
-        alive = kept.filter(pc.is_in(kept.column("file_path"), value_set=pa.array(sorted(live), pa.string())))
+        alive = kept
+        if live_version is None:
+            if not live:
+                live.append({f.path for f in source.live_files()})
+            alive = kept.filter(pc.is_in(kept.column("file_path"), value_set=pa.array(sorted(live[0]), pa.string())))
         counts.update(
             before=_data_files(index),
             entries=alive.num_rows,

@@ -79,15 +79,6 @@ def paths_of(files: Sequence[DataFileRef]) -> list[str]:
     return files.paths if isinstance(files, LiveFiles) else [f.path for f in files]
 
 
-@dataclass(frozen=True)
-class SourceChanges:
-    """Since a watermark: the live files added after it, and the live paths now when files may have been removed
-    (None when only appends happened, so nothing was removed)."""
-
-    added: list[DataFileRef]
-    live_paths: frozenset[str] | None
-
-
 class Source(Protocol):
     name: str
     schema: Schema
@@ -96,9 +87,20 @@ class Source(Protocol):
 
     def current_version(self) -> int | None: ...
 
+    @property
+    def state_key(self) -> object:
+        """Changes whenever anything a lookup reads of the source may have changed: its files, schema, partition
+        specs or properties (Iceberg: the metadata location, since a rename commits no snapshot; Delta: the
+        version). A handle caches by it."""
+        ...
+
     def live_files(self) -> list[DataFileRef]: ...
 
-    def changes_since(self, watermark: int | None) -> SourceChanges: ...
+    def appended_since(self, version: int) -> list[DataFileRef] | None:
+        """The files the source's versions after `version` added, when `version` is the current one or an ancestor
+        of it reached by appends alone (so the files live now are those live at `version` plus these); None when
+        the source cannot tell that without planning every file."""
+        ...
 
     def partition_label(self, ref: DataFileRef) -> str: ...
 
@@ -106,9 +108,10 @@ class Source(Protocol):
         """The files live at `version` (None when the source no longer has that version)."""
         ...
 
-    def live_after(self, watermark: int, known: pa.Table) -> Sequence[DataFileRef] | None:
-        """The live files from the index's file rows at `watermark` and the changes since, when the source can
-        tell them without planning every file; None when it cannot (the caller calls `live_files`)."""
+    def live_after(self, version: int, known: pa.Table) -> Sequence[DataFileRef] | None:
+        """The live files from `known`, the index's file rows, which are exactly the files live at `version`, and
+        the files appended since (`appended_since`); None when the source cannot tell them so (the caller calls
+        `live_files`)."""
         ...
 
     def stored_partition(self, ref: DataFileRef) -> list[bytes | None] | None:

@@ -1,8 +1,9 @@
 """Delta Lake tables as sources, read through delta-rs (`deltalake`); no Delta jars are needed anywhere.
 
-A Delta table is named by its path or URI. Its versions are the watermark: the files to index after version W are
-the add actions of the versions after W that are still live (live now and not live at W), and any file live at W
-but not now was removed (delete, overwrite, OPTIMIZE). Spark tasks then read the data files as plain Parquet.
+A Delta table is named by its path or URI; its versions are the watermark. delta-rs replays the log to open a
+version, so the files live now are always at hand: a build indexes the live files the index has no row of and drops
+the rows of files no longer live (delete, overwrite, OPTIMIZE, RESTORE). Spark tasks then read the data files as
+plain Parquet.
 
 Delta keeps partition columns out of the data files, so the file indexer finds no statistics for them (unknown:
 kept). The partition stage reads the partition values of the add actions instead (`partitioning`), as min = max
@@ -11,7 +12,6 @@ statistics (statistics/partition_values.py).
 
 from __future__ import annotations
 
-import logging
 import os
 from functools import cached_property
 from typing import Any
@@ -22,9 +22,7 @@ from pyiceberg.io.pyarrow import _pyarrow_to_schema_without_ids
 from pyiceberg.schema import Schema, assign_fresh_schema_ids
 
 from indexlib.errors import UserError
-from indexlib.sources.base import DataFileRef, IdentityPartitioning, SourceChanges
-
-log = logging.getLogger(__name__)
+from indexlib.sources.base import DataFileRef, IdentityPartitioning
 
 # pyiceberg FileIO reads the data files in Spark tasks; these [catalog] keys configure its storage access.
 _FILE_IO_PREFIXES = ("s3.", "gcs.", "adls.", "hdfs.", "oss.", "py-io-impl")
@@ -108,17 +106,13 @@ class DeltaSource:
     def live_files(self) -> list[DataFileRef]:
         return self._files(self.table)
 
-    def changes_since(self, watermark: int | None) -> SourceChanges:
-        live = self.live_files()
-        live_paths = frozenset(f.path for f in live)
-        if watermark is None:
-            return SourceChanges(live, live_paths)
-        before = self.files_at(watermark)
-        if before is None:  # version W vacuumed from the log: every live file is a candidate, indexed ones are skipped
-            log.warning("%s: version %s is no longer in the Delta log; comparing all live files", self.name, watermark)
-            return SourceChanges(live, live_paths)
-        was_live = {f.path for f in before}
-        return SourceChanges([f for f in live if f.path not in was_live], live_paths)
+    @property
+    def state_key(self) -> object:
+        return self.current_version()  # every change to a Delta table, its schema included, is a new version
+
+    def appended_since(self, version: int) -> list[DataFileRef] | None:
+        """None: delta-rs holds the live files of the loaded version already (it replayed the log to open it)."""
+        return None
 
     def files_at(self, version: int) -> list[DataFileRef] | None:
         """The files live at that table version (None when the log no longer has it)."""
@@ -129,8 +123,8 @@ class DeltaSource:
         except Exception:
             return None
 
-    def live_after(self, watermark: int, known: pa.Table) -> list[DataFileRef] | None:
-        """None: delta-rs holds the live files of the loaded version already (it replayed the log to open it)."""
+    def live_after(self, version: int, known: pa.Table) -> list[DataFileRef] | None:
+        """None: see `appended_since`."""
         return None
 
     def stored_partition(self, ref: DataFileRef) -> list[bytes | None] | None:

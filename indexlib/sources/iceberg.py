@@ -12,7 +12,7 @@ from pyiceberg.table.snapshots import Operation, ancestors_of
 from pyiceberg.typedef import Record
 
 from indexlib.errors import UserError
-from indexlib.sources.base import DataFileRef, IcebergPartitioning, LiveFiles, SourceChanges
+from indexlib.sources.base import DataFileRef, IcebergPartitioning, LiveFiles
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -83,37 +83,32 @@ class IcebergSource:
             return []
         return [_ref(task.file) for task in self.table.scan().plan_files()]
 
-    def changes_since(self, watermark: int | None) -> SourceChanges:
-        """Live files added after snapshot `watermark`, and the live paths when a snapshot since may have removed
-        files (overwrite, delete, replace/compaction) or the watermark is no longer an ancestor (rollback).
+    @property
+    def state_key(self) -> object:
+        return self.table.metadata_location
 
-        Appends only: pyiceberg's incremental append scan reads just the new manifests. Otherwise the files added
-        are the ones live now that were not live at the watermark (all live files when that snapshot expired: the
-        caller skips the ones it already indexed).
-        """
+    def appended_since(self, version: int) -> list[DataFileRef] | None:
+        """Appends only since `version`: pyiceberg's incremental append scan reads just the new manifests."""
         current = self.current_version()
-        if current is None:
-            return SourceChanges([], frozenset())
-        if watermark is not None and only_appends_since(self.table, watermark):
-            try:
-                scan = self.table.incremental_append_scan(
-                    from_snapshot_id_exclusive=watermark, to_snapshot_id_inclusive=current
-                )
-                return SourceChanges([_ref(task.file) for task in scan.plan_files()], None)
-            except (ValueError, ValidationError):
-                pass
-        live = self.live_files()
-        was_live = {f.path for f in self.files_at(watermark) or []} if watermark is not None else set()
-        return SourceChanges([f for f in live if f.path not in was_live], frozenset(f.path for f in live))
-
-    def live_after(self, watermark: int, known: pa.Table) -> LiveFiles | None:
-        """The live files without planning the table: `known` (the index's file rows: every file live at snapshot
-        `watermark`, and files the index learnt of since, see docs/index-table.md) plus the files of the snapshots
-        after it. Only when those are all appends, so nothing was removed since; None otherwise (plan instead)."""
-        current = self.current_version()
-        if current != watermark and not only_appends_since(self.table, watermark):
+        if current == version:
+            return []
+        if current is None or not only_appends_since(self.table, version):
             return None
-        added = self.changes_since(watermark).added if current != watermark else []
+        try:
+            scan = self.table.incremental_append_scan(
+                from_snapshot_id_exclusive=version, to_snapshot_id_inclusive=current
+            )
+            return [_ref(task.file) for task in scan.plan_files()]
+        except (ValueError, ValidationError):
+            return None
+
+    def live_after(self, version: int, known: pa.Table) -> LiveFiles | None:
+        """The live files without planning the table: `known` (the index's file rows, exactly the files live at
+        snapshot `version`) plus the files of the snapshots after it, when those are all appends; None otherwise
+        (plan instead)."""
+        added = self.appended_since(version)
+        if added is None:
+            return None
         paths = known.column("file_path").to_pylist()
         seen = set(paths)
         added = [ref for ref in added if ref.path not in seen]

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from pyiceberg.expressions import And, BooleanExpression, EqualTo, In
 
 from indexlib.store.schema import FILE_ROW, FORMAT_VERSION, ROW_ARROW_SCHEMA, as_entries, one_entry_per_path, rows_of
-from indexlib.store.table import format_of
+from indexlib.store.table import format_of, live_version_of, watermark_of
 
 FILE_FIELDS = (
     "file_path",
@@ -67,9 +67,11 @@ def _conform(table: pa.Table, fields: Sequence[str]) -> pa.Table:
 
 
 class IndexRows:
-    """An index's rows in memory (a format-3 table read whole, or entries a test built)."""
+    """An index's rows in memory (a format-3 table read whole, or entries a test built). `live_version`: the source
+    version whose live files the file rows are, exactly (None: they claim nothing, and readers plan the source);
+    rows in memory never claim one."""
 
-    complete = False  # the file rows are not known to hold every file live at the watermark
+    live_version: int | None = None
 
     def __init__(self, rows: pa.Table, watermark: int | None = None) -> None:
         self.watermark = watermark
@@ -95,12 +97,11 @@ class IndexRows:
 class IndexSnapshot(IndexRows):
     """One snapshot of a format-4 index table, read as asked and cached (see the module docstring). Thread-safe."""
 
-    complete = True  # every build writes a file row for each file it learns of, indexed or not (schema.py)
-
-    def __init__(self, table: Any, snapshot_id: int, watermark: int | None) -> None:
+    def __init__(self, table: Any, snapshot_id: int, watermark: int | None, live_version: int | None) -> None:
         self.table = table
         self.snapshot_id = snapshot_id
         self.watermark = watermark
+        self.live_version = live_version
         # every read, for monitoring, the benchmark and the tests: (what, column field ids, rows); and Arrow bytes
         self.reads: list[tuple[str, tuple[int, ...], int]] = []
         self.bytes_read = 0
@@ -110,14 +111,14 @@ class IndexSnapshot(IndexRows):
         self._payloads: dict[int, pa.Table] = {}  # per column: the rows read so far
 
     @staticmethod
-    def of(table: Any, watermark: int | None) -> IndexRows | None:
+    def of(table: Any) -> IndexRows | None:
         """The index at `table`'s current snapshot (None when it has none)."""
         snapshot = table.current_snapshot()
         if snapshot is None:
             return None
         if format_of(table) < FORMAT_VERSION:
-            return IndexRows.of_entries(table.scan(snapshot_id=snapshot.snapshot_id).to_arrow(), watermark)
-        return IndexSnapshot(table, snapshot.snapshot_id, watermark)
+            return IndexRows.of_entries(table.scan(snapshot_id=snapshot.snapshot_id).to_arrow(), watermark_of(table))
+        return IndexSnapshot(table, snapshot.snapshot_id, watermark_of(table), live_version_of(table))
 
     def _scan(
         self, what: str, field_ids: Sequence[int], row_filter: BooleanExpression, fields: Sequence[str]
@@ -172,10 +173,11 @@ class IndexSnapshot(IndexRows):
         self.reads.append(("payloads", (field_id,), read.num_rows))
         return read
 
-    def after_appends(self, table: Any, snapshot_id: int, watermark: int | None) -> IndexSnapshot:
-        """The same index at a later snapshot reached by appends only: what this one read, plus the rows appended
-        since (read with the same filters, from the appended data files only)."""
-        later = IndexSnapshot(table, snapshot_id, watermark)
+    def after_appends(self, table: Any) -> IndexSnapshot:
+        """The same index at `table`'s current snapshot, reached by appends only: what this one read, plus the rows
+        appended since (read with the same filters, from the appended data files only)."""
+        snapshot_id = table.current_snapshot().snapshot_id
+        later = IndexSnapshot(table, snapshot_id, watermark_of(table), live_version_of(table))
 
         def appended(row_filter: BooleanExpression, fields: Sequence[str]) -> pa.Table:
             scan = table.incremental_append_scan(

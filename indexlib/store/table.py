@@ -1,9 +1,11 @@
 """The side index table: one Iceberg table per source table; per data file, a file row and one row per indexed
 column (store/schema.py).
 
-Every change (new entries, entries replaced after a configuration change, entries of removed files dropped) and the
-watermark (the last source version indexed, a snapshot-summary property) land in one Iceberg commit, so a reader
-sees all of it or none. A commit is planned against the table state it read and fails if anyone committed since
+Every change (new entries, entries replaced after a configuration change, entries of removed files dropped), the
+watermark (the last source version a build reached) and the live version (the source version whose live files the
+file rows are, exactly) land in one Iceberg commit, so a reader sees all of it or none. The live version is the one
+claim readers derive live files from; the rule each writer keeps for it is in docs/index-table.md ("What the file
+rows mean"). A commit is planned against the table state it read and fails if anyone committed since
 (pyiceberg's own rebasing retry is switched off for index tables); `commit` then re-reads and plans again. That is
 what keeps one entry per data file with concurrent writers and after a crash. See docs/index-table.md.
 """
@@ -47,6 +49,7 @@ from indexlib.store.schema import (
 log = logging.getLogger(__name__)
 
 WATERMARK_PROPERTY = "skipindex.source-version"
+LIVE_PROPERTY = "skipindex.live-version"
 SOURCE_PROPERTY = "skipindex.source-table"
 FORMAT_PROPERTY = "skipindex.format-version"
 # Our commits are planned against the state they read; a rebase by pyiceberg could duplicate an entry.
@@ -71,7 +74,16 @@ def index_asset_uri(catalog_name: str, namespace: str, source_name: str) -> str:
 
 
 class WatermarkMoved(Exception):
-    """Another build moved the watermark since this one planned: its list of new files is out of date."""
+    """Another writer changed what this build planned from (the watermark, or the file rows it found): its list of
+    new and removed files is out of date."""
+
+
+@dataclass(frozen=True)
+class LiveSet:
+    """The paths of every data file live at source version `version`: what a build makes the file rows be."""
+
+    version: int
+    paths: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -153,6 +165,10 @@ class IndexTable:
     def watermark(self) -> int | None:
         return watermark_of(self.load())
 
+    def live_version(self) -> int | None:
+        """The source version whose live files the file rows are, exactly (None: they claim nothing)."""
+        return live_version_of(self.load())
+
     def file_rows(self) -> pa.Table:
         """`file_path`, `config_version` and `indexed` of every data file the index knows (only these are read)."""
         table = self.load()
@@ -205,12 +221,13 @@ class IndexTable:
         self._table = self.catalog.load_table(self.identifier)
         return self._table
 
-    def upgrade(self, unindexed_at: Callable[[int, set[str]], pa.Table | None]) -> bool:
+    def upgrade(self, live_at: Callable[[int, pa.Table], pa.Table | None]) -> bool:
         """Turn a format-3 index table into format 4 (True if it did). The rows change shape, so the entries are
-        written to a new table, `<name>__format4`, with file rows for the files live at the watermark that the old
-        table has no entry of (`unindexed_at(watermark, indexed paths)`; None when the source no longer has that
-        version: the new table then has no watermark and the next build compares every live file). Then the old
-        table is dropped and the new one renamed. Readers that find no table between the drop and the rename keep
+        written to a new table, `<name>__format4`: `live_at(watermark, old entries)` gives the entries whose file
+        rows are exactly the files live at the watermark (the old entries of those files, and unindexed rows for
+        the others), committed with the watermark as the live version; None when the source no longer has that
+        version: then every old entry is written, with neither watermark nor live version, and the next build
+        compares every live file. Then the old table is dropped and the new one renamed. Readers that find no table between the drop and the rename keep
         every file; a crash there leaves the new table, and the next call finishes the swap."""
         staged = f"{self.identifier}{UPGRADE_SUFFIX}"
         table = self.reload()
@@ -226,19 +243,16 @@ class IndexTable:
             self.catalog.drop_table(staged)
         watermark = watermark_of(table)
         entries = one_entry_per_path(self.entries())
-        missing = (
-            unindexed_at(watermark, set(entries.column("file_path").to_pylist())) if watermark is not None else None
-        )
-        if missing is None:
+        at_watermark = live_at(watermark, entries) if watermark is not None else None
+        if at_watermark is None:
             watermark = None
         else:
-            entries = pa.concat_tables([entries, as_entries(missing)])
+            entries = as_entries(at_watermark)
         try:
             new = self._create(staged)
         except TableAlreadyExistsError:  # another writer is upgrading right now
             raise UserError(f"index table {self.identifier} is being upgraded by another process; run again") from None
-        properties = {WATERMARK_PROPERTY: str(watermark)} if watermark is not None else {}
-        new.append(rows_of(entries), snapshot_properties=properties)
+        new.append(rows_of(entries), snapshot_properties=_summary(watermark, watermark))
         self.catalog.drop_table(self.identifier)
         self.catalog.rename_table(staged, self.identifier)
         log.info("%s: upgraded to format %d (%d entries)", self.identifier, FORMAT_VERSION, entries.num_rows)
@@ -253,27 +267,41 @@ class IndexTable:
         self,
         entries: pa.Table,
         *,
-        drop_paths: Iterable[str] = (),
+        live: LiveSet | None = None,
         watermark: int | None = None,
         expected_watermark: Any = _UNSET,
     ) -> CommitResult:
-        """Make the index hold `entries` (one per file: an entry of the same file with another configuration
-        version is replaced, one with the same is kept), drop the entries of `drop_paths`, and set the watermark to
-        `watermark` (None: keep the current one), in one commit.
+        """Write `entries` (one per file: an entry of the same file with another configuration version is replaced,
+        one with the same is kept, an unindexed row never replaces an indexed one) in one commit.
+
+        With `live` (a build): the file rows become exactly `live.paths` (rows of other files are dropped, entries of
+        other files are not written) and `live.version` the live version, with the watermark set to `watermark`;
+        if a file of `live` would still have no row, the file rows changed since the caller planned, and
+        WatermarkMoved is raised. Without `live` (a backfill): the set of file rows does not change while they
+        claim a live version (only entries of files with a row are written); without a claim any entry is; the
+        watermark and live version stay as they are.
 
         With `expected_watermark`, raise WatermarkMoved instead of committing when the current watermark differs.
         A commit that loses a race re-reads the table and plans again, so whatever the other writer committed is
         neither duplicated nor lost.
         """
         entries = as_entries(entries)
-        drop = set(drop_paths)
 
         def attempt(table: Any) -> CommitResult:
             current = watermark_of(table)
+            current_live = live_version_of(table)
             if expected_watermark is not _UNSET and current != expected_watermark:
                 raise WatermarkMoved(f"{self.identifier}: watermark moved from {expected_watermark} to {current}")
             state = _file_state(table) if table.current_snapshot() is not None else _FILE_STATE.empty_table()
             present = set(state.column("file_path").to_pylist())
+            writable = live.paths if live is not None else present if current_live is not None else None
+            candidates = (
+                entries
+                if writable is None
+                else entries.filter(
+                    pc.is_in(entries.column("file_path"), value_set=pa.array(sorted(writable), pa.string()))
+                )
+            )
             indexed_present = set(state.filter(state.column("indexed")).column("file_path").to_pylist())
             pairs = set(
                 zip(state.column("file_path").to_pylist(), state.column("config_version").to_pylist(), strict=True)
@@ -281,19 +309,26 @@ class IndexTable:
             fresh = [
                 (path, version) not in pairs and (indexed or path not in present)  # never unindex a file
                 for path, version, indexed in zip(
-                    entries.column("file_path").to_pylist(),
-                    entries.column("config_version").to_pylist(),
-                    entries.column("indexed").to_pylist(),
+                    candidates.column("file_path").to_pylist(),
+                    candidates.column("config_version").to_pylist(),
+                    candidates.column("indexed").to_pylist(),
                     strict=True,
                 )
             ]
-            add = entries.filter(pa.array(fresh, pa.bool_()))
-            rebuilt = present & set(add.column("file_path").to_pylist())
-            dropped = (present & drop) - rebuilt
+            add = candidates.filter(pa.array(fresh, pa.bool_()))
+            added_paths = set(add.column("file_path").to_pylist())
+            rebuilt = present & added_paths
+            dropped = present - live.paths if live is not None else set()
+            if live is not None and (lacking := live.paths - present - added_paths):
+                raise WatermarkMoved(
+                    f"{self.identifier}: the file rows changed since the build planned ({len(lacking)} live files "
+                    f"without a row, e.g. {min(lacking)})"
+                )
             new_watermark = current if watermark is None else watermark
-            if add.num_rows == 0 and not rebuilt and not dropped and new_watermark == current:
+            new_live = live.version if live is not None else current_live
+            if add.num_rows == 0 and not dropped and (new_watermark, new_live) == (current, current_live):
                 return CommitResult(0, 0, 0, entries.num_rows, committed=False)
-            properties = {WATERMARK_PROPERTY: str(new_watermark)} if new_watermark is not None else {}
+            properties = _summary(new_watermark, new_live)
             transaction = table.transaction()
             if rebuilt or dropped:
                 transaction.delete(In("file_path", sorted(rebuilt | dropped)), snapshot_properties=properties)
@@ -305,20 +340,20 @@ class IndexTable:
 
         return self._retrying(attempt)
 
-    def rewrite(self, plan: Callable[[pa.Table], pa.Table | None]) -> pa.Table | None:
-        """Replace every entry by `plan(all entries)` in one commit (None: leave the table alone); the watermark is
-        kept. Used by compaction; re-planned like `commit` when it loses a race."""
+    def rewrite(self, plan: Callable[[pa.Table, int | None], pa.Table | None]) -> pa.Table | None:
+        """Replace every entry by `plan(all entries, live version)` in one commit (None: leave the table alone);
+        the watermark and the live version are kept, so `plan` must keep a row for every file of the live
+        version. Used by compaction; re-planned like `commit` when it loses a race."""
 
         def attempt(table: Any) -> pa.Table | None:
             if table.current_snapshot() is None:
                 return None
-            kept = plan(entries_of(table.scan().to_arrow()))
+            live_version = live_version_of(table)
+            kept = plan(entries_of(table.scan().to_arrow()), live_version)
             if kept is None:
                 return None
-            current = watermark_of(table)
-            properties = {WATERMARK_PROPERTY: str(current)} if current is not None else {}
             with table.transaction() as transaction:
-                transaction.overwrite(rows_of(kept), snapshot_properties=properties)
+                transaction.overwrite(rows_of(kept), snapshot_properties=_summary(watermark_of(table), live_version))
             return kept
 
         return self._retrying(attempt)
@@ -344,6 +379,20 @@ def watermark_of(table: Any) -> int | None:
     snapshot = table.current_snapshot() if table is not None else None
     value = snapshot.summary[WATERMARK_PROPERTY] if snapshot is not None and snapshot.summary else None
     return int(value) if value is not None else None
+
+
+def live_version_of(table: Any) -> int | None:
+    """The source version whose live files the index's file rows are, exactly (docs/index-table.md); None when the
+    current snapshot makes no such claim (an index written before the claim existed, or whose watermark expired)."""
+    snapshot = table.current_snapshot() if table is not None else None
+    value = snapshot.summary[LIVE_PROPERTY] if snapshot is not None and snapshot.summary else None
+    return int(value) if value is not None else None
+
+
+def _summary(watermark: int | None, live_version: int | None) -> dict[str, str]:
+    """The snapshot-summary properties of an index commit."""
+    properties = {WATERMARK_PROPERTY: str(watermark)} if watermark is not None else {}
+    return properties | ({LIVE_PROPERTY: str(live_version)} if live_version is not None else {})
 
 
 def format_of(table: Any) -> int:
