@@ -13,7 +13,8 @@ from indexlib.cli import main
 from indexlib.indexing.build import build_index
 from indexlib.indexing.upkeep import compact, indexed_sources, verify
 from indexlib.lookup import lookup
-from indexlib.store.table import IndexTable
+from indexlib.store.schema import ENTRY_ARROW_SCHEMA, rows_of
+from indexlib.store.table import WATERMARK_PROPERTY, IndexTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("service", pa.string())])
 
@@ -58,10 +59,26 @@ def test_compact_rewrites_small_files_into_one_per_partition_and_keeps_every_ent
     assert "already compact" in compact(config, "db.small").message(), "a second compaction rewrites nothing"
 
 
-def test_compact_drops_entries_of_files_no_longer_live(config, table, spark):
+def test_compact_keeps_every_row_of_the_live_version_and_the_next_build_drops_the_removed_files(config, table, spark):
     table.delete("id < 30")  # removes the first file; no build has run since
     result = compact(config, "db.small")
-    assert result.removed_dropped == 1 and result.entries == 4
+    assert result.removed_dropped == 0 and result.entries == 5, (
+        "the file rows are the files live at the index's live version: a rollback to it makes the removed one live again"
+    )
+    answer = lookup(config, "db.small", "id >= 0")
+    assert answer.files_total == 4 and len(answer.files) == 4, "a lookup plans the source after the delete"
+    assert build_index(config, "db.small", spark).entries_dropped == 1, "the build drops it, with the new live version"
+
+
+def test_compact_prunes_rows_that_claim_no_live_version_to_the_files_live_now(config, table, spark):
+    index = IndexTable(config.load_catalog(), config.index_namespace, "db.small").load()
+    watermark = index.current_snapshot().summary[WATERMARK_PROPERTY]
+    # what an index written before the live version existed looks like: a watermark and no claim
+    index.append(rows_of(ENTRY_ARROW_SCHEMA.empty_table()), snapshot_properties={WATERMARK_PROPERTY: watermark})
+    table.delete("id < 30")
+    result = compact(config, "db.small")
+    assert result.removed_dropped == 1 and result.entries == 4, "rows that claim nothing are pruned to the live files"
+    assert lookup(config, "db.small", "id >= 0").files_total == 4
 
 
 def test_compact_without_table_covers_every_indexed_table(config, conf_path, table, capsys):
@@ -80,7 +97,7 @@ def test_verify_finds_stale_and_missing_entries_and_exits_1(config, conf_path, t
     index = IndexTable(config.load_catalog(), config.index_namespace, "db.small")
     victim = sorted(index.indexed().column("file_path").to_pylist())[2]
 
-    def tamper(entries: pa.Table) -> pa.Table:
+    def tamper(entries: pa.Table, live_version: int | None) -> pa.Table:
         """The victim's entry claims one row fewer than its file holds."""
         counts = pc.if_else(
             pc.equal(entries.column("file_path"), victim),
