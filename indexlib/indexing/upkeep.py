@@ -144,12 +144,18 @@ def expire(config: Config, table_name: str, older_than: timedelta, retain_last: 
 
 def _data_files(index: IndexTable) -> int:
     table = index.catalog.load_table(index.identifier)
-    return 0 if table.current_snapshot() is None else len(table.inspect.files())
+    return 0 if _empty(table) else len(table.inspect.files())
 
 
 def _partitions(index: IndexTable) -> int:
     table = index.catalog.load_table(index.identifier)
-    return 0 if table.current_snapshot() is None else table.inspect.partitions().num_rows
+    return 0 if _empty(table) else table.inspect.partitions().num_rows
+
+
+def _empty(table: Any) -> bool:
+    """No snapshot, or one without data files (every row dropped), where pyiceberg's `inspect.files()` raises."""
+    snapshot = table.current_snapshot()
+    return snapshot is None or (snapshot.summary is not None and snapshot.summary["total-data-files"] == "0")
 
 
 @dataclass(frozen=True)
