@@ -118,3 +118,16 @@ def test_verify_finds_stale_and_missing_entries_and_exits_1(config, conf_path, t
 def test_verify_rejects_a_negative_sample(conf_path, table, capsys):
     assert main(["verify", "--conf", str(conf_path), "--table", "db.small", "--sample", "-1"]) == 2
     assert "--sample must be >= 0" in capsys.readouterr().err
+
+
+def test_compact_of_an_index_whose_rows_were_all_dropped_is_already_compact(config, catalog):
+    """A snapshot with no data files (every row dropped) is a compact index, not an error."""
+    source = catalog.create_table("db.gone", schema=SCHEMA)
+    source.append(_batch(0))
+    IndexTable(catalog, config.index_namespace, "db.gone").load_or_create().append(
+        rows_of(ENTRY_ARROW_SCHEMA.empty_table())
+    )
+    assert (
+        compact(config, "db.gone").message()
+        == "db.gone: index skipindex.db__gone is already compact (0 files, 0 entries)"
+    )
