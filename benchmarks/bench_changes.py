@@ -55,7 +55,9 @@ def main(files: int) -> None:
         source = IcebergSource(catalog, "db.t")
         half = source.table.history()[appends // 2].snapshot_id  # watermark: half of the appends are new
         rows = []
-        rows.append(("Iceberg, appends only (incremental append scan)", best_of(3, lambda: source.appended_since(half))))
+        rows.append(
+            ("Iceberg, appends only (incremental append scan)", best_of(3, lambda: source.appended_since(half)))
+        )
         delta_source = DeltaSource(delta)
         rows.append(
             (
@@ -67,9 +69,7 @@ def main(files: int) -> None:
         DeltaTable(delta).delete("id < 5")
         source = IcebergSource(catalog, "db.t")
         delta_source = DeltaSource(delta)
-        rows.append(
-            ("Iceberg, after a delete (live files now: one plan)", best_of(3, source.live_files))
-        )
+        rows.append(("Iceberg, after a delete (live files now: one plan)", best_of(3, source.live_files)))
         rows.append(("Delta, after a delete", best_of(3, delta_source.live_files)))
 
         index = IndexTable(catalog, "skipindex", "db.t")

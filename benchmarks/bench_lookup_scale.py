@@ -42,7 +42,7 @@ from indexlib.query.binding import bind
 from indexlib.query.normalize import normalize
 from indexlib.query.sql import parse_where
 from indexlib.store.schema import ENTRY_ARROW_SCHEMA, entry_row
-from indexlib.store.table import IndexTable
+from indexlib.store.table import IndexTable, LiveSet
 
 MODES = np.array(["AIR", "FOB", "MAIL", "RAIL", "REG AIR", "SHIP", "TRUCK"])
 TABLE = "bench.events"
@@ -97,8 +97,11 @@ def _make_table(
             pool.map(_entry, paths, repeat(iceberg_schema), repeat(name_mapping), repeat(settings), chunksize=256)
         )
     config = load_config(conf)
-    IndexTable(catalog, config.index_namespace, TABLE).commit(
-        pa.Table.from_pylist(entries, schema=ENTRY_ARROW_SCHEMA), watermark=table.current_snapshot().snapshot_id
+    version = table.current_snapshot().snapshot_id
+    IndexTable(catalog, config.index_namespace, TABLE).commit(  # as a build commits: rows of exactly the live files
+        pa.Table.from_pylist(entries, schema=ENTRY_ARROW_SCHEMA),
+        live=LiveSet(version, frozenset(paths)),
+        watermark=version,
     )
     return conf, data
 
