@@ -1,0 +1,856 @@
+"""Stateful property: random histories of real tables, and after every step every asker checked against the rows.
+
+A hypothesis `RuleBasedStateMachine` runs a random history on a REAL table, Iceberg (pyiceberg, SQLite catalog in a
+fresh directory per example) or Delta (delta-rs, a fresh directory per example): appends, deletes that remove whole
+files or rewrite part of one, overwrites, compaction of the source, index builds (real Spark, with and without
+`index_existing_files`), backfills, index compaction and expiry, an index written in format 3 that the next writer
+upgrades; Iceberg rollbacks and set-current-snapshot to any earlier snapshot, schema changes (add, drop, rename, two
+string columns swapping names, int -> long) and partition evolution; Delta restores, vacuum, a column added with
+`schema_mode="merge"` and an overwrite that changes the schema.
+
+After every step, for a fixed set of predicates over the columns the table has now, three askers are checked:
+- "one-off lookup": `indexlib.lookup.lookup(config, name, where)`;
+- "held handle": one `IndexHandle` made when the example starts (Iceberg: from the table object; Delta: from the
+  path) and never remade, first asked after the first step;
+- "handle made now": an `IndexHandle` made at the check, Iceberg: from the table object the test loaded before the
+  step ran (what a planner holding a table object does); Delta: from the path (`for_delta` takes no table object).
+Each answer must (a) hold every live file with a row where the predicate is TRUE, (b) hold only live files, (c) list
+in `all_match` only files where every row is TRUE, (d) count every live file in `summary["files_total"]`.
+
+The truth is DuckDB over in-memory Arrow: each live file's rows as the table's CURRENT schema reads them (Iceberg:
+pyiceberg's `ArrowScan` per planned task, by field id; Delta: the Parquet file plus its partition values from the log,
+by name), each predicate counted per file as `count(*) FILTER (WHERE p)` against `count(*)`.
+
+Failures are recorded, not raised at once: one bug often hides another (a handle's bug may show only after a one-off
+lookup already went wrong), so the example runs to its end and `teardown` raises the most telling failure, each kind
+of failure as its own exception type so that hypothesis shrinks and reports each separately. The order: a held
+handle wrong at a later question where a one-off lookup at the same check was right, then a one-off lookup, then a
+held handle's first question, then a handle made now. A handle's failure that a one-off lookup shows too at that
+check is counted as the lookup's.
+
+CI profile: EXAMPLES examples of up to STEPS steps per format; SKIPINDEX_LIFE_EXAMPLES and SKIPINDEX_LIFE_STEPS run
+longer (for instance 200 and 20), SKIPINDEX_LIFE_SEED fixes hypothesis's seed.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable, write_deltalake
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    multiple,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.io.pyarrow import ArrowScan
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table.snapshots import ancestors_of
+from pyiceberg.transforms import BucketTransform, IdentityTransform
+from pyiceberg.types import DecimalType, IntegerType, LongType, NestedField, StringType
+
+from indexlib.config import load_config
+from indexlib.handle import IndexHandle
+from indexlib.indexing.backfill import backfill
+from indexlib.indexing.build import build_index
+from indexlib.indexing.upkeep import compact, expire
+from indexlib.lookup import LookupResult, lookup
+from indexlib.query.sql import Clock
+from indexlib.sources.registry import open_source
+from indexlib.store.schema import ENTRY_SCHEMA
+from indexlib.store.table import FORMAT_PROPERTY, SOURCE_PROPERTY, WATERMARK_PROPERTY, IndexTable
+
+EXAMPLES = int(os.environ.get("SKIPINDEX_LIFE_EXAMPLES", "3"))
+STEPS = int(os.environ.get("SKIPINDEX_LIFE_STEPS", "12"))
+SEED = os.environ.get("SKIPINDEX_LIFE_SEED")
+# hypothesis stops shrinking after 300 s per test; a long run that must print minimal examples may allow more
+SHRINK_SECONDS = os.environ.get("SKIPINDEX_LIFE_SHRINK_SECONDS")
+VERBOSE = bool(os.environ.get("SKIPINDEX_LIFE_VERBOSE"))  # print every example's history and check times
+CLOCK = Clock()
+ROWS = 10  # rows per appended batch: one partition each, so one data file
+
+S1_VALUES = ["auth", "billing", "search"]
+S2_VALUES = ["mail", "queue", "web"]
+PARTS = ["a", "b", "c"]
+# (predicate, the columns it names): asked while every named column exists. s1 and s2 are written from different
+# values, so after the two swap names a predicate on one finds the other's values in the older files.
+PREDICATES = [
+    ("id = 7", {"id"}),
+    ("id BETWEEN 12 AND 30", {"id"}),
+    ("id >= 40", {"id"}),  # every row of the files appended later
+    ("part IN ('a', 'c')", {"part"}),  # every row of those partitions' files
+    ("s1 = 'web'", {"s1"}),
+    ("s1 IN ('billing', 'mail')", {"s1"}),
+    ("s2 LIKE 'au%'", {"s2"}),
+    ("s2 IS NULL", {"s2"}),
+    ("n > 6 OR s2 = 'queue'", {"n", "s2"}),
+    ("part = 'b' AND s1 LIKE 'se%'", {"part", "s1"}),
+    ("num <= 2", {"num"}),
+    ("extra >= 50", {"extra"}),
+    ("amount > 2.50", {"amount"}),  # decimal(9, 2): scale <= 2 (a wider scale fails the build, fixed separately)
+]
+# columns a schema change may add (Iceberg type, Arrow type); n can come back after a drop, with a new field id
+ADDABLE = {
+    "n": (IntegerType(), pa.int32()),
+    "extra": (LongType(), pa.int64()),
+    "amount": (DecimalType(9, 2), pa.decimal128(9, 2)),
+}
+
+# What failed, in the order teardown raises it: (group, kind). An index operation that raised comes first (its kind
+# is the rule and the exception), then the askers. Each (group, kind) is its own exception type, so that hypothesis
+# tells the bugs apart (it keys a failure by its type and where it was raised) and shrinks each to its own example.
+GROUPS = {
+    "index operation": "",
+    "held handle (later question)": "HeldHandle",
+    "one-off lookup": "OneOffLookup",
+    "held handle (first question)": "HeldHandleFirstQuestion",
+    "handle made now": "HandleMadeNow",
+}
+KINDS = {
+    "skipped": "SkippedAMatchingLiveFile",
+    "not live": "ReturnedAFileNotLive",
+    "all_match": "ClaimedAllMatchWrongly",
+    "files_total": "CountedLiveFilesWrongly",
+    "error": "Raised",
+}
+# A held handle's first question and a handle made now go wrong together, in as many kinds as there are, whenever a
+# planner's table object is stale: one type per group, so that shrinking time is spent on the others.
+BY_GROUP = {"held handle (first question)", "handle made now"}
+# SKIPINDEX_LIFE_FOCUS: names of failure types (comma-separated, e.g. OneOffLookupSkippedAMatchingLiveFile); only
+# those fail an example, the others are still shown in its message. Hypothesis stops looking for new failures 10 s
+# after it found the first one, so a long run after one particular bug names it here.
+FOCUS = {name.strip() for name in os.environ.get("SKIPINDEX_LIFE_FOCUS", "").split(",") if name.strip()}
+
+
+class LifeFailure(AssertionError):
+    """A lookup broke the rule, or an index operation raised, at some step of a table's life."""
+
+
+_TYPES: dict[str, type[LifeFailure]] = {}
+
+
+def failure_type(group: str, kind: str) -> type[LifeFailure]:
+    if group == "index operation":  # kind: "<rule> raised <exception type>"
+        name = "".join(word[:1].upper() + word[1:] for word in kind.replace("_", " ").split())
+    else:
+        name = GROUPS[group] + ("BrokeTheRule" if group in BY_GROUP else KINDS[kind])
+    return _TYPES.setdefault(name, type(name, (LifeFailure,), {}))
+
+
+@dataclass
+class Failure:
+    group: str
+    kind: str
+    asker: str
+    step: int
+    where: str
+    detail: str
+
+    @property
+    def rank(self) -> tuple[int, int]:
+        return list(GROUPS).index(self.group), list(KINDS).index(self.kind) if self.kind in KINDS else 0
+
+    @property
+    def counts(self) -> bool:
+        return not FOCUS or failure_type(self.group, self.kind).__name__ in FOCUS
+
+
+@dataclass
+class Truth:
+    """The live files and, per predicate, each file's (rows, rows where it is TRUE)."""
+
+    live: set[str]
+    counts: dict[str, dict[str, tuple[int, int]]]
+
+    def matching(self, where: str) -> set[str]:
+        return {path for path, (_, matched) in self.counts[where].items() if matched}
+
+
+def _rows(schema: pa.Schema, rng: random.Random, start: int, part: str) -> pa.Table:
+    """ROWS rows of one partition in `schema` (by column name): ids from `start`, each string column clustered on
+    two of its values, some NULLs."""
+    s1, s2 = rng.sample(S1_VALUES, 2), rng.sample(S2_VALUES, 2)
+
+    def value(name: str, i: int) -> Any:
+        if name == "id":
+            return start + i
+        if name == "part":
+            return part
+        if name == "s1":
+            return None if rng.random() < 0.1 else rng.choice(s1)
+        if name == "s2":
+            return None if rng.random() < 0.1 else rng.choice(s2)
+        if name in ("n", "num"):
+            return rng.randrange(10)
+        if name == "extra":
+            return None if rng.random() < 0.2 else rng.randrange(100)
+        if name == "amount":
+            return Decimal(rng.randrange(500)).scaleb(-2)
+        raise AssertionError(f"no values for column {name}")
+
+    return pa.Table.from_pylist(
+        [{f.name: value(f.name, i) for f in schema} for i in range(ROWS)], schema=pa.schema(list(schema))
+    )
+
+
+def _short(paths: set[str] | list[str]) -> str:
+    return ", ".join(sorted(p.rsplit("/", 2)[-2] + "/" + p.rsplit("/", 1)[-1][:13] for p in paths))
+
+
+class TableLife(RuleBasedStateMachine):
+    """The rules and the check both formats share; IcebergLife and DeltaLife add their own."""
+
+    kind = ""
+    snapshots = Bundle("snapshots")  # source versions: those written, and those a build indexed (twice as likely)
+
+    def __init__(self, spark: Any, base: Path) -> None:
+        super().__init__()
+        self.spark = spark
+        self.dir = Path(tempfile.mkdtemp(prefix=f"{self.kind}-", dir=base))
+        conf = self.dir / "conf.toml"
+        conf.write_text(
+            f'[catalog]\nname = "life"\ntype = "sql"\nuri = "sqlite:///{self.dir}/catalog.db"\n'
+            f'warehouse = "file://{self.dir}/warehouse"\n[spark]\nmaster = "local[2]"\n'
+        )
+        self.config = load_config(conf)
+        late = self.dir / "late.toml"  # the same catalog; a first build leaves existing files to backfill
+        late.write_text(conf.read_text() + "[build]\nindex_existing_files = false\nbackfill_files_per_commit = 2\n")
+        self.late_config = load_config(late)
+        self.catalog = self.config.load_catalog()
+        self.rng = random.Random(0)
+        self.next_id = 0
+        self.history: list[str] = []
+        self.failures: list[Failure] = []
+        self.index_written = False
+        self.held: IndexHandle | None = None
+        self.held_asked = False
+        self.duck = duckdb.connect()
+        self.started = time.monotonic()
+
+    # ---- what the formats provide -------------------------------------------------------------------------------
+
+    name: str
+
+    def create(self) -> None:
+        raise NotImplementedError
+
+    def arrow_schema(self) -> pa.Schema:
+        raise NotImplementedError
+
+    def write(self, batch: pa.Table) -> None:
+        raise NotImplementedError
+
+    def version(self) -> int | None:
+        raise NotImplementedError
+
+    def live_tables(self) -> dict[str, pa.Table]:
+        """Each live file's rows as the current schema reads them."""
+        raise NotImplementedError
+
+    def columns(self) -> set[str]:
+        return set(self.arrow_schema().names)
+
+    def handle_now(self) -> IndexHandle:
+        raise NotImplementedError
+
+    def held_handle(self) -> IndexHandle:
+        raise NotImplementedError
+
+    def remember_table(self) -> None:
+        """Load what a planner holds between steps (Iceberg: the table object)."""
+
+    # ---- helpers ------------------------------------------------------------------------------------------------
+
+    def note(self, text: str) -> None:
+        self.history.append(f"{len(self.history) + 1}. {text}")
+        if VERBOSE:
+            print(f"  [{time.monotonic() - self.started:6.1f}s] {self.history[-1]}", flush=True)
+
+    def batch(self, seed: int, part: str) -> pa.Table:
+        batch = _rows(self.arrow_schema(), random.Random(seed), self.next_id, part)
+        self.next_id += ROWS
+        return batch
+
+    def index(self) -> IndexTable:
+        return IndexTable(self.catalog, self.config.index_namespace, open_source(self.config, self.name).name)
+
+    def watermark(self) -> int | None:
+        return self.index().watermark()
+
+    # ---- rules of both formats ----------------------------------------------------------------------------------
+
+    @initialize(target=snapshots, seed=st.integers(0, 1000), files=st.integers(2, 3))
+    def start(self, seed: int, files: int) -> int:
+        self.create()
+        for n in range(files):
+            self.write(self.batch(seed + n, PARTS[n % 3]))
+        self.held = self.held_handle()  # made now, first asked after the first step
+        version = self.version()
+        self.note(f"start: {files} appended files, source version {version}; held handle made")
+        return version
+
+    @rule(target=snapshots, seed=st.integers(0, 1000), part=st.sampled_from(PARTS))
+    def append(self, seed: int, part: str) -> int:
+        self.write(self.batch(seed, part))
+        self.note(f"append: one file of part {part!r} -> version {self.version()}")
+        return self.version()
+
+    @rule(target=snapshots, how=st.sampled_from(["files", "partition", "rows"]), pick=st.integers(0, 2))
+    def delete(self, how: str, pick: int) -> int:
+        where = {
+            "files": f"id < {ROWS * (pick + 1)}",  # the first files whole (or part of a compacted one)
+            "partition": f"part = '{PARTS[pick]}'",  # whole files
+            "rows": f"s2 = '{S2_VALUES[pick]}'",  # rewrites part of files
+        }[how]
+        self.delete_rows(where)
+        self.note(f"delete where {where} -> version {self.version()}")
+        return self.version()
+
+    def delete_rows(self, where: str) -> None:
+        raise NotImplementedError
+
+    @rule(target=snapshots, seed=st.integers(0, 1000), whole=st.booleans(), pick=st.integers(0, 2))
+    def overwrite(self, seed: int, whole: bool, pick: int) -> int:
+        part = PARTS[pick]
+        self.overwrite_rows(self.batch(seed, part), None if whole else f"part = '{part}'")
+        self.note(f"overwrite {'the table' if whole else f'part {part!r}'} with one file -> version {self.version()}")
+        return self.version()
+
+    def overwrite_rows(self, batch: pa.Table, where: str | None) -> None:
+        raise NotImplementedError
+
+    @rule(target=snapshots)
+    def compact_source(self) -> int:
+        self.rewrite_source()
+        self.note(f"compact the source (rewrite its files) -> version {self.version()}")
+        return self.version()
+
+    def rewrite_source(self) -> None:
+        raise NotImplementedError
+
+    @rule(target=snapshots, existing=st.booleans())
+    def build(self, existing: bool) -> Any:
+        config = self.config if existing else self.late_config
+        what = f"build (index_existing_files = {str(existing).lower()})"
+        result = self.index_operation(what, lambda: build_index(config, self.name, self.spark))
+        if result is None:
+            return multiple()
+        done = f"{result.files_indexed} files indexed, watermark {result.source_version}"
+        self.note(f"{what}: {done if result.committed else 'up to date'}")
+        return result.source_version if result.committed and result.source_version is not None else multiple()
+
+    @rule()
+    def backfill_index(self) -> None:
+        result = self.index_operation("backfill", lambda: backfill(self.late_config, self.name, None, self.spark))
+        if result is not None:
+            self.note(
+                f"backfill: {result.files_indexed} indexed, {result.files_rebuilt} rebuilt, {result.commits} commits "
+                f"(watermark {self.watermark()})"
+            )
+
+    @rule()
+    def compact_index(self) -> None:
+        result = self.index_operation("compact the index", lambda: compact(self.config, self.name))
+        if result is not None:
+            self.note(
+                f"compact the index: {result.entries} entries kept, {result.removed_dropped} of removed files dropped"
+            )
+
+    @rule()
+    def expire_index(self) -> None:
+        result = self.index_operation(
+            "expire the index", lambda: expire(self.config, self.name, timedelta(0), retain_last=1)
+        )
+        if result is not None:
+            expired = result.expiry.snapshots_expired if result.expiry else 0
+            self.note(f"expire the index's old snapshots: {expired} expired")
+
+    def index_operation(self, what: str, operation: Any) -> Any:
+        """Run one of skipindex's index operations; one that raises is recorded as a failure (the example goes on:
+        a failed commit leaves the index as it was)."""
+        self.index_written = True
+        try:
+            return operation()
+        except Exception as exc:
+            line = (str(exc).strip().splitlines() or [""])[0][:300]
+            self.note(f"{what}: RAISED {type(exc).__name__}: {line}")
+            kind = f"{what.split(' (')[0]} raised {type(exc).__name__}"
+            detail = traceback.format_exc(limit=-6)
+            self.failures.append(Failure("index operation", kind, what, len(self.history), "", detail))
+            return None
+
+    @rule(target=snapshots)
+    def back_to_the_watermark(self) -> Any:
+        """Undo every source commit since the index's watermark (Iceberg rollback, Delta restore): going back in
+        history, aimed where the index's idea of the live files is most at stake."""
+        watermark = self.watermark()
+        if watermark is None or watermark == self.version():
+            self.note(f"back to the watermark ({watermark}): nothing to undo")
+            return multiple()
+        return multiple(*self.go_back(watermark))
+
+    def go_back(self, to: int) -> list[int]:
+        raise NotImplementedError
+
+    @precondition(lambda self: not self.index_written)
+    @rule(unindexed=st.integers(0, 2))
+    def format_3_index(self, unindexed: int) -> None:
+        """An index table as skipindex wrote format 3, with entries (no statistics) of the live files but the last
+        `unindexed`, at the current version; the next build, backfill or compact upgrades it."""
+        source = open_source(self.config, self.name)
+        index = IndexTable(self.catalog, self.config.index_namespace, source.name)
+        self.catalog.create_namespace_if_not_exists(self.config.index_namespace)
+        format_3 = Schema(
+            *(f for f in ENTRY_SCHEMA.fields if f.name not in ("indexed", "file_format", "spec_id", "partition"))
+        )
+        old = self.catalog.create_table(
+            index.identifier, schema=format_3, properties={SOURCE_PROPERTY: source.name, FORMAT_PROPERTY: "3"}
+        )
+        version = source.current_version()
+        live = sorted(source.live_files(), key=lambda f: f.path)
+        kept = live[: max(0, len(live) - unindexed)]
+        entries = [
+            {
+                "file_path": f.path,
+                "file_size_in_bytes": f.file_size_in_bytes,
+                "record_count": f.record_count,
+                "source_version": version,
+                "format_version": 3,
+                "columns": [],
+                "config_version": "old",
+            }
+            for f in kept
+        ]
+        old.append(
+            pa.Table.from_pylist(entries, schema=old.schema().as_arrow()),
+            snapshot_properties={WATERMARK_PROPERTY: str(version)},
+        )
+        self.index_written = True
+        self.note(f"index written in format 3: {len(kept)} of {len(live)} live files, watermark {version}")
+
+    # ---- the check ----------------------------------------------------------------------------------------------
+
+    def truth(self, wheres: list[str]) -> Truth:
+        tables = self.live_tables()
+        schema = self.arrow_schema()
+        parts = []
+        for number, table in enumerate(tables.values()):
+            parts.append(table.append_column("__file", pa.array([number] * table.num_rows, pa.int32())))
+        rows = (
+            pa.concat_tables(parts) if parts else schema.empty_table().append_column("__file", pa.array([], pa.int32()))
+        )
+        paths = list(tables)
+        counts: dict[str, dict[str, tuple[int, int]]] = {}
+        self.duck.register("t", rows)
+        try:
+            filters = ", ".join(f"count(*) FILTER (WHERE {where})" for where in wheres)
+            found = self.duck.execute(f"SELECT __file, count(*), {filters} FROM t GROUP BY __file").fetchall()
+        finally:
+            self.duck.unregister("t")
+        by_file = {number: row[1:] for number, row in ((row[0], row) for row in found)}
+        for n, where in enumerate(wheres):
+            counts[where] = {}
+            for number, path in enumerate(paths):
+                row = by_file.get(number, (0,) + (0,) * len(wheres))
+                counts[where][path] = (row[0], row[1 + n])
+        return Truth(set(paths), counts)
+
+    @invariant()
+    def check(self) -> None:
+        columns = self.columns()
+        wheres = [where for where, named in PREDICATES if named <= columns]
+        truth = self.truth(wheres)
+        step = len(self.history)
+        last = self.history[-1]
+        askers: list[tuple[str, Any]] = [("one-off lookup", lambda w: lookup(self.config, self.name, w, CLOCK))]
+        if step > 1:  # not right after `start`: the held handle is first asked after a step ran
+            first = not self.held_asked
+            self.held_asked = True
+            held = self.held
+            askers.append(
+                (f"held handle ({'first' if first else 'later'} question)", lambda w, h=held: h.lookup(w, CLOCK))
+            )
+            now = self.handle_now()
+            askers.append(("handle made now", lambda w, h=now: h.lookup(w, CLOCK)))
+        lookup_kinds: dict[str, set[str]] = {}  # what the one-off lookup got wrong, per predicate
+        for asker, ask in askers:
+            for where in wheres:
+                found = self.judge(asker, ask, where, truth)
+                if asker == "one-off lookup":
+                    lookup_kinds[where] = set(found)
+                elif found:  # a handle's fault only where a one-off lookup at this check got it right
+                    found = {k: v for k, v in found.items() if k not in lookup_kinds.get(where, set())}
+                for kind, detail in found.items():
+                    self.failures.append(Failure(asker, kind, asker, step, where, f"{last}: {detail}"))
+        self.remember_table()
+        if VERBOSE:
+            print(f"  [{time.monotonic() - self.started:6.1f}s] checked {len(wheres)} predicates", flush=True)
+
+    def judge(self, asker: str, ask: Any, where: str, truth: Truth) -> dict[str, str]:
+        """What is wrong with one answer (kind -> detail); empty when it keeps the rule."""
+        try:
+            result: LookupResult = ask(where)
+        except Exception:
+            return {"error": traceback.format_exc(limit=-4)}
+        files, wrong = set(result.files), {}
+        skipped = truth.matching(where) - files
+        if skipped:
+            wrong["skipped"] = f"skipped {len(skipped)} live files holding matching rows: {_short(skipped)}"
+        dead = files - truth.live
+        if dead:
+            wrong["not live"] = f"returned {len(dead)} files that are not live: {_short(dead)}"
+        counts = truth.counts[where]
+        false_all = [p for p in result.all_match if p in counts and counts[p][1] != counts[p][0]]
+        if false_all:
+            shown = ", ".join(f"{_short([p])} ({counts[p][1]}/{counts[p][0]} rows match)" for p in false_all)
+            wrong["all_match"] = f"all_match lists files where not every row matches: {shown}"
+        if result.summary["files_total"] != len(truth.live):
+            wrong["files_total"] = f"files_total {result.summary['files_total']}, but {len(truth.live)} files are live"
+        return wrong
+
+    def teardown(self) -> None:
+        if VERBOSE:
+            print(f"  example done: {len(self.failures)} failures", flush=True)
+        self.duck.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        if not self.failures:
+            return
+        raised = sys.exc_info()[1]  # a step raised: that is the failure; the recorded ones go along as a note
+        worst = min(self.failures, key=lambda f: (not f.counts, f.rank, f.step))
+        others = sorted({(f.group, f.kind) for f in self.failures} - {(worst.group, worst.kind)})
+        what = f"the {worst.asker} broke the rule ({worst.kind}) for {worst.where!r}"
+        if worst.group == "index operation":
+            what = f"{worst.asker} raised"
+        message = f"{self.kind}: after step {worst.step}, {what}\n  {worst.detail}\nhistory:\n  " + "\n  ".join(
+            self.history
+        )
+        if others:
+            message += "\nalso seen in this example: " + "; ".join(f"{g}: {k}" for g, k in others)
+        if raised is not None:
+            raised.add_note(f"before it failed, the checks had found:\n{message}")
+            return
+        if worst.counts:
+            raise failure_type(worst.group, worst.kind)(message)
+        if VERBOSE:
+            print(f"  not in SKIPINDEX_LIFE_FOCUS: {message}", flush=True)
+
+
+class IcebergLife(TableLife):
+    kind = "iceberg"
+
+    def create(self) -> None:
+        self.catalog.create_namespace("db")
+        schema = Schema(
+            NestedField(1, "id", LongType()),
+            NestedField(2, "s1", StringType()),
+            NestedField(3, "s2", StringType()),
+            NestedField(4, "n", IntegerType()),
+            NestedField(5, "part", StringType()),
+        )
+        spec = PartitionSpec(PartitionField(5, 1000, IdentityTransform(), "part"))
+        self.catalog.create_table("db.life", schema=schema, partition_spec=spec)
+        self.name = "db.life"
+        self.before = None
+
+    def table(self) -> Any:
+        return self.catalog.load_table(self.name)
+
+    def arrow_schema(self) -> pa.Schema:
+        return self.table().schema().as_arrow()
+
+    def write(self, batch: pa.Table) -> None:
+        self.table().append(batch)
+
+    def version(self) -> int | None:
+        snapshot = self.table().current_snapshot()
+        return snapshot.snapshot_id if snapshot else None
+
+    def delete_rows(self, where: str) -> None:
+        self.table().delete(where)
+
+    def overwrite_rows(self, batch: pa.Table, where: str | None) -> None:
+        self.table().overwrite(batch, overwrite_filter=where if where else AlwaysTrue())
+
+    def rewrite_source(self) -> None:
+        table = self.table()
+        rows = table.scan().to_arrow()
+        if rows.num_rows:
+            table.overwrite(rows)
+
+    def live_tables(self) -> dict[str, pa.Table]:
+        table = self.table()
+        if table.current_snapshot() is None:
+            return {}
+        schema = table.schema()
+        return {
+            task.file.file_path: ArrowScan(table.metadata, table.io, schema, AlwaysTrue()).to_table([task])
+            for task in table.scan().plan_files()
+        }
+
+    def held_handle(self) -> IndexHandle:
+        return IndexHandle.for_iceberg(self.table())
+
+    def handle_now(self) -> IndexHandle:
+        return IndexHandle.for_iceberg(self.before)
+
+    def remember_table(self) -> None:
+        self.before = self.table()
+
+    @rule(to=TableLife.snapshots)
+    def rollback(self, to: int) -> None:
+        self.go_back(to)
+
+    def go_back(self, to: int) -> list[int]:
+        """To any earlier snapshot: rollback_to_snapshot when it is an ancestor, else set_current_snapshot (no new
+        snapshot either way)."""
+        table = self.table()
+        current = table.current_snapshot()
+        if current is not None and current.snapshot_id == to:
+            self.note(f"rollback to {to}: already current")
+            return []
+        ancestors = {s.snapshot_id for s in ancestors_of(current, table.metadata)} if current else set()
+        if to in ancestors:
+            table.manage_snapshots().rollback_to_snapshot(to).commit()
+            self.note(f"rollback to ancestor {to}")
+        else:
+            table.manage_snapshots().set_current_snapshot(to).commit()
+            self.note(f"set current snapshot {to} (not an ancestor)")
+        return []
+
+    @rule(
+        change=st.sampled_from(["swap", "rename", "promote", "add", "drop"]),
+        column=st.sampled_from(sorted(ADDABLE)),
+    )
+    def evolve_schema(self, change: str, column: str) -> None:
+        """Schema-only commits (no snapshot): s1 and s2 swap names (three renames), n <-> num, n int -> long, add
+        or drop `column` (n stands for num too)."""
+        table = self.table()
+        names = set(table.schema().column_names)
+        n = "n" if "n" in names else "num" if "num" in names else None
+        if change == "swap":
+            for old, new in (("s1", "s1_was"), ("s2", "s1"), ("s1_was", "s2")):
+                with table.update_schema() as update:
+                    update.rename_column(old, new)
+            self.note("swap the names of s1 and s2 (three renames)")
+        elif change == "rename" and n:
+            with table.update_schema() as update:
+                update.rename_column(n, "num" if n == "n" else "n")
+            self.note(f"rename {n} to {'num' if n == 'n' else 'n'}")
+        elif change == "promote" and n and isinstance(table.schema().find_field(n).field_type, IntegerType):
+            with table.update_schema() as update:
+                update.update_column(n, LongType())
+            self.note(f"promote {n} from int to long")
+        elif change == "add" and column not in names and not (column == "n" and n):
+            with table.update_schema() as update:
+                update.add_column(column, ADDABLE[column][0])
+            self.note(f"add column {column} ({ADDABLE[column][0]})")
+        elif change == "drop" and (column in names or (column == "n" and n)):
+            dropped = n if column == "n" else column
+            with table.update_schema() as update:
+                update.delete_column(dropped)
+            self.note(f"drop column {dropped}")
+        else:
+            self.note(f"schema change {change} {column}: nothing to do")
+
+    @rule(field=st.sampled_from(["bucket", "part"]))
+    def evolve_spec(self, field: str) -> None:
+        """Partition evolution: add or remove identity(part) or bucket[3](id)."""
+        table = self.table()
+        name = "id_bucket" if field == "bucket" else "part"
+        present = any(f.name == name for f in table.spec().fields)
+        with table.update_spec() as update:
+            if present:
+                update.remove_field(name)
+            elif field == "bucket":
+                update.add_field("id", BucketTransform(3), "id_bucket")
+            else:
+                update.add_field("part", IdentityTransform(), "part")
+        self.note(f"partition spec: {'remove' if present else 'add'} {name} -> {table.refresh().spec()}")
+
+
+class DeltaLife(TableLife):
+    kind = "delta"
+
+    def create(self) -> None:
+        self.name = str(self.dir / "lake" / "life")
+        self.schema = pa.schema(
+            [("id", pa.int64()), ("s1", pa.string()), ("s2", pa.string()), ("n", pa.int32()), ("part", pa.string())]
+        )
+
+    def table(self) -> DeltaTable:
+        return DeltaTable(self.name)
+
+    def arrow_schema(self) -> pa.Schema:
+        if not (Path(self.name) / "_delta_log").exists():
+            return self.schema
+        return pa.schema(self.table().schema().to_arrow())
+
+    def write(self, batch: pa.Table, **options: Any) -> None:
+        write_deltalake(self.name, batch, mode="append", partition_by=["part"], **options)
+
+    def version(self) -> int | None:
+        return self.table().version()
+
+    def delete_rows(self, where: str) -> None:
+        self.table().delete(where)
+
+    def overwrite_rows(self, batch: pa.Table, where: str | None) -> None:
+        write_deltalake(self.name, batch, mode="overwrite", partition_by=["part"], predicate=where)
+
+    def rewrite_source(self) -> None:
+        self.table().optimize.compact()
+
+    def live_tables(self) -> dict[str, pa.Table]:
+        table = self.table()
+        schema = pa.schema(table.schema().to_arrow())
+        actions = pa.table(table.get_add_actions(flatten=True))
+        uris = table.file_uris()
+        tables = {}
+        for uri, path, part in zip(
+            uris, actions.column("path").to_pylist(), actions.column("partition.part").to_pylist(), strict=True
+        ):
+            assert uri.endswith(unquote(path).rsplit("/", 1)[-1]), f"file_uris() and the add actions disagree: {uri}"
+            data = pq.read_table(uri)
+            columns = []
+            for field in schema:
+                if field.name == "part":
+                    columns.append(pa.array([part] * data.num_rows, field.type))
+                elif field.name in data.column_names:
+                    columns.append(data.column(field.name).cast(field.type))
+                else:
+                    columns.append(pa.nulls(data.num_rows, field.type))
+            tables[uri] = pa.Table.from_arrays(columns, schema=schema)
+        return tables
+
+    def held_handle(self) -> IndexHandle:
+        return IndexHandle.for_delta(self.name, index_catalog=self.catalog)
+
+    def handle_now(self) -> IndexHandle:
+        return IndexHandle.for_delta(self.name, index_catalog=self.config.load_catalog())
+
+    @rule(target=TableLife.snapshots, to=TableLife.snapshots)
+    def restore(self, to: int) -> Any:
+        return multiple(*self.go_back(to))
+
+    def go_back(self, to: int) -> list[int]:
+        table = self.table()
+        if table.version() == to:
+            self.note(f"restore version {to}: already current")
+            return []
+        try:
+            table.restore(to)
+        except Exception as exc:
+            if "missing file" not in str(exc).lower():
+                raise
+            self.note(f"restore version {to}: refused, its files were vacuumed")
+            return []
+        self.note(f"restore version {to} -> version {self.version()}")
+        return [self.version()]
+
+    @rule()
+    def vacuum(self) -> None:
+        removed = self.table().vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+        self.note(f"vacuum (retention 0): {len(removed)} files deleted -> version {self.version()}")
+
+    @rule(target=TableLife.snapshots, seed=st.integers(0, 1000), column=st.sampled_from(["s1", *sorted(ADDABLE)]))
+    def add_column(self, seed: int, column: str) -> int:
+        """Append a file with one more column (schema_mode="merge"; Delta adds it at the end)."""
+        schema = self.arrow_schema()
+        if column in schema.names:
+            self.note(f"add column {column}: already there")
+            return self.version()
+        kind = pa.string() if column == "s1" else ADDABLE[column][1]
+        self.write(
+            self.batch(seed, "a").append_column(
+                column, _rows(pa.schema([(column, kind)]), random.Random(seed), 0, "a").column(0)
+            ),
+            schema_mode="merge",
+        )
+        self.note(f"append a file with a new column {column} (schema_mode merge) -> version {self.version()}")
+        return self.version()
+
+    @rule(target=TableLife.snapshots, change=st.sampled_from(["drop n", "drop s1", "promote n"]))
+    def overwrite_schema(self, change: str) -> int:
+        """Overwrite the table with its own rows in a changed schema (schema_mode="overwrite")."""
+        rows = self.table().to_pyarrow_table()
+        column = change.split()[1]
+        if column not in rows.column_names or (change == "promote n" and rows.schema.field("n").type != pa.int32()):
+            self.note(f"overwrite with schema change {change}: nothing to do")
+            return self.version()
+        if change.startswith("drop"):
+            rows = rows.drop_columns([column])
+        else:
+            rows = rows.set_column(rows.schema.get_field_index("n"), "n", rows.column("n").cast(pa.int64()))
+        write_deltalake(self.name, rows, mode="overwrite", partition_by=["part"], schema_mode="overwrite")
+        self.note(f"overwrite the table's rows with schema change {change} -> version {self.version()}")
+        return self.version()
+
+
+def _settings() -> settings:
+    return settings(
+        max_examples=EXAMPLES,
+        stateful_step_count=STEPS,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],  # no explain: slow steps
+        print_blob=True,
+        # a focused run keeps its own examples, so that running it again goes on shrinking where it stopped
+        database=DirectoryBasedExampleDatabase(f".hypothesis/table-life/{'-'.join(sorted(FOCUS))}")
+        if FOCUS
+        else settings.default.database,
+    )
+
+
+def _run(machine: type[TableLife], spark: Any, base: Path) -> None:
+    """Random histories of `machine`'s format; on failure the seed goes into the report (SKIPINDEX_LIFE_SEED runs
+    the same histories again, after any failing ones hypothesis's example database replays first)."""
+
+    def factory() -> TableLife:
+        return machine(spark, base)
+
+    run_seed = int(SEED) if SEED is not None else random.randrange(2**32)
+    if SHRINK_SECONDS is not None:
+        from hypothesis.internal.conjecture import engine  # an internal: the shrinking time limit, for long runs
+
+        engine.MAX_SHRINKING_SECONDS = int(SHRINK_SECONDS)
+    try:
+        run_state_machine_as_test(hypothesis_seed(run_seed)(factory), settings=_settings())
+    except BaseException as exc:
+        exc.add_note(f"{machine.kind}: SKIPINDEX_LIFE_SEED={run_seed} runs these histories again")
+        raise
+
+
+@pytest.mark.slow
+def test_iceberg_table_life(spark, tmp_path):
+    _run(IcebergLife, spark, tmp_path)
+
+
+@pytest.mark.slow
+def test_delta_table_life(spark, tmp_path):
+    _run(DeltaLife, spark, tmp_path)
