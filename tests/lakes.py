@@ -136,3 +136,39 @@ def checked_answers(config, name: str, step: str = "") -> dict[str, list[str]]:
         assert set(files) <= set(rows), f"{step}{where!r} returns only live files"
         answers[where] = files
     return answers
+
+
+def write_format_3_index(catalog, namespace: str, source_name: str, files: list[tuple[str, int, int]], version: int):
+    """An index table as skipindex wrote format 3 (one nested row per file, no file facts): entries without
+    statistics of `files` (path, size, rows), configuration version "old", watermark `version`. Returns its
+    IndexTable; the next writer upgrades it."""
+    from pyiceberg.schema import Schema as IcebergSchema
+
+    from indexlib.store.schema import ENTRY_SCHEMA
+    from indexlib.store.table import FORMAT_PROPERTY, SOURCE_PROPERTY, WATERMARK_PROPERTY, IndexTable
+
+    index = IndexTable(catalog, namespace, source_name)
+    catalog.create_namespace_if_not_exists(namespace)
+    schema = IcebergSchema(
+        *(f for f in ENTRY_SCHEMA.fields if f.name not in ("indexed", "file_format", "spec_id", "partition"))
+    )
+    old = catalog.create_table(
+        index.identifier, schema=schema, properties={SOURCE_PROPERTY: source_name, FORMAT_PROPERTY: "3"}
+    )
+    entries = [
+        {
+            "file_path": path,
+            "file_size_in_bytes": size,
+            "record_count": rows,
+            "source_version": version,
+            "format_version": 3,
+            "columns": [],
+            "config_version": "old",
+        }
+        for path, size, rows in files
+    ]
+    old.append(
+        pa.Table.from_pylist(entries, schema=old.schema().as_arrow()),
+        snapshot_properties={WATERMARK_PROPERTY: str(version)},
+    )
+    return index

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import random
 
-import pyarrow as pa
 import pytest
-from lakes import PARTS, QUERIES, Lake, events_batch, live_rows
+from lakes import PARTS, QUERIES, Lake, events_batch, live_rows, write_format_3_index
 from pyiceberg.schema import Schema
 
 from indexlib.indexing.build import build_index
@@ -20,7 +19,7 @@ from indexlib.sources.base import LiveFiles
 from indexlib.sources.iceberg import IcebergSource
 from indexlib.store.schema import ENTRY_SCHEMA, FORMAT_VERSION, INDEX_SCHEMA
 from indexlib.store.snapshot import IndexSnapshot
-from indexlib.store.table import FORMAT_PROPERTY, UPGRADE_SUFFIX, WATERMARK_PROPERTY, IndexTable
+from indexlib.store.table import FORMAT_PROPERTY, UPGRADE_SUFFIX, IndexTable
 
 CLOCK = Clock()
 # Format 3 stored entries as they are: the entry layout without the file facts format 4 added.
@@ -100,31 +99,7 @@ def test_a_lookup_reads_the_named_columns_and_payloads_of_only_the_files_min_max
 
 def _format_3_index(catalog, lake: Lake, indexed: list[str]) -> IndexTable:
     """An index table as skipindex wrote format 3: entries (here without statistics) of `indexed` only."""
-    index = IndexTable(catalog, "skipindex", lake.name)
-    catalog.create_namespace_if_not_exists("skipindex")
-    old = catalog.create_table(
-        index.identifier,
-        schema=FORMAT_3_SCHEMA,
-        properties={"skipindex.source-table": lake.name, FORMAT_PROPERTY: "3"},
-    )
-    version = lake.version()
-    entries = [
-        {
-            "file_path": path,
-            "file_size_in_bytes": 1,
-            "record_count": 40,
-            "source_version": version,
-            "format_version": 3,
-            "columns": [],
-            "config_version": "old",
-        }
-        for path in indexed
-    ]
-    old.append(
-        pa.Table.from_pylist(entries, schema=old.schema().as_arrow()),
-        snapshot_properties={WATERMARK_PROPERTY: str(version)},
-    )
-    return index
+    return write_format_3_index(catalog, "skipindex", lake.name, [(path, 1, 40) for path in indexed], lake.version())
 
 
 @pytest.mark.parametrize(

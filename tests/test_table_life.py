@@ -67,6 +67,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from lakes import write_format_3_index
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.io.pyarrow import ArrowScan
 from pyiceberg.partitioning import PartitionField, PartitionSpec
@@ -83,8 +84,7 @@ from indexlib.indexing.upkeep import compact, expire
 from indexlib.lookup import LookupResult, lookup
 from indexlib.query.sql import Clock
 from indexlib.sources.registry import open_source
-from indexlib.store.schema import ENTRY_SCHEMA
-from indexlib.store.table import FORMAT_PROPERTY, SOURCE_PROPERTY, WATERMARK_PROPERTY, IndexTable
+from indexlib.store.table import IndexTable
 
 EXAMPLES = int(os.environ.get("SKIPINDEX_LIFE_EXAMPLES", "3"))
 STEPS = int(os.environ.get("SKIPINDEX_LIFE_STEPS", "12"))
@@ -424,33 +424,11 @@ class TableLife(RuleBasedStateMachine):
         """An index table as skipindex wrote format 3, with entries (no statistics) of the live files but the last
         `unindexed`, at the current version; the next build, backfill or compact upgrades it."""
         source = open_source(self.config, self.name)
-        index = IndexTable(self.catalog, self.config.index_namespace, source.name)
-        self.catalog.create_namespace_if_not_exists(self.config.index_namespace)
-        format_3 = Schema(
-            *(f for f in ENTRY_SCHEMA.fields if f.name not in ("indexed", "file_format", "spec_id", "partition"))
-        )
-        old = self.catalog.create_table(
-            index.identifier, schema=format_3, properties={SOURCE_PROPERTY: source.name, FORMAT_PROPERTY: "3"}
-        )
         version = source.current_version()
         live = sorted(source.live_files(), key=lambda f: f.path)
         kept = live[: max(0, len(live) - unindexed)]
-        entries = [
-            {
-                "file_path": f.path,
-                "file_size_in_bytes": f.file_size_in_bytes,
-                "record_count": f.record_count,
-                "source_version": version,
-                "format_version": 3,
-                "columns": [],
-                "config_version": "old",
-            }
-            for f in kept
-        ]
-        old.append(
-            pa.Table.from_pylist(entries, schema=old.schema().as_arrow()),
-            snapshot_properties={WATERMARK_PROPERTY: str(version)},
-        )
+        files = [(f.path, f.file_size_in_bytes, f.record_count) for f in kept]
+        write_format_3_index(self.catalog, self.config.index_namespace, source.name, files, version)
         self.index_written = True
         self.note(f"index written in format 3: {len(kept)} of {len(live)} live files, watermark {version}")
 
