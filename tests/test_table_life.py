@@ -23,13 +23,21 @@ by name), each predicate counted per file as `count(*) FILTER (WHERE p)` against
 
 Failures are recorded, not raised at once: one bug often hides another (a handle's bug may show only after a one-off
 lookup already went wrong), so the example runs to its end and `teardown` raises the most telling failure, each kind
-of failure as its own exception type so that hypothesis shrinks and reports each separately. The order: a held
-handle wrong at a later question where a one-off lookup at the same check was right, then a one-off lookup, then a
-held handle's first question, then a handle made now. A handle's failure that a one-off lookup shows too at that
-check is counted as the lookup's.
+as its own exception type so that hypothesis shrinks and reports each separately. The order: an index operation
+(build, backfill, compact, expire) that raised; a held handle wrong at a later question where a one-off lookup at the
+same check was right; a one-off lookup; a held handle's first question; a handle made now. A handle's failure that
+the one-off lookup shows too at that check is counted as the lookup's.
 
-CI profile: EXAMPLES examples of up to STEPS steps per format; SKIPINDEX_LIFE_EXAMPLES and SKIPINDEX_LIFE_STEPS run
-longer (for instance 200 and 20), SKIPINDEX_LIFE_SEED fixes hypothesis's seed.
+The rules are uniform, with two aims built in: builds put their watermark into the bundle of snapshots (so rollbacks
+go there twice as often), and `back_to_the_watermark` rolls back (Iceberg) or restores (Delta) to the index's
+watermark, where the index's idea of which files are live is most at stake.
+
+CI profile (`make test`): EXAMPLES examples of up to STEPS steps per format. Long runs, by environment variable:
+SKIPINDEX_LIFE_EXAMPLES, SKIPINDEX_LIFE_STEPS (e.g. 300 and 15); SKIPINDEX_LIFE_SEED (hypothesis's seed, printed with
+every failure); SKIPINDEX_LIFE_FOCUS (only the named failure types fail an example: hypothesis stops looking 10 s after
+its first failure, so a hunt for one bug names it; such a run keeps its examples in .hypothesis/table-life/ and goes
+on shrinking when run again); SKIPINDEX_LIFE_RULES (only these rules); SKIPINDEX_LIFE_SHRINK_SECONDS (hypothesis's
+300 s shrinking limit, raised through an internal); SKIPINDEX_LIFE_VERBOSE (each step and check as it runs).
 """
 
 from __future__ import annotations
@@ -91,6 +99,7 @@ STEPS = int(os.environ.get("SKIPINDEX_LIFE_STEPS", "12"))
 SEED = os.environ.get("SKIPINDEX_LIFE_SEED")
 # hypothesis stops shrinking after 300 s per test; a long run that must print minimal examples may allow more
 SHRINK_SECONDS = os.environ.get("SKIPINDEX_LIFE_SHRINK_SECONDS")
+RULES = {name.strip() for name in os.environ.get("SKIPINDEX_LIFE_RULES", "").split(",") if name.strip()}
 VERBOSE = bool(os.environ.get("SKIPINDEX_LIFE_VERBOSE"))  # print every example's history and check times
 CLOCK = Clock()
 ROWS = 10  # rows per appended batch: one partition each, so one data file
@@ -146,6 +155,13 @@ BY_GROUP = {"held handle (first question)", "handle made now"}
 # those fail an example, the others are still shown in its message. Hypothesis stops looking for new failures 10 s
 # after it found the first one, so a long run after one particular bug names it here.
 FOCUS = {name.strip() for name in os.environ.get("SKIPINDEX_LIFE_FOCUS", "").split(",") if name.strip()}
+
+
+def _asked(prefix: str) -> bool:
+    """Whether a handle whose failure types start with `prefix` is asked: always, but in a focused run only when
+    one of its types is in focus (a held handle's later question is judged against the one-off lookup's, so the
+    one-off lookup is always asked)."""
+    return not FOCUS or any(name.startswith(prefix) for name in FOCUS)
 
 
 class LifeFailure(AssertionError):
@@ -489,13 +505,14 @@ class TableLife(RuleBasedStateMachine):
         step = len(self.history)
         last = self.history[-1]
         askers: list[tuple[str, Any]] = [("one-off lookup", lambda w: lookup(self.config, self.name, w, CLOCK))]
-        if step > 1:  # not right after `start`: the held handle is first asked after a step ran
+        if step > 1 and _asked("HeldHandle"):  # not right after `start`: first asked after a step ran
             first = not self.held_asked
             self.held_asked = True
             held = self.held
             askers.append(
                 (f"held handle ({'first' if first else 'later'} question)", lambda w, h=held: h.lookup(w, CLOCK))
             )
+        if step > 1 and _asked("HandleMadeNow"):
             now = self.handle_now()
             askers.append(("handle made now", lambda w, h=now: h.lookup(w, CLOCK)))
         lookup_kinds: dict[str, set[str]] = {}  # what the one-off lookup got wrong, per predicate
@@ -827,9 +844,23 @@ def _settings() -> settings:
     )
 
 
+def _only_rules(machine: type[TableLife]) -> type[TableLife]:
+    """`machine` with only the rules SKIPINDEX_LIFE_RULES names (comma-separated; all when unset): a long run after
+    one bug spends its examples on the rules that bug needs."""
+    if not RULES:
+        return machine
+    hidden = {
+        name: None
+        for name, member in [*vars(TableLife).items(), *vars(machine).items()]
+        if hasattr(member, "hypothesis_stateful_rule") and name not in RULES
+    }
+    return type(machine.__name__, (machine,), hidden)
+
+
 def _run(machine: type[TableLife], spark: Any, base: Path) -> None:
     """Random histories of `machine`'s format; on failure the seed goes into the report (SKIPINDEX_LIFE_SEED runs
     the same histories again, after any failing ones hypothesis's example database replays first)."""
+    machine = _only_rules(machine)
 
     def factory() -> TableLife:
         return machine(spark, base)
