@@ -899,30 +899,30 @@ def test_delta_table_life(spark, tmp_path):
 KNOWN_HISTORIES: dict[str, tuple[type[TableLife], list[tuple[str, dict[str, Any]]]]] = {
     # the index's compaction drops the row of a file the source deleted; a rollback to the watermark brings the file
     # back, but a lookup takes the live files from the index's rows (the watermark is current again)
-    "compaction, then a rollback: a live file is never returned": (
+    "compact-then-rollback-skips-a-live-file": (
         IcebergLife,
         [("build", {}), ("delete", {"how": "files", "pick": 0}), ("compact_index", {}), ("back_to_the_watermark", {})],
     ),
     # a backfill indexes a file appended after the watermark and keeps the watermark; a rollback to it leaves the
     # file's row in the index, and a lookup returns the file and counts it live
-    "backfill, then a rollback: a file not live is returned": (
+    "backfill-then-rollback-returns-a-dead-file": (
         IcebergLife,
         [("build", {}), ("append", {"seed": 1, "part": "b"}), ("backfill_index", {}), ("back_to_the_watermark", {})],
     ),
     # a handle made from a table object loaded before an append answers its first lookup for that object's snapshot
-    "a handle made from a table object loaded before an append": (
+    "handle-made-now-from-an-old-table-object": (
         IcebergLife,
         [("build", {}), ("append", {"seed": 1, "part": "b"})],
     ),
     # the same for the held handle: made at the start, first asked after an append
-    "a held handle first asked after an append": (IcebergLife, [("append", {"seed": 1, "part": "b"})]),
+    "held-handle-first-asked-after-an-append": (IcebergLife, [("append", {"seed": 1, "part": "b"})]),
     # renames commit no snapshot: a held handle keeps binding s1 and s2 to the old columns
-    "two columns swap names: a held handle binds the old names": (
+    "held-handle-misses-a-swap-of-names": (
         IcebergLife,
         [("build", {}), ("evolve_schema", {"change": "swap", "column": "n"})],
     ),
     # after the index's compaction a one-off lookup is right again, a held handle keeps the live files it cached
-    "backfill, rollback, compaction: a held handle still returns a file not live": (
+    "held-handle-keeps-a-dead-file-after-compact": (
         IcebergLife,
         [
             ("build", {}),
@@ -933,7 +933,7 @@ KNOWN_HISTORIES: dict[str, tuple[type[TableLife], list[tuple[str, dict[str, Any]
         ],
     ),
     # compaction of an index none of whose entries is live any more commits, then fails counting its files
-    "compaction of an index with no live entry": (
+    "compact-of-an-index-with-no-live-entry-raises": (
         IcebergLife,
         [("backfill_index", {}), ("compact_source", {}), ("compact_index", {})],
     ),
