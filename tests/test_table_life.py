@@ -93,7 +93,7 @@ from indexlib.sources.registry import open_source
 from indexlib.store.schema import ENTRY_SCHEMA
 from indexlib.store.table import FORMAT_PROPERTY, SOURCE_PROPERTY, WATERMARK_PROPERTY, IndexTable
 
-EXAMPLES = int(os.environ.get("SKIPINDEX_LIFE_EXAMPLES", "3"))
+EXAMPLES = int(os.environ.get("SKIPINDEX_LIFE_EXAMPLES", "8"))
 STEPS = int(os.environ.get("SKIPINDEX_LIFE_STEPS", "12"))
 SEED = os.environ.get("SKIPINDEX_LIFE_SEED")
 # hypothesis stops shrinking after 300 s per test; a long run that must print minimal examples may allow more
