@@ -258,7 +258,6 @@ class TableLife(RuleBasedStateMachine):
         late.write_text(conf.read_text() + "[build]\nindex_existing_files = false\nbackfill_files_per_commit = 2\n")
         self.late_config = load_config(late)
         self.catalog = self.config.load_catalog()
-        self.rng = random.Random(0)
         self.next_id = 0
         self.history: list[str] = []
         self.failures: list[Failure] = []
