@@ -65,11 +65,9 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.stateful import (
-    Bundle,
     RuleBasedStateMachine,
     initialize,
     invariant,
-    multiple,
     precondition,
     rule,
     run_state_machine_as_test,
@@ -123,6 +121,12 @@ PREDICATES = [
     ("extra >= 50", {"extra"}),
     ("amount > 2.50", {"amount"}),  # decimal(9, 2): scale <= 2 (a wider scale fails the build, fixed separately)
 ]
+# deletes: the first files whole (or part of a compacted one), whole partitions, part of files
+DELETES = [*(f"id < {ROWS * n}" for n in (1, 2, 3)), *(f"part = '{p}'" for p in PARTS)]
+DELETES += [f"s2 = '{value}'" for value in S2_VALUES]
+# Iceberg schema changes (no snapshot): "change column"
+SCHEMA_CHANGES = ["swap s1", "rename n", "promote n", "add n", "add extra", "add amount", "drop n", "drop extra"]
+SCHEMA_CHANGES += ["drop amount"]
 # columns a schema change may add (Iceberg type, Arrow type); n can come back after a drop, with a new field id
 ADDABLE = {
     "n": (IntegerType(), pa.int32()),
@@ -242,7 +246,6 @@ class TableLife(RuleBasedStateMachine):
     """The rules and the check both formats share; IcebergLife and DeltaLife add their own."""
 
     kind = ""
-    snapshots = Bundle("snapshots")  # source versions written, for rollbacks and restores
 
     def __init__(self, spark: Any, base: Path) -> None:
         super().__init__()
@@ -260,6 +263,7 @@ class TableLife(RuleBasedStateMachine):
         self.catalog = self.config.load_catalog()
         self.next_id = 0
         self.history: list[str] = []
+        self.versions: list[int | None] = []  # every source version written: rollbacks and restores go there
         self.failures: list[Failure] = []
         self.index_written = False
         self.held: IndexHandle | None = None
@@ -319,57 +323,51 @@ class TableLife(RuleBasedStateMachine):
 
     # ---- rules of both formats ----------------------------------------------------------------------------------
 
-    @initialize(target=snapshots, seed=st.integers(0, 1000), files=st.integers(2, 3))
-    def start(self, seed: int, files: int) -> int:
+    # Hypothesis orders rules by their number of arguments and favours the first: every rule takes at most one.
+
+    @initialize(seed=st.integers(0, 1000), files=st.integers(2, 3))
+    def start(self, seed: int, files: int) -> None:
         self.create()
         for n in range(files):
             self.write(self.batch(seed + n, PARTS[n % 3]))
         self.held = self.held_handle()  # made now, first asked after the first step
-        version = self.version()
-        self.note(f"start: {files} appended files, source version {version}; held handle made")
-        return version
+        self.wrote(f"start: {files} appended files; held handle made")
 
-    @rule(target=snapshots, seed=st.integers(0, 1000), part=st.sampled_from(PARTS))
-    def append(self, seed: int, part: str) -> int:
-        self.write(self.batch(seed, part))
-        self.note(f"append: one file of part {part!r} -> version {self.version()}")
-        return self.version()
+    def wrote(self, what: str) -> None:
+        self.versions.append(self.version())
+        self.note(f"{what} -> version {self.versions[-1]}")
 
-    @rule(target=snapshots, how=st.sampled_from(["files", "partition", "rows"]), pick=st.integers(0, 2))
-    def delete(self, how: str, pick: int) -> int:
-        where = {
-            "files": f"id < {ROWS * (pick + 1)}",  # the first files whole (or part of a compacted one)
-            "partition": f"part = '{PARTS[pick]}'",  # whole files
-            "rows": f"s2 = '{S2_VALUES[pick]}'",  # rewrites part of files
-        }[how]
+    @rule(part=st.sampled_from(PARTS))
+    def append(self, part: str) -> None:
+        self.write(self.batch(self.next_id, part))
+        self.wrote(f"append one file of part {part!r}")
+
+    @rule(where=st.sampled_from(DELETES))
+    def delete(self, where: str) -> None:
         self.delete_rows(where)
-        self.note(f"delete where {where} -> version {self.version()}")
-        return self.version()
+        self.wrote(f"delete where {where}")
 
     def delete_rows(self, where: str) -> None:
         raise NotImplementedError
 
-    @rule(target=snapshots, seed=st.integers(0, 1000), whole=st.booleans(), pick=st.integers(0, 2))
-    def overwrite(self, seed: int, whole: bool, pick: int) -> int:
-        part = PARTS[pick]
-        self.overwrite_rows(self.batch(seed, part), None if whole else f"part = '{part}'")
-        self.note(f"overwrite {'the table' if whole else f'part {part!r}'} with one file -> version {self.version()}")
-        return self.version()
+    @rule(where=st.sampled_from([None, *(f"part = '{part}'" for part in PARTS)]))
+    def overwrite(self, where: str | None) -> None:
+        """Overwrite the table (None) or one partition with one file."""
+        part = where.split("'")[1] if where else "a"
+        self.overwrite_rows(self.batch(self.next_id, part), where)
+        self.wrote(f"overwrite {where or 'the table'} with one file")
 
     def overwrite_rows(self, batch: pa.Table, where: str | None) -> None:
         raise NotImplementedError
 
-    @rule(target=snapshots)
-    def compact_source(self) -> int:
+    @rule()
+    def compact_source(self) -> None:
         self.rewrite_source()
-        self.note(f"compact the source (rewrite its files) -> version {self.version()}")
-        return self.version()
+        self.wrote("compact the source (rewrite its files)")
 
     def rewrite_source(self) -> None:
         raise NotImplementedError
 
-    # Rules that take no argument and feed no bundle come first in hypothesis's order of rules, which its choices
-    # favour: the index operations and the aimed rollback are those.
     @rule()
     def build(self) -> None:
         self.build_with(existing=True)
@@ -645,9 +643,10 @@ class IcebergLife(TableLife):
     def remember_table(self) -> None:
         self.before = self.table()
 
-    @rule(to=TableLife.snapshots)
-    def rollback(self, to: int) -> None:
-        self.go_back(to)
+    @rule(pick=st.integers(0, 15))
+    def rollback(self, pick: int) -> None:
+        """To any version written (the `pick`-th, modulo how many)."""
+        self.go_back(self.versions[pick % len(self.versions)])
 
     def go_back(self, to: int) -> list[int]:
         """To any earlier snapshot: rollback_to_snapshot when it is an ancestor, else set_current_snapshot (no new
@@ -666,13 +665,11 @@ class IcebergLife(TableLife):
             self.note(f"set current snapshot {to} (not an ancestor)")
         return []
 
-    @rule(
-        change=st.sampled_from(["swap", "rename", "promote", "add", "drop"]),
-        column=st.sampled_from(sorted(ADDABLE)),
-    )
-    def evolve_schema(self, change: str, column: str) -> None:
+    @rule(change=st.sampled_from(SCHEMA_CHANGES))
+    def evolve_schema(self, change: str) -> None:
         """Schema-only commits (no snapshot): s1 and s2 swap names (three renames), n <-> num, n int -> long, add
-        or drop `column` (n stands for num too)."""
+        or drop a column (n stands for num too)."""
+        change, _, column = change.partition(" ")
         table = self.table()
         names = set(table.schema().column_names)
         n = "n" if "n" in names else "num" if "num" in names else None
@@ -777,9 +774,10 @@ class DeltaLife(TableLife):
     def handle_now(self) -> IndexHandle:
         return IndexHandle.for_delta(self.name, index_catalog=self.config.load_catalog())
 
-    @rule(target=TableLife.snapshots, to=TableLife.snapshots)
-    def restore(self, to: int) -> Any:
-        return multiple(*self.go_back(to))
+    @rule(pick=st.integers(0, 15))
+    def restore(self, pick: int) -> None:
+        """To any version written (the `pick`-th, modulo how many)."""
+        self.go_back(self.versions[pick % len(self.versions)])
 
     def go_back(self, to: int) -> list[int]:
         table = self.table()
@@ -793,7 +791,7 @@ class DeltaLife(TableLife):
                 raise
             self.note(f"restore version {to}: refused, its files were vacuumed")
             return []
-        self.note(f"restore version {to} -> version {self.version()}")
+        self.wrote(f"restore version {to}")
         return [self.version()]
 
     @rule()
@@ -801,38 +799,33 @@ class DeltaLife(TableLife):
         removed = self.table().vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
         self.note(f"vacuum (retention 0): {len(removed)} files deleted -> version {self.version()}")
 
-    @rule(target=TableLife.snapshots, seed=st.integers(0, 1000), column=st.sampled_from(["s1", *sorted(ADDABLE)]))
-    def add_column(self, seed: int, column: str) -> int:
+    @rule(column=st.sampled_from(["s1", *sorted(ADDABLE)]))
+    def add_column(self, column: str) -> None:
         """Append a file with one more column (schema_mode="merge"; Delta adds it at the end)."""
         schema = self.arrow_schema()
         if column in schema.names:
             self.note(f"add column {column}: already there")
-            return self.version()
+            return
         kind = pa.string() if column == "s1" else ADDABLE[column][1]
-        self.write(
-            self.batch(seed, "a").append_column(
-                column, _rows(pa.schema([(column, kind)]), random.Random(seed), 0, "a").column(0)
-            ),
-            schema_mode="merge",
-        )
-        self.note(f"append a file with a new column {column} (schema_mode merge) -> version {self.version()}")
-        return self.version()
+        seed = self.next_id
+        added = _rows(pa.schema([(column, kind)]), random.Random(seed), 0, "a").column(0)
+        self.write(self.batch(seed, "a").append_column(column, added), schema_mode="merge")
+        self.wrote(f"append a file with a new column {column} (schema_mode merge)")
 
-    @rule(target=TableLife.snapshots, change=st.sampled_from(["drop n", "drop s1", "promote n"]))
-    def overwrite_schema(self, change: str) -> int:
+    @rule(change=st.sampled_from(["drop n", "drop s1", "promote n"]))
+    def overwrite_schema(self, change: str) -> None:
         """Overwrite the table with its own rows in a changed schema (schema_mode="overwrite")."""
         rows = self.table().to_pyarrow_table()
         column = change.split()[1]
         if column not in rows.column_names or (change == "promote n" and rows.schema.field("n").type != pa.int32()):
             self.note(f"overwrite with schema change {change}: nothing to do")
-            return self.version()
+            return
         if change.startswith("drop"):
             rows = rows.drop_columns([column])
         else:
             rows = rows.set_column(rows.schema.get_field_index("n"), "n", rows.column("n").cast(pa.int64()))
         write_deltalake(self.name, rows, mode="overwrite", partition_by=["part"], schema_mode="overwrite")
-        self.note(f"overwrite the table's rows with schema change {change} -> version {self.version()}")
-        return self.version()
+        self.wrote(f"overwrite the table's rows with schema change {change}")
 
 
 def _settings() -> settings:
@@ -900,32 +893,32 @@ KNOWN_HISTORIES: dict[str, tuple[type[TableLife], list[tuple[str, dict[str, Any]
     # back, but a lookup takes the live files from the index's rows (the watermark is current again)
     "compact-then-rollback-skips-a-live-file": (
         IcebergLife,
-        [("build", {}), ("delete", {"how": "files", "pick": 0}), ("compact_index", {}), ("back_to_the_watermark", {})],
+        [("build", {}), ("delete", {"where": "id < 10"}), ("compact_index", {}), ("back_to_the_watermark", {})],
     ),
     # a backfill indexes a file appended after the watermark and keeps the watermark; a rollback to it leaves the
     # file's row in the index, and a lookup returns the file and counts it live
     "backfill-then-rollback-returns-a-dead-file": (
         IcebergLife,
-        [("build", {}), ("append", {"seed": 1, "part": "b"}), ("backfill_index", {}), ("back_to_the_watermark", {})],
+        [("build", {}), ("append", {"part": "b"}), ("backfill_index", {}), ("back_to_the_watermark", {})],
     ),
     # a handle made from a table object loaded before an append answers its first lookup for that object's snapshot
     "handle-made-now-from-an-old-table-object": (
         IcebergLife,
-        [("build", {}), ("append", {"seed": 1, "part": "b"})],
+        [("build", {}), ("append", {"part": "b"})],
     ),
     # the same for the held handle: made at the start, first asked after an append
-    "held-handle-first-asked-after-an-append": (IcebergLife, [("append", {"seed": 1, "part": "b"})]),
+    "held-handle-first-asked-after-an-append": (IcebergLife, [("append", {"part": "b"})]),
     # renames commit no snapshot: a held handle keeps binding s1 and s2 to the old columns
     "held-handle-misses-a-swap-of-names": (
         IcebergLife,
-        [("build", {}), ("evolve_schema", {"change": "swap", "column": "n"})],
+        [("build", {}), ("evolve_schema", {"change": "swap s1"})],
     ),
     # after the index's compaction a one-off lookup is right again, a held handle keeps the live files it cached
     "held-handle-keeps-a-dead-file-after-compact": (
         IcebergLife,
         [
             ("build", {}),
-            ("append", {"seed": 1, "part": "b"}),
+            ("append", {"part": "b"}),
             ("backfill_index", {}),
             ("back_to_the_watermark", {}),
             ("compact_index", {}),
