@@ -31,7 +31,8 @@ the one-off lookup shows too at that check is counted as the lookup's.
 One rule is aimed: `back_to_the_watermark` rolls back (Iceberg) or restores (Delta) to the index's watermark, where
 the index's idea of which files are live is most at stake; `rollback` / `restore` go to any version written.
 
-CI profile (`make test`): EXAMPLES examples of up to STEPS steps per format. Long runs, by environment variable:
+CI profile (`make test`): EXAMPLES examples of up to STEPS steps per format (8 and 12: about 40 s each on the 2-core
+machine), and KNOWN_HISTORIES, histories the machine found, replayed step by step. Long runs, by environment variable:
 SKIPINDEX_LIFE_EXAMPLES, SKIPINDEX_LIFE_STEPS (e.g. 300 and 15); SKIPINDEX_LIFE_SEED (hypothesis's seed, printed with
 every failure); SKIPINDEX_LIFE_FOCUS (only the named failure types fail an example: hypothesis stops looking 10 s after
 its first failure, so a hunt for one bug names it; such a run keeps its examples in .hypothesis/table-life/ and goes
