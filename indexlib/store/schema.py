@@ -38,8 +38,8 @@ from indexlib.statistics.column_stats import ColumnStats
 
 # 2: distinct_count, ndv_sketch and indexes per column (optional: version-1 entries read as unknown)
 # 3: config_version per entry (optional: older entries have none, so a backfill rebuilds them)
-# 4: one row per (file, column), partitioned by column; a file row for every live file at the watermark, indexed
-#    or not, with its partition values (docs/index-table.md)
+# 4: one row per (file, column), partitioned by column; a file row for every file live at the live version (and no
+#    other), indexed or not, with its partition values (docs/index-table.md, "What the file rows mean")
 FORMAT_VERSION = 4
 # What an entry's statistics are (part of its configuration version); format 4 changed how entries are stored, not
 # what they hold, so upgraded entries are not outdated.
