@@ -8,10 +8,13 @@ plain Parquet.
 Delta keeps partition columns out of the data files, so the file indexer finds no statistics for them (unknown:
 kept). The partition stage reads the partition values of the add actions instead (`partitioning`), as min = max
 statistics (statistics/partition_values.py).
+
+Without column mapping Delta has no field ids; the index's ids are derived from the column names (`_ids_by_name`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from functools import cached_property
 from typing import Any
@@ -20,12 +23,37 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 from pyiceberg.io.pyarrow import _pyarrow_to_schema_without_ids
 from pyiceberg.schema import Schema, assign_fresh_schema_ids
+from pyiceberg.types import NestedField
 
 from indexlib.errors import UserError
 from indexlib.sources.base import DataFileRef, IdentityPartitioning
 
 # pyiceberg FileIO reads the data files in Spark tasks; these [catalog] keys configure its storage access.
 _FILE_IO_PREFIXES = ("s3.", "gcs.", "adls.", "hdfs.", "oss.", "py-io-impl")
+
+
+# Top-level field ids derived from column names live above every id `assign_fresh_schema_ids` gives nested fields.
+_NAME_ID_BASE = 1 << 20
+
+
+def _ids_by_name(schema: Schema, table: str) -> Schema:
+    """The schema with each top-level column's id derived from its name. Delta without column mapping has no field
+    ids, and positions are not stable: delta-rs's schema merge moves the partition columns after columns added
+    later (id, part, x -> id, x, part), so an id by position would read another column's statistics. A name
+    is stable (no renames without column mapping); a column dropped and added again under the same name is read
+    from each file by that name, and its stored type decides whether old statistics still apply."""
+    fields = []
+    seen: dict[int, str] = {}
+    for field in schema.fields:
+        digest = hashlib.sha256(field.name.encode()).digest()
+        field_id = _NAME_ID_BASE + int.from_bytes(digest[:4], "big") % (1 << 30)
+        if field_id in seen:
+            raise UserError(
+                f"Delta table {table}: columns {seen[field_id]!r} and {field.name!r} hash to the same index field id"
+            )
+        seen[field_id] = field.name
+        fields.append(NestedField(field_id, field.name, field.field_type, field.required, field.doc))
+    return Schema(*fields)
 
 
 def is_delta_name(name: str) -> bool:
@@ -67,9 +95,9 @@ class DeltaSource:
         if mapping != "none":
             raise UserError(f"Delta table {self.name}: column mapping mode {mapping!r} is not supported yet")
         arrow_schema = pa.schema(self.table.schema().to_arrow())
-        # Ids by position of the Delta schema: stable while columns are only added at the end (Delta without
-        # column mapping can neither drop nor rename columns).
-        self.schema: Schema = assign_fresh_schema_ids(_pyarrow_to_schema_without_ids(arrow_schema))
+        self.schema: Schema = _ids_by_name(
+            assign_fresh_schema_ids(_pyarrow_to_schema_without_ids(arrow_schema)), self.name
+        )
         self.name_mapping_json = self.schema.name_mapping.model_dump_json()
         self.io_properties = {k: v for k, v in (io_properties or {}).items() if k.startswith(_FILE_IO_PREFIXES)}
         self.partition_columns = list(self.table.metadata().partition_columns)
