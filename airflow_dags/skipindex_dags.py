@@ -24,7 +24,7 @@ from pathlib import Path
 
 from airflow.sdk import DAG, Asset, Param, Variable, task
 
-import jobs
+from indexlib import jobs
 from indexlib.cli import run_or_raise
 from indexlib.config import Config, load_config
 from indexlib.store.table import index_asset_uri, index_table_name

@@ -14,7 +14,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from indexlib.config import DEFAULT_CONF_PATH, Config, load_config
+from indexlib.config import CONF_ENV, LOCAL_CONF_PATH, Config, load_config
 from indexlib.errors import UserError
 from indexlib.redaction import redact_text
 
@@ -30,7 +30,10 @@ def _parser() -> argparse.ArgumentParser:
 
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("--conf", default=str(DEFAULT_CONF_PATH), help="TOML config (default: %(default)s)")
+        p.add_argument(
+            "--conf",
+            help=f"TOML config (default: ${CONF_ENV}, else ./{LOCAL_CONF_PATH} if present, else the packaged default)",
+        )
         return p
 
     table_help = "source table: namespace.name in the configured catalog, or the path/URI of a Delta table"

@@ -1,12 +1,21 @@
 """The TOML configuration: which catalog, where index tables live, how Spark runs.
 
 `[catalog]` goes to `pyiceberg.catalog.load_catalog(name, **props)` unchanged, with one convenience:
-relative paths in `warehouse` and in a `sqlite:///` `uri` are resolved against the conf file's directory,
-so the embedded default works from any working directory.
+relative paths in `warehouse` and in a `sqlite:///` `uri` are resolved against the conf file's directory (the
+packaged default's against the data location, `data_home()`), so every configuration works from any working
+directory.
+
+The file is checked against a declared schema (`_schema`) before anything is read from it: a misspelt section or
+key is an error naming it and the closest valid one, and an unquoted dotted key where a property is expected (TOML
+reads `s3.secret-access-key = ...` as a nested table, which pyiceberg would never see) is an error showing the
+quoted form. No error shows a value of a property table: those hold credentials.
 """
 
 from __future__ import annotations
 
+import difflib
+import os
+import re
 import tomllib
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
@@ -18,7 +27,10 @@ from indexlib.index_kinds.registry import can_index, parse_settings, setting_nam
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.redaction import redact_properties, redact_text, secret_values
 
-DEFAULT_CONF_PATH = Path("conf/local.toml")
+CONF_ENV = "SKIPINDEX_CONF"  # the configuration file, when --conf is not given
+HOME_ENV = "SKIPINDEX_HOME"  # the data location of the packaged default
+LOCAL_CONF_PATH = Path("conf/local.toml")  # a checkout's (or a project directory's) own configuration
+PACKAGED_CONF_PATH = Path(__file__).parent / "defaults" / "local.toml"  # shipped in the wheel
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024  # Spark's spark.sql.files.maxPartitionBytes
 DEFAULT_OPEN_COST_BYTES = 4 * 1024 * 1024  # Spark's spark.sql.files.openCostInBytes
 DEFAULT_INDEX_NAMESPACE = "skipindex"
@@ -133,14 +145,155 @@ def _resolve_relative(props: dict[str, str], base: Path) -> dict[str, str]:
     return resolved
 
 
+def data_home() -> Path:
+    """Where the packaged default keeps its SQLite catalog and warehouse: `$SKIPINDEX_HOME`, else
+    `$XDG_DATA_HOME/skipindex`, else `~/.local/share/skipindex` (the XDG default). Per user, not per directory, so
+    `skipindex demo` in one directory and `skipindex explain` in another see the same tables."""
+    home = os.environ.get(HOME_ENV)
+    if home:
+        return Path(home).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME")
+    if xdg and Path(xdg).is_absolute():  # the XDG spec: a relative path there is invalid and ignored
+        return Path(xdg) / "skipindex"
+    return Path.home() / ".local" / "share" / "skipindex"
+
+
+def find_config(path: str | Path | None = None) -> Path:
+    """The configuration file to read: `path` (`--conf`), else `$SKIPINDEX_CONF`, else `./conf/local.toml` if
+    present, else the packaged default. A path given explicitly (either way) must exist: falling back to another
+    file would run against a catalog the user did not name. The error lists every place looked at."""
+    looked: list[str] = []
+    if path is not None:
+        candidates = [(f"--conf {path}", Path(path))]
+    else:
+        looked.append("--conf (not given)")
+        env = os.environ.get(CONF_ENV)
+        if env:
+            candidates = [(f"${CONF_ENV}={env}", Path(env))]
+        else:
+            looked.append(f"${CONF_ENV} (not set)")
+            candidates = [(f"./{LOCAL_CONF_PATH}", LOCAL_CONF_PATH), (f"{PACKAGED_CONF_PATH}", PACKAGED_CONF_PATH)]
+    for label, candidate in candidates:
+        if candidate.is_file():
+            return candidate
+        looked.append(f"{label} (no such file)")
+    raise UserError(f"config file not found: {candidates[0][1]} (looked at: {'; '.join(looked)})")
+
+
+# The declared shape of the file. A dict: a table with these keys (`_ANY`: any name, such as a table identifier or a
+# column); `_PROPERTIES`: an open table of single values passed to a library (pyiceberg, Spark, delta-rs), which may
+# hold credentials; None: a value, checked where it is read. Adding a setting is adding its name here.
+_ANY = "*"
+_PROPERTIES = "properties"
+_BUILD_KEYS = (
+    "split_bytes",
+    "open_cost_bytes",
+    "backfill_files_per_commit",
+    "on_unreadable_file",
+    "index_existing_files",
+)
+_AIRFLOW_KEYS = (
+    "spark_conn_id",
+    "pool",
+    "retries",
+    "retry_delay_minutes",
+    "timeout_minutes",
+    "upkeep_schedule",
+    "verify_sample",
+    "expire_older_than_hours",
+)
+
+
+def _schema() -> dict[str, Any]:
+    settings = dict.fromkeys(setting_names())  # index settings: declared by the index kinds (registry.py)
+    return {
+        "catalog": _PROPERTIES,
+        "index": {"namespace": None, **settings, "tables": {_ANY: {**settings, "columns": {_ANY: settings}}}},
+        "build": dict.fromkeys(_BUILD_KEYS),
+        "spark": {"master": None, "app_name": None, "options": _PROPERTIES},
+        "lookup": {"time_zone": None, "dialect": None},
+        "delta": {"storage_options": _PROPERTIES},
+        "airflow": {
+            **dict.fromkeys(_AIRFLOW_KEYS),
+            "builds": {_ANY: {"schedule": None, "every_minutes": None, "asset": None}},
+        },
+    }
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _dotted(path: tuple[str, ...]) -> str:
+    """A key path as TOML writes it: `index.tables."db.t".columns.c`."""
+    return ".".join(part if _BARE_KEY.fullmatch(part) else f'"{part}"' for part in path)
+
+
+def _check_shape(
+    table: dict[str, Any], schema: dict[str, Any], path: tuple[str, ...], conf_path: Path, named: bool = False
+) -> None:
+    """UserError for the first key `schema` does not declare, a value that should be a table, or a nested table
+    in a property table; messages name keys, never values. `named`: the table's own key is a name (`_ANY`)."""
+    for key, value in table.items():
+        where = (*path, key)
+        expected = schema.get(key, schema.get(_ANY, ...))
+        if expected is ...:
+            raise UserError(f"config file {conf_path}: {_unknown_key(where, value, schema, named)}")
+        if expected is None:
+            if isinstance(value, dict):  # `master.x = ...`, `[build.split_bytes]`: a setting is one value
+                raise UserError(f"config file {conf_path}: {_dotted(where)} must be a single value, not a table")
+            continue
+        if not isinstance(value, dict):
+            raise UserError(f"config file {conf_path}: {_dotted(where)} must be a table, got a {type(value).__name__}")
+        if expected == _PROPERTIES:
+            _check_properties(value, where, conf_path)
+        else:
+            _check_shape(value, expected, where, conf_path, named=key not in schema)
+
+
+def _unknown_key(where: tuple[str, ...], value: Any, schema: dict[str, Any], in_named: bool) -> str:
+    parent, key = where[:-1], where[-1]
+    what = "unknown section" if not parent else "unknown setting"
+    if in_named and isinstance(value, dict):  # [index.tables.db.t]: TOML read the name's dot as a nesting
+        return f'{_dotted(where)}: {what}; a name with a dot is quoted: {_dotted(parent[:-1])}."{parent[-1]}.{key}"'
+    known = [name for name in schema if name != _ANY]
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean {_dotted((*parent, close[0]))}?" if close else f"expected one of {', '.join(known)}"
+    return f"{_dotted(where)}: {what} ({hint})"
+
+
+def _check_properties(props: dict[str, Any], where: tuple[str, ...], conf_path: Path) -> None:
+    for key, value in props.items():
+        if isinstance(value, dict):  # s3.secret-access-key = "..." unquoted: {"s3": {"secret-access-key": "..."}}
+            dotted = ".".join((key, *_first_key_path(value)))
+            raise UserError(
+                f"config file {conf_path}: {_dotted(where)}: {dotted} is read by TOML as a nested table, which no "
+                f'library sees; quote the key: "{dotted}" = ...'
+            )
+        if isinstance(value, list):
+            raise UserError(f"config file {conf_path}: {_dotted((*where, key))} must be a single value, not an array")
+
+
+def _first_key_path(table: dict[str, Any]) -> tuple[str, ...]:
+    """The keys down to the first value in a nested table (none for an empty one)."""
+    for key, value in table.items():
+        return (key, *_first_key_path(value)) if isinstance(value, dict) else (key,)
+    return ()
+
+
 def load_config(path: str | Path | None = None) -> Config:
-    conf_path = Path(path) if path is not None else DEFAULT_CONF_PATH
+    """The configuration in `path`, or in the first file `find_config` finds; checked whole before it is used."""
+    conf_path = find_config(path)
     try:
         raw = tomllib.loads(conf_path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"config file not found: {conf_path}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except tomllib.TOMLDecodeError as exc:  # tomllib's messages name the position, never the text
         raise UserError(f"config file {conf_path} is not valid TOML: {exc}") from None
+    build = raw.get("build", {})
+    if isinstance(build, dict) and "files_per_task" in build:
+        raise UserError(
+            f"config file {conf_path}: build.files_per_task is gone: Spark tasks are planned by bytes now "
+            "(build.split_bytes, build.open_cost_bytes; README)"
+        )
+    _check_shape(raw, _schema(), (), conf_path)
 
     catalog = dict(raw.get("catalog", {}))
     if not catalog:
@@ -150,12 +303,6 @@ def load_config(path: str | Path | None = None) -> Config:
 
     index = raw.get("index", {})
     spark = dict(raw.get("spark", {}))
-    build = raw.get("build", {})
-    if "files_per_task" in build:
-        raise UserError(
-            f"config file {conf_path}: build.files_per_task is gone: Spark tasks are planned by bytes now "
-            "(build.split_bytes, build.open_cost_bytes; README)"
-        )
     split_bytes = _positive_int(build, "split_bytes", DEFAULT_SPLIT_BYTES, conf_path)
     open_cost_bytes = _positive_int(build, "open_cost_bytes", DEFAULT_OPEN_COST_BYTES, conf_path, least=0)
     files_per_commit = _positive_int(build, "backfill_files_per_commit", 500, conf_path)
@@ -167,15 +314,6 @@ def load_config(path: str | Path | None = None) -> Config:
     existing = build.get("index_existing_files", True)
     if not isinstance(existing, bool):
         raise UserError(f"config file {conf_path}: build.index_existing_files must be true or false, got {existing!r}")
-    unknown = set(build) - {
-        "split_bytes",
-        "open_cost_bytes",
-        "backfill_files_per_commit",
-        "on_unreadable_file",
-        "index_existing_files",
-    }
-    if unknown:
-        raise UserError(f"config file {conf_path}: build.{sorted(unknown)[0]}: unknown setting")
     delta = raw.get("delta", {})
     lookup = raw.get("lookup", {})
     time_zone = lookup.get("time_zone")
@@ -198,7 +336,9 @@ def load_config(path: str | Path | None = None) -> Config:
     return Config(
         path=conf_path,
         catalog_name=name,
-        catalog_properties=_resolve_relative(props, conf_path.parent),
+        catalog_properties=_resolve_relative(
+            props, data_home() if conf_path == PACKAGED_CONF_PATH else conf_path.parent
+        ),
         index_namespace=str(index.get("namespace", DEFAULT_INDEX_NAMESPACE)),
         spark_master=str(spark.pop("master", "local[*]")),
         spark_app_name=str(spark.pop("app_name", "skipindex")),
@@ -227,25 +367,9 @@ def _positive_int(
 
 
 def _airflow_settings(raw: dict[str, Any], conf_path: Path) -> AirflowSettings:
-    known = {
-        "builds",
-        "spark_conn_id",
-        "pool",
-        "retries",
-        "retry_delay_minutes",
-        "timeout_minutes",
-        "upkeep_schedule",
-        "verify_sample",
-        "expire_older_than_hours",
-    }
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise UserError(f"config file {conf_path}: airflow.{unknown[0]}: unknown setting")
     builds = []
     for table, section in dict(raw.get("builds", {})).items():
         where = f'airflow.builds."{table}"'
-        if not isinstance(section, dict) or set(section) - {"schedule", "every_minutes", "asset"}:
-            raise UserError(f"config file {conf_path}: {where} takes schedule, every_minutes or asset only")
         if len(section) != 1:
             raise UserError(f"config file {conf_path}: {where} needs exactly one of schedule, every_minutes, asset")
         every = section.get("every_minutes")
@@ -280,9 +404,6 @@ def _airflow_settings(raw: dict[str, Any], conf_path: Path) -> AirflowSettings:
 def _index_settings(index: dict[str, Any], conf_path: Path) -> tuple[IndexSettings, dict[str, dict[str, Any]]]:
     """Defaults from `[index]`, per-table tables from `[index.tables."ns.name"]`, all validated now."""
     known = {"namespace", "tables", *setting_names()}
-    for name in index:
-        if name not in known:
-            raise UserError(f"config file {conf_path}: index.{name}: unknown setting")
     try:
         defaults = parse_settings(
             {k: v for k, v in index.items() if k in known - {"namespace", "tables"}}, IndexSettings(), "index"

@@ -18,7 +18,8 @@ from pyiceberg, SQLAlchemy or delta-rs that echoes what it was given.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 from urllib.parse import unquote
 
 REDACTED = "***"
@@ -49,20 +50,40 @@ def redact_value(key: str, value: str) -> str:
     return _URI_PASSWORD.sub(lambda m: m.group("head") + REDACTED, value)
 
 
-def redact_properties(props: Mapping[str, str]) -> dict[str, str]:
-    """A copy of a property table that may be printed."""
-    return {key: redact_value(key, str(value)) for key, value in props.items()}
+def redact_properties(props: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A copy of a property table that may be printed. A nested table (an unquoted dotted key, which TOML nests)
+    is redacted under its joined name: `s3` / `secret-access-key` is `s3.secret-access-key`, a secret."""
+    return {
+        key: redact_properties(value, f"{prefix}{key}.")
+        if isinstance(value, Mapping)
+        else redact_value(f"{prefix}{key}", str(value))
+        for key, value in props.items()
+    }
 
 
-def secret_values(props: Mapping[str, str]) -> set[str]:
-    """The values `redact_text` must remove: those of secret keys and URI passwords, raw and percent-decoded."""
+def secret_values(props: Mapping[str, Any]) -> set[str]:
+    """The values `redact_text` must remove: those of secret keys and URI passwords, raw and percent-decoded; in
+    nested tables (under their joined names) and in arrays (each element too) alike."""
     found: set[str] = set()
-    for key, value in props.items():
-        value = str(value)
+    for key, value in _leaves(props):
         if is_secret_key(key) and value:
             found.add(value)
         found.update(uri_passwords(value))
     return (found | {unquote(s) for s in found}) - {""}
+
+
+def _leaves(props: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(joined name, value as text) of every value in a property table, its nested tables and its arrays."""
+    for key, value in props.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            yield from _leaves(value, f"{name}.")
+        elif isinstance(value, list | tuple):
+            yield name, str(value)
+            for item in value:
+                yield from _leaves({key: item}, prefix)
+        else:
+            yield name, str(value)
 
 
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:

@@ -1,13 +1,8 @@
-"""Backfill of old partitions, for spark-submit or `python -m jobs.backfill`.
-
-    spark-submit jobs/backfill.py --conf conf/local.toml --table tpch.lineitem --where "l_shipdate < DATE '1995-01-01'"
-
-Same as `skipindex backfill`; rerun it after a crash and it continues where the last commit left off.
-"""
+"""`spark-submit jobs/backfill.py ...` in a checkout: the job is indexlib/jobs/backfill.py, which the package ships."""
 
 import sys
 
-from indexlib.cli import main
+from indexlib.jobs.backfill import main
 
 if __name__ == "__main__":
-    sys.exit(main(["backfill", *sys.argv[1:]]))
+    sys.exit(main(sys.argv[1:]))

@@ -1,13 +1,8 @@
-"""Incremental index build, for spark-submit or `python -m jobs.build_index`.
-
-    spark-submit jobs/build_index.py --conf conf/local.toml --table tpch.lineitem
-
-Same as `skipindex build`; under spark-submit the cluster's master and options win over `[spark]`.
-"""
+"""`spark-submit jobs/build_index.py ...` in a checkout: the job is indexlib/jobs/build_index.py, which the package ships."""
 
 import sys
 
-from indexlib.cli import main
+from indexlib.jobs.build_index import main
 
 if __name__ == "__main__":
-    sys.exit(main(["build", *sys.argv[1:]]))
+    sys.exit(main(sys.argv[1:]))

@@ -111,7 +111,7 @@ def test_missing_config_file_is_a_user_error(tmp_path):
 
 def test_build_job_runs_as_a_module_and_reports_a_noop(conf_path, indexed_table):
     done = subprocess.run(
-        [sys.executable, "-m", "jobs.build_index", "--conf", str(conf_path), "--table", "db.small"],
+        [sys.executable, "-m", "indexlib.jobs.build_index", "--conf", str(conf_path), "--table", "db.small"],
         capture_output=True,
         text=True,
         timeout=300,
