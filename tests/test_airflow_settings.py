@@ -59,7 +59,10 @@ asset = "iceberg://warehouse/db/orders"
             '[airflow.builds."db.events"]\nschedule = "@daily"\nevery_minutes = 5\n',
             'airflow.builds."db.events" needs exactly one of',
         ),
-        ('[airflow.builds."db.events"]\ncron = "@daily"\n', "takes schedule, every_minutes or asset only"),
+        (
+            '[airflow.builds."db.events"]\ncron = "@daily"\n',
+            'airflow.builds."db.events".cron: unknown setting (expected one of schedule, every_minutes, asset)',
+        ),
         ('[airflow.builds."db.events"]\nevery_minutes = 0\n', "every_minutes must be an integer >= 1"),
         ('[airflow.builds."db.events"]\nasset = "db.events"\n', "asset must be a URI"),
         ('[airflow.builds."db.events"]\nschedule = ""\n', "schedule must be a non-empty string"),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from indexlib.config import load_config
+from indexlib.config import Config, load_config
 from indexlib.redaction import REDACTED, is_secret_key, redact_properties, redact_text, secret_values
 
 SKIPINDEX = str(Path(sys.executable).with_name("skipindex"))
@@ -135,3 +135,89 @@ def test_a_catalog_refusing_connections_prints_no_secret(tmp_path):
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     for secret in SECRETS:
         assert secret not in done.stdout + done.stderr, f"{secret} printed: {done.stderr}"
+
+
+@pytest.mark.parametrize(
+    "props, shown, secrets, rule",
+    [
+        (
+            {"s3": {"secret-access-key": "SK-1", "region": "eu-west-1"}},
+            {"s3": {"secret-access-key": REDACTED, "region": "eu-west-1"}},
+            {"SK-1"},
+            "a key split by dots (TOML's nesting of an unquoted dotted key) is judged by its joined name",
+        ),
+        (
+            {"spark": {"hadoop": {"fs": {"s3a": {"secret": {"key": "SK-2"}}}}}},
+            {"spark": {"hadoop": {"fs": {"s3a": {"secret": {"key": REDACTED}}}}}},
+            {"SK-2"},
+            "however deep the nesting",
+        ),
+        (
+            {"jdbc": {"uri": "postgresql://u:pw-3@h/db"}},
+            {"jdbc": {"uri": "postgresql://u:***@h/db"}},
+            {"pw-3"},
+            "a URI password in a nested table",
+        ),
+        ({"token": 4711}, {"token": REDACTED}, {"4711"}, "a non-string value of a secret key"),
+        (
+            {"credential": ["client-id", "client-SECRET-5"]},
+            {"credential": REDACTED},
+            {"['client-id', 'client-SECRET-5']", "client-id", "client-SECRET-5"},
+            "an array under a secret key: the whole and each element, wherever a message quotes one",
+        ),
+        (
+            {"uris": ["postgresql://u:pw-6@h/db"]},
+            {"uris": "['postgresql://u:***@h/db']"},
+            {"pw-6"},
+            "a URI password in an array",
+        ),
+    ],
+)
+def test_nested_and_malformed_property_tables_are_redacted(props, shown, secrets, rule):
+    assert redact_properties(props) == shown, rule
+    assert secret_values(props) == secrets, rule
+
+
+def test_a_config_holding_a_nested_table_shows_no_secret_in_its_repr(tmp_path):
+    # the loader refuses nested property tables, but a Config built in code may still hold one
+    config = Config(
+        path=tmp_path / "conf.toml",
+        catalog_name="c",
+        catalog_properties={"s3": {"secret-access-key": SECRETS[1]}},  # type: ignore[dict-item]
+        spark_options={"spark.hadoop.fs.s3a": {"secret.key": SECRETS[3]}},  # type: ignore[dict-item]
+    )
+    shown = repr(config)
+    for secret in (SECRETS[1], SECRETS[3]):
+        assert secret not in shown, f"repr(Config) shows {secret}"
+    assert config.secrets() == {SECRETS[1], SECRETS[3]}, "the nested secrets are known, for redact_text"
+
+
+@pytest.mark.parametrize(
+    "conf, rule",
+    [
+        (f'[catalog]\ntype = "sql"\ns3.secret-access-key = "{SECRETS[1]}"\n', "an unquoted dotted key in [catalog]"),
+        (f'[catalog]\ntype = "sql"\n[catalog.s3]\nsecret-access-key = "{SECRETS[1]}"\n', "a [catalog.s3] table"),
+        (
+            f'[catalog]\ntype = "sql"\n[spark.options]\nspark.hadoop.fs.s3a.secret.key = "{SECRETS[3]}"\n',
+            "an unquoted dotted key in [spark.options]",
+        ),
+        (
+            f'[catalog]\ntype = "sql"\n[delta.storage_options]\naws.secret = "{SECRETS[2]}"\n',
+            "an unquoted dotted key in [delta.storage_options]",
+        ),
+        (f'[catalog]\ntype = "sql"\ncredential = ["id", "{SECRETS[1]}"]\n', "an array where one value is expected"),
+        (f'[catalog]\ntype = "sql"\n[catalgo]\ntoken = "{SECRETS[1]}"\n', "a secret under a misspelt section"),
+        (f'[catalog]\ntype = "sql"\n[spark]\nmaster = {{ password = "{SECRETS[3]}" }}\n', "a table for a value"),
+        (f'[catalog]\ntype = "sql"\n"s3.secret-access-key" = "{SECRETS[1]}\n', "malformed TOML (no closing quote)"),
+    ],
+)
+def test_a_misshapen_config_file_is_one_line_without_the_secret(tmp_path, conf, rule):
+    path = tmp_path / "conf.toml"
+    path.write_text(conf)
+    done = _run("explain", "--conf", str(path), "--table", "db.t", "--where", "a = 1")
+    assert done.returncode == 2, f"{rule}: exit code {done.returncode}: {done.stderr}"
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stderr.startswith("skipindex: error: config file"), (
+        f"{rule}: one line naming the file: {done.stderr}"
+    )
+    for secret in SECRETS:
+        assert secret not in done.stdout + done.stderr, f"{rule}: {secret} printed: {done.stderr}"
