@@ -192,7 +192,10 @@ def run_demo(config: Config, scale: float = 0.1, snapshots: int = 4, files_per_s
     ):
         try:
             catalog.load_table(name)
-            print(f"      {name} exists already (delete .skipindex/ to regenerate)", flush=True)
+            print(
+                f"      {name} exists already (delete the catalog and warehouse of {config.path} to regenerate)",
+                flush=True,
+            )
         except NoSuchTableError:
             create()
     _done(started)
