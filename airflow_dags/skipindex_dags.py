@@ -59,7 +59,7 @@ def _conf_source() -> tuple[str | None, str]:
         return path, f"the Airflow Variable {CONF_VARIABLE}"
     if (path := os.environ.get("SKIPINDEX_CONF")) is not None:
         return path, "the environment variable SKIPINDEX_CONF"
-    return None, f"no Airflow Variable {CONF_VARIABLE} and no SKIPINDEX_CONF, so the skipindex default"
+    return None, f"the skipindex default: no Airflow Variable {CONF_VARIABLE}, no SKIPINDEX_CONF"
 
 
 def _load(path: str | None, source: str) -> Config:
