@@ -27,12 +27,47 @@ from airflow.sdk import DAG, Asset, Param, Variable, task
 from indexlib import jobs
 from indexlib.cli import run_or_raise
 from indexlib.config import Config, load_config
+from indexlib.errors import UserError
 from indexlib.store.table import index_asset_uri, index_table_name
 
-CONF = Variable.get("skipindex_conf", default=os.environ.get("SKIPINDEX_CONF", "conf/local.toml"))
+CONF_VARIABLE = "skipindex_conf"
 JOBS = Path(jobs.__file__).parent
 START = datetime(2024, 1, 1)
 JOB_SCRIPTS = {"build": "build_index.py", "backfill": "backfill.py", "verify": "verify.py"}
+
+
+def _airflow_variable(key: str) -> str | None:
+    """The Variable `key`, or None, read where this process can read it.
+
+    The Task SDK's `Variable.get` asks the supervisor (the dag-processor's parser and the task runner have one); in a
+    process without one (`airflow dags test`, `dags list --local`, `dags reserialize`) it reads only environment
+    variables and configured secrets backends, never the metadata database where `airflow variables set` writes, and
+    a `default` hides the miss. There, Airflow core's `Variable.get` reads the database as well."""
+    value = Variable.get(key, default=None)
+    if value is not None:
+        return value
+    if getattr(sys.modules.get("airflow.sdk.execution_time.task_runner"), "SUPERVISOR_COMMS", None) is not None:
+        return None  # supervised: the supervisor has already asked the API server
+    from airflow.models.variable import Variable as StoredVariable
+
+    return StoredVariable.get(key, default_var=None)
+
+
+def _conf_source() -> tuple[str | None, str]:
+    """The configuration path the DAGs and their tasks use, and where it came from (for the import error)."""
+    if (path := _airflow_variable(CONF_VARIABLE)) is not None:
+        return path, f"the Airflow Variable {CONF_VARIABLE}"
+    if (path := os.environ.get("SKIPINDEX_CONF")) is not None:
+        return path, "the environment variable SKIPINDEX_CONF"
+    return None, f"the skipindex default: no Airflow Variable {CONF_VARIABLE}, no SKIPINDEX_CONF"
+
+
+def _load(path: str | None, source: str) -> Config:
+    """The configuration; if it cannot be read, one line (the DAG file's import error) saying where it looked."""
+    try:
+        return load_config(path)
+    except UserError as exc:
+        raise UserError(f"{exc} (from {source})") from None
 
 
 def _dag(config: Config, dag_id: str, description: str, schedule, **kwargs) -> DAG:
@@ -101,7 +136,7 @@ def build_dag(config: Config, table: str, schedule) -> DAG:
     with _dag(
         config, f"skipindex_build__{name}", f"Incremental skip-index build of {table}", schedule, max_active_runs=1
     ) as dag:
-        spark_job(config, "build", "build", ["--conf", CONF, "--table", table], outlets=[index])
+        spark_job(config, "build", "build", [*CONF_ARGS, "--table", table], outlets=[index])
     return dag
 
 
@@ -122,8 +157,8 @@ def backfill_dag(config: Config) -> DAG:
             from indexlib.indexing.backfill import plan_backfill
 
             where = params["where"] or None
-            argv = ["--conf", CONF, "--table", params["table"], *(["--where", where] if where else [])]
-            batches = plan_backfill(load_config(CONF), params["table"], where)
+            argv = [*CONF_ARGS, "--table", params["table"], *(["--where", where] if where else [])]
+            batches = plan_backfill(_load(CONF, CONF_SOURCE), params["table"], where)
             return [[*argv, *(arg for label in batch for arg in ("--partition", label))] for batch in batches]
 
         mapped_spark_job(config, "backfill", "backfill", plan())
@@ -141,7 +176,7 @@ def upkeep_dag(config: Config) -> DAG:
     ) as dag:
         for build in settings.builds:
             name = index_table_name(build.table)
-            table = ["--conf", CONF, "--table", build.table]
+            table = [*CONF_ARGS, "--table", build.table]
             compact = skipindex.override(task_id=f"compact__{name}")(command="compact", args=table)
             sample = ["--sample", str(settings.verify_sample)]
             verify = spark_job(config, f"verify__{name}", "verify", [*table, *sample])
@@ -157,7 +192,9 @@ def _schedule(build):
     return build.every if build.every is not None else build.cron
 
 
-_config = load_config(CONF)
+CONF, CONF_SOURCE = _conf_source()
+CONF_ARGS = ["--conf", CONF] if CONF is not None else []  # none: the task's `skipindex` resolves its default
+_config = _load(CONF, CONF_SOURCE)
 for _build in _config.airflow.builds:
     _build_dag = build_dag(_config, _build.table, _schedule(_build))
     globals()[_build_dag.dag_id] = _build_dag
