@@ -10,9 +10,9 @@
   files no snapshot needs.
 
 No logic here: each task runs a `skipindex` command in its own process, or, when `[airflow] spark_conn_id` names a
-Spark connection, the Spark jobs run through `SparkSubmitOperator` with the scripts in jobs/. The configuration
-file comes from the Airflow Variable `skipindex_conf`, else the environment variable `SKIPINDEX_CONF`, else
-conf/local.toml.
+Spark connection, the Spark jobs run through `SparkSubmitOperator` with the scripts in indexlib/jobs/. The
+configuration file comes from the Airflow Variable `skipindex_conf`, else the environment variable `SKIPINDEX_CONF`,
+else skipindex's own default order (README, "Configuration").
 """
 
 from __future__ import annotations
