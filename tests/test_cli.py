@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -133,3 +134,55 @@ def test_bad_lookup_settings_name_the_file_and_the_setting(tmp_path, setting, me
     conf.write_text(f'[catalog]\ntype = "sql"\nuri = "sqlite:///c.db"\n[lookup]\n{setting}\n')
     with pytest.raises(UserError, match=f"config file {conf}: {message}"):
         load_config(conf)
+
+
+# Our own log records (progress, what a build found) are the only lines besides the error and the log path.
+OWN_RECORD = re.compile(r"^(INFO|WARNING) indexlib(\.\w+)*: ")
+LOG_LINE = re.compile(r"^skipindex: Spark's output is in (\S+) \(--verbose shows it here\)$")
+
+
+def _table_with_a_corrupt_file(catalog, name: str) -> str:
+    table = catalog.create_table(name, schema=pa.schema([("id", pa.int64()), ("tag", pa.string())]))
+    for start in (0, 10, 20):
+        table.append(pa.table({"id": pa.array(range(start, start + 10), pa.int64()), "tag": ["a"] * 10}))
+    victim = sorted(task.file.file_path for task in table.scan().plan_files())[1]
+    Path(victim.removeprefix("file://")).write_bytes(b"not parquet at all")
+    return victim
+
+
+@pytest.mark.spark
+def test_a_failed_spark_job_shows_one_error_line_and_the_log_path_and_no_java_output(conf_path, catalog):
+    victim = _table_with_a_corrupt_file(catalog, "db.broken")
+    done = _run("build", "--conf", str(conf_path), "--table", "db.broken")
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    lines = [line for line in done.stderr.splitlines() if not OWN_RECORD.match(line)]
+    assert len(lines) == 2, f"the whole stderr is our records, the error line and the log path:\n{done.stderr}"
+    assert lines[0].startswith("skipindex: error: db.broken: cannot index data file " + victim), lines[0]
+    log = LOG_LINE.match(lines[1])
+    assert log, f"the last line names Spark's log: {lines[1]}"
+    logged = Path(log.group(1)).read_text()
+    assert "ERROR Executor" in logged and "\tat org.apache.spark" in logged, "the Java stack went to the log file"
+    assert "WARN" in logged and "Using Spark's default log4j profile" in logged, "so did log4j's start-up lines"
+    Path(log.group(1)).unlink()
+
+
+@pytest.mark.spark
+def test_verbose_shows_spark_and_java_output_on_the_terminal(conf_path, catalog):
+    _table_with_a_corrupt_file(catalog, "db.broken")
+    done = _run("build", "--conf", str(conf_path), "--table", "db.broken", "--verbose")
+    assert done.returncode == 2, done.stderr
+    assert "ERROR Executor" in done.stderr and "\tat org.apache.spark" in done.stderr, "--verbose shows it all"
+    errors = [line for line in done.stderr.splitlines() if line.startswith("skipindex: error: db.broken: cannot index")]
+    assert len(errors) == 1, f"and the one-line reason: {done.stderr}"
+    assert not any(LOG_LINE.match(line) for line in done.stderr.splitlines()), "no log file to name"
+
+
+@pytest.mark.spark
+def test_a_successful_spark_command_prints_only_our_own_records_on_stderr(conf_path, catalog):
+    table = catalog.create_table("db.fine", schema=pa.schema([("id", pa.int64())]))
+    table.append(pa.table({"id": pa.array(range(10), pa.int64())}))
+    done = _run("build", "--conf", str(conf_path), "--table", "db.fine")
+    assert done.returncode == 0, done.stderr
+    noise = [line for line in done.stderr.splitlines() if not OWN_RECORD.match(line)]
+    assert noise == [], f"no WARN lines, no JVM notices on a success: {noise}"
+    assert "indexed 1 new files" in done.stdout, done.stdout
