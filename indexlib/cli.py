@@ -111,6 +111,11 @@ def _parser() -> argparse.ArgumentParser:
 def _print_explain(result) -> None:  # noqa: ANN001 (LookupResult; imported lazily)
     summary = result.summary
     print(f"table      {result.table}")
+    if not result.has_index:
+        from indexlib.store.table import build_hint
+
+        hint = build_hint(result.table)
+        print(f"index      none: {result.table} was never indexed, so the index stages keep every file; {hint}")
     print(f"where      {result.where}")
     print(f"parsed     {result.parsed}")
     print(f"rewritten  {result.predicate}")

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 from indexlib.indexing.build import build_index
+from indexlib.store.table import IndexTable
 
 SKIPINDEX = str(Path(sys.executable).with_name("skipindex"))
 
@@ -47,7 +48,8 @@ def test_explain_json_follows_the_documented_shape(conf_path, indexed_table):
     live = [t.file.file_path for t in indexed_table.scan().plan_files()]
     assert len(out["files"]) == 1 and out["files"][0] in live, "paths exactly as the source records them"
     summary = out["summary"]
-    assert set(summary) == {"files_total", "files_kept", "files_unindexed", "files_all_match", "stages"}
+    assert set(summary) == {"has_index", "files_total", "files_kept", "files_unindexed", "files_all_match", "stages"}
+    assert summary["has_index"] is True
     assert (summary["files_total"], summary["files_kept"], summary["files_unindexed"]) == (3, 1, 0)
     assert summary["stages"] == [
         {"name": "partition", "files_in": 3, "files_out": 3},
@@ -186,3 +188,55 @@ def test_a_successful_spark_command_prints_only_our_own_records_on_stderr(conf_p
     noise = [line for line in done.stderr.splitlines() if not OWN_RECORD.match(line)]
     assert noise == [], f"no WARN lines, no JVM notices on a success: {noise}"
     assert "indexed 1 new files" in done.stdout, done.stdout
+
+
+NO_INDEX = "db.fresh has no index (no table skipindex.db__fresh); build one with: skipindex build --table db.fresh"
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "stdout", "stderr"),
+    [
+        (
+            ["explain", "--where", "id = 3"],
+            0,
+            "index      none: db.fresh was never indexed, so the index stages keep every file; build one with: "
+            "skipindex build --table db.fresh",
+            "",
+        ),
+        (["explain", "--where", "id = 3", "--json"], 0, '"has_index": false', ""),
+        (["stats"], 2, None, f"skipindex: error: {NO_INDEX}"),
+        (["stats", "--json", "--where", "id = 3"], 2, None, f"skipindex: error: {NO_INDEX}"),
+        (["verify", "--sample", "5"], 2, None, f"skipindex: error: {NO_INDEX}"),
+        (
+            ["compact"],
+            0,
+            "db.fresh: no index (no table skipindex.db__fresh), nothing to compact; build one with: skipindex "
+            "build --table db.fresh",
+            "",
+        ),
+    ],
+    ids=["explain", "explain-json", "stats", "stats-where-json", "verify", "compact"],
+)
+def test_a_table_never_indexed_is_said_plainly(conf_path, config, catalog, args, code, stdout, stderr):
+    table = catalog.create_table("db.fresh", schema=pa.schema([("id", pa.int64())]))
+    for start in (0, 10):
+        table.append(pa.table({"id": pa.array(range(start, start + 10), pa.int64())}))
+    done = _run(args[0], "--conf", str(conf_path), "--table", "db.fresh", *args[1:])
+    assert done.returncode == code, f"skipindex {' '.join(args)} exits {code}: {done.stderr}"
+    if stdout is None:
+        assert done.stdout == "", "an error prints nothing on stdout"
+    else:
+        assert stdout in done.stdout, f"skipindex {' '.join(args)} says there is no index and how to build one"
+    assert done.stderr.splitlines() == ([stderr] if stderr else []), f"stderr is one line, or empty: {done.stderr}"
+    if args[0] in ("explain",) and "--json" not in args:
+        assert "files kept 2 of 2" in done.stdout, "with no index, explain still keeps every file"
+    assert IndexTable(catalog, config.index_namespace, "db.fresh").load() is None, "no command creates an index"
+
+
+def test_compact_without_a_table_goes_over_indexed_tables_only(conf_path, catalog):
+    catalog.create_table("db.fresh", schema=pa.schema([("id", pa.int64())]))
+    assert _run("compact", "--conf", str(conf_path), "--table", "db.fresh").returncode == 0
+    done = _run("compact", "--conf", str(conf_path))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", ""), (
+        "compact of a never-indexed table leaves it without an index, so compact of every indexed table skips it"
+    )
