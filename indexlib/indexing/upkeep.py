@@ -231,7 +231,7 @@ def verify(
             spark = get_spark(config)
         by_path = {f.path: f for f in live}
         computed = index_new_files(
-            spark, source, [by_path[p] for p in chosen], 0, config, settings, skip_unreadable=True
+            spark, source, [by_path[p] for p in chosen], 0, config, settings, skip_unreadable=True, doing="re-checking"
         )
         stale += [(path, f"cannot be read now: {reason}") for path, reason in computed.skipped]
         fresh = {row["file_path"]: row for row in computed.entries.to_pylist()}
