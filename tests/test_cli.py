@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -17,8 +18,10 @@ from indexlib.store.table import IndexTable
 SKIPINDEX = str(Path(sys.executable).with_name("skipindex"))
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([SKIPINDEX, *args], capture_output=True, text=True, timeout=300)
+def _run(*args: str, tmp: Path | None = None) -> subprocess.CompletedProcess:
+    """`tmp`: the temporary directory of the run (TMPDIR), where Spark's log file goes."""
+    env = {**os.environ, "TMPDIR": str(tmp)} if tmp is not None else None
+    return subprocess.run([SKIPINDEX, *args], capture_output=True, text=True, timeout=300, env=env)
 
 
 @pytest.fixture
@@ -139,6 +142,7 @@ def test_bad_lookup_settings_name_the_file_and_the_setting(tmp_path, setting, me
 
 
 # Our own log records (progress, what a build found) are the only lines besides the error and the log path.
+# The builds below must run on Spark (they check what Spark's JVM printed): a table of 3 files of 10 rows.
 OWN_RECORD = re.compile(r"^(INFO|WARNING) indexlib(\.\w+)*: ")
 LOG_LINE = re.compile(r"^skipindex: Spark's output is in (\S+) \(--verbose shows it here\)$")
 
@@ -153,19 +157,19 @@ def _table_with_a_corrupt_file(catalog, name: str) -> str:
 
 
 @pytest.mark.spark
-def test_a_failed_spark_job_shows_one_error_line_and_the_log_path_and_no_java_output(conf_path, catalog):
+def test_a_failed_spark_job_shows_one_error_line_and_the_log_path_and_no_java_output(conf_path, catalog, tmp_path):
     victim = _table_with_a_corrupt_file(catalog, "db.broken")
-    done = _run("build", "--conf", str(conf_path), "--table", "db.broken")
+    done = _run("build", "--conf", str(conf_path), "--table", "db.broken", tmp=tmp_path)
     assert done.returncode == 2 and done.stdout == "", done.stderr
     lines = [line for line in done.stderr.splitlines() if not OWN_RECORD.match(line)]
     assert len(lines) == 2, f"the whole stderr is our records, the error line and the log path:\n{done.stderr}"
     assert lines[0].startswith("skipindex: error: db.broken: cannot index data file " + victim), lines[0]
     log = LOG_LINE.match(lines[1])
     assert log, f"the last line names Spark's log: {lines[1]}"
+    assert Path(log.group(1)).parent == tmp_path, "the log file is in the temporary directory"
     logged = Path(log.group(1)).read_text()
     assert "ERROR Executor" in logged and "\tat org.apache.spark" in logged, "the Java stack went to the log file"
     assert "WARN" in logged and "Using Spark's default log4j profile" in logged, "so did log4j's start-up lines"
-    Path(log.group(1)).unlink()
 
 
 @pytest.mark.spark
@@ -180,14 +184,15 @@ def test_verbose_shows_spark_and_java_output_on_the_terminal(conf_path, catalog)
 
 
 @pytest.mark.spark
-def test_a_successful_spark_command_prints_only_our_own_records_on_stderr(conf_path, catalog):
+def test_a_successful_spark_command_prints_only_our_own_records_on_stderr(conf_path, catalog, tmp_path):
     table = catalog.create_table("db.fine", schema=pa.schema([("id", pa.int64())]))
     table.append(pa.table({"id": pa.array(range(10), pa.int64())}))
-    done = _run("build", "--conf", str(conf_path), "--table", "db.fine")
+    done = _run("build", "--conf", str(conf_path), "--table", "db.fine", tmp=tmp_path)
     assert done.returncode == 0, done.stderr
     noise = [line for line in done.stderr.splitlines() if not OWN_RECORD.match(line)]
     assert noise == [], f"no WARN lines, no JVM notices on a success: {noise}"
     assert "indexed 1 new files" in done.stdout, done.stdout
+    assert not list(tmp_path.glob("skipindex-spark-*")), "after a success Spark's log file is deleted"
 
 
 NO_INDEX = "db.fresh has no index (no table skipindex.db__fresh); build one with: skipindex build --table db.fresh"
