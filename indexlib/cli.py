@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from indexlib.config import CONF_ENV, LOCAL_CONF_PATH, Config, load_config
 from indexlib.errors import UserError
+from indexlib.indexing.spark import jvm_log_path, log_jvm_output
 from indexlib.redaction import redact_text
 
 EXIT_USER_ERROR = 2
@@ -33,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--conf",
             help=f"TOML config (default: ${CONF_ENV}, else ./{LOCAL_CONF_PATH} if present, else the packaged default)",
+        )
+        p.add_argument(
+            "--verbose", action="store_true", help="show Spark's and Java's output here (default: in a log file)"
         )
         return p
 
@@ -110,6 +114,11 @@ def _parser() -> argparse.ArgumentParser:
 def _print_explain(result) -> None:  # noqa: ANN001 (LookupResult; imported lazily)
     summary = result.summary
     print(f"table      {result.table}")
+    if not result.has_index:
+        from indexlib.store.table import build_hint
+
+        hint = build_hint(result.table)
+        print(f"index      none: {result.table} was never indexed, so the index stages keep every file; {hint}")
     print(f"where      {result.where}")
     print(f"parsed     {result.parsed}")
     print(f"rewritten  {result.predicate}")
@@ -236,17 +245,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler.addFilter(redacting)
     for noisy in ("py4j", "pyiceberg"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    log_jvm_output(not args.verbose)
     try:
         config = load_config(args.conf)
         redacting.secrets = config.secrets()
-        return run(args, config)
+        code = run(args, config)
     except UserError as exc:
         line = " ".join(str(exc).split())  # one line, whatever a library's message spans
         print(redact_text(f"skipindex: error: {line}", redacting.secrets), file=sys.stderr)
+        _name_jvm_log()
         return EXIT_USER_ERROR
     except Exception as exc:  # a bug or an outage: the traceback, as Python prints it, without the secrets
         print(redact_text("".join(traceback.format_exception(exc)), redacting.secrets), file=sys.stderr, end="")
+        _name_jvm_log()
         return 1
+    if (log := jvm_log_path()) is not None:
+        log.unlink(missing_ok=True)  # nothing failed: the JVM's warnings are not worth a file per run
+    return code
+
+
+def _name_jvm_log() -> None:
+    """After the error: where Spark's and Java's output went, if this command started Spark."""
+    if (log := jvm_log_path()) is not None:
+        print(f"skipindex: Spark's output is in {log} (--verbose shows it here)", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -117,7 +117,8 @@ class Config:
             column_settings = parse_settings(column_raw, table_wide, where)
             for kind in column_settings.kinds or ():
                 if not can_index(kind, column.field_type):
-                    raise UserError(f"{where}: a {kind} index cannot be built on {name} ({column.field_type})")
+                    article = "an" if kind[:1] in "aeiou" else "a"
+                    raise UserError(f"{where}: {article} {kind} index cannot be built on {name} ({column.field_type})")
             settings[column.field_id] = column_settings
         return settings
 

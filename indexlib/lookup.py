@@ -65,10 +65,12 @@ class LookupResult:
     unused: list[str] = field(default_factory=list)
     leaves: list[tuple[str, str]] = field(default_factory=list)  # (bound leaf, statistics it reads)
     partition_fields: list[str] = field(default_factory=list)
+    has_index: bool = True  # False: the table was never indexed, so the index stages kept every file
 
     @property
     def summary(self) -> dict[str, Any]:
         return {
+            "has_index": self.has_index,
             "files_total": self.files_total,
             "files_kept": len(self.files),
             "files_unindexed": self.files_unindexed,
@@ -243,4 +245,5 @@ def lookup_in(
         unused=[f"{part.sql}: {part.reason}" for part in unusable_parts(predicate)],
         leaves=[(str(leaf), leaf_statistics(leaf, kinds)) for leaf in leaves(predicate)],
         partition_fields=partitions.lifted,
+        has_index=state.rows is not None,
     )

@@ -61,13 +61,15 @@ class TableReport:
 def table_stats(config: Config, table: str, where: str | None = None) -> TableReport:
     catalog = config.load_catalog()
     source = open_source(config, table, catalog)
+    index = IndexTable(catalog, config.index_namespace, source.name)
+    index.require()  # NDV and index bytes are statistics of the index: none to report without one
     live = [f.path for f in source.live_files()]
     wanted = live
     if where is not None:
         from indexlib.lookup import lookup
 
         wanted = lookup(config, table, where).files
-    entries = IndexTable(catalog, config.index_namespace, source.name).entries()
+    entries = index.entries()
     entries = entries.filter(pc.fill_null(entries.column("indexed"), True))  # files the index holds statistics of
     entries = entries.filter(pc.is_in(entries.column("file_path"), value_set=pa.array(wanted, pa.string())))
     entries = one_entry_per_path(entries)  # a path indexed twice holds the same statistics: count it once

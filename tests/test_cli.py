@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,12 +13,15 @@ import pyarrow as pa
 import pytest
 
 from indexlib.indexing.build import build_index
+from indexlib.store.table import IndexTable
 
 SKIPINDEX = str(Path(sys.executable).with_name("skipindex"))
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([SKIPINDEX, *args], capture_output=True, text=True, timeout=300)
+def _run(*args: str, tmp: Path | None = None) -> subprocess.CompletedProcess:
+    """`tmp`: the temporary directory of the run (TMPDIR), where Spark's log file goes."""
+    env = {**os.environ, "TMPDIR": str(tmp)} if tmp is not None else None
+    return subprocess.run([SKIPINDEX, *args], capture_output=True, text=True, timeout=300, env=env)
 
 
 @pytest.fixture
@@ -46,7 +51,8 @@ def test_explain_json_follows_the_documented_shape(conf_path, indexed_table):
     live = [t.file.file_path for t in indexed_table.scan().plan_files()]
     assert len(out["files"]) == 1 and out["files"][0] in live, "paths exactly as the source records them"
     summary = out["summary"]
-    assert set(summary) == {"files_total", "files_kept", "files_unindexed", "files_all_match", "stages"}
+    assert set(summary) == {"has_index", "files_total", "files_kept", "files_unindexed", "files_all_match", "stages"}
+    assert summary["has_index"] is True
     assert (summary["files_total"], summary["files_kept"], summary["files_unindexed"]) == (3, 1, 0)
     assert summary["stages"] == [
         {"name": "partition", "files_in": 3, "files_out": 3},
@@ -133,3 +139,109 @@ def test_bad_lookup_settings_name_the_file_and_the_setting(tmp_path, setting, me
     conf.write_text(f'[catalog]\ntype = "sql"\nuri = "sqlite:///c.db"\n[lookup]\n{setting}\n')
     with pytest.raises(UserError, match=f"config file {conf}: {message}"):
         load_config(conf)
+
+
+# Our own log records (progress, what a build found) are the only lines besides the error and the log path.
+# The builds below must run on Spark (they check what Spark's JVM printed): a table of 3 files of 10 rows.
+OWN_RECORD = re.compile(r"^(INFO|WARNING) indexlib(\.\w+)*: ")
+LOG_LINE = re.compile(r"^skipindex: Spark's output is in (\S+) \(--verbose shows it here\)$")
+
+
+def _table_with_a_corrupt_file(catalog, name: str) -> str:
+    table = catalog.create_table(name, schema=pa.schema([("id", pa.int64()), ("tag", pa.string())]))
+    for start in (0, 10, 20):
+        table.append(pa.table({"id": pa.array(range(start, start + 10), pa.int64()), "tag": ["a"] * 10}))
+    victim = sorted(task.file.file_path for task in table.scan().plan_files())[1]
+    Path(victim.removeprefix("file://")).write_bytes(b"not parquet at all")
+    return victim
+
+
+@pytest.mark.spark
+def test_a_failed_spark_job_shows_one_error_line_and_the_log_path_and_no_java_output(conf_path, catalog, tmp_path):
+    victim = _table_with_a_corrupt_file(catalog, "db.broken")
+    done = _run("build", "--conf", str(conf_path), "--table", "db.broken", tmp=tmp_path)
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    lines = [line for line in done.stderr.splitlines() if not OWN_RECORD.match(line)]
+    assert len(lines) == 2, f"the whole stderr is our records, the error line and the log path:\n{done.stderr}"
+    assert lines[0].startswith("skipindex: error: db.broken: cannot index data file " + victim), lines[0]
+    log = LOG_LINE.match(lines[1])
+    assert log, f"the last line names Spark's log: {lines[1]}"
+    assert Path(log.group(1)).parent == tmp_path, "the log file is in the temporary directory"
+    logged = Path(log.group(1)).read_text()
+    assert "ERROR Executor" in logged and "\tat org.apache.spark" in logged, "the Java stack went to the log file"
+    assert "WARN" in logged and "Using Spark's default log4j profile" in logged, "so did log4j's start-up lines"
+
+
+@pytest.mark.spark
+def test_verbose_shows_spark_and_java_output_on_the_terminal(conf_path, catalog):
+    _table_with_a_corrupt_file(catalog, "db.broken")
+    done = _run("build", "--conf", str(conf_path), "--table", "db.broken", "--verbose")
+    assert done.returncode == 2, done.stderr
+    assert "ERROR Executor" in done.stderr and "\tat org.apache.spark" in done.stderr, "--verbose shows it all"
+    errors = [line for line in done.stderr.splitlines() if line.startswith("skipindex: error: db.broken: cannot index")]
+    assert len(errors) == 1, f"and the one-line reason: {done.stderr}"
+    assert not any(LOG_LINE.match(line) for line in done.stderr.splitlines()), "no log file to name"
+
+
+@pytest.mark.spark
+def test_a_successful_spark_command_prints_only_our_own_records_on_stderr(conf_path, catalog, tmp_path):
+    table = catalog.create_table("db.fine", schema=pa.schema([("id", pa.int64())]))
+    table.append(pa.table({"id": pa.array(range(10), pa.int64())}))
+    done = _run("build", "--conf", str(conf_path), "--table", "db.fine", tmp=tmp_path)
+    assert done.returncode == 0, done.stderr
+    noise = [line for line in done.stderr.splitlines() if not OWN_RECORD.match(line)]
+    assert noise == [], f"no WARN lines, no JVM notices on a success: {noise}"
+    assert "indexed 1 new files" in done.stdout, done.stdout
+    assert not list(tmp_path.glob("skipindex-spark-*")), "after a success Spark's log file is deleted"
+
+
+NO_INDEX = "db.fresh has no index (no table skipindex.db__fresh); build one with: skipindex build --table db.fresh"
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "stdout", "stderr"),
+    [
+        (
+            ["explain", "--where", "id = 3"],
+            0,
+            "index      none: db.fresh was never indexed, so the index stages keep every file; build one with: "
+            "skipindex build --table db.fresh",
+            "",
+        ),
+        (["explain", "--where", "id = 3", "--json"], 0, '"has_index": false', ""),
+        (["stats"], 2, None, f"skipindex: error: {NO_INDEX}"),
+        (["stats", "--json", "--where", "id = 3"], 2, None, f"skipindex: error: {NO_INDEX}"),
+        (["verify", "--sample", "5"], 2, None, f"skipindex: error: {NO_INDEX}"),
+        (
+            ["compact"],
+            0,
+            "db.fresh: no index (no table skipindex.db__fresh), nothing to compact; build one with: skipindex "
+            "build --table db.fresh",
+            "",
+        ),
+    ],
+    ids=["explain", "explain-json", "stats", "stats-where-json", "verify", "compact"],
+)
+def test_a_table_never_indexed_is_said_plainly(conf_path, config, catalog, args, code, stdout, stderr):
+    table = catalog.create_table("db.fresh", schema=pa.schema([("id", pa.int64())]))
+    for start in (0, 10):
+        table.append(pa.table({"id": pa.array(range(start, start + 10), pa.int64())}))
+    done = _run(args[0], "--conf", str(conf_path), "--table", "db.fresh", *args[1:])
+    assert done.returncode == code, f"skipindex {' '.join(args)} exits {code}: {done.stderr}"
+    if stdout is None:
+        assert done.stdout == "", "an error prints nothing on stdout"
+    else:
+        assert stdout in done.stdout, f"skipindex {' '.join(args)} says there is no index and how to build one"
+    assert done.stderr.splitlines() == ([stderr] if stderr else []), f"stderr is one line, or empty: {done.stderr}"
+    if args[0] in ("explain",) and "--json" not in args:
+        assert "files kept 2 of 2" in done.stdout, "with no index, explain still keeps every file"
+    assert IndexTable(catalog, config.index_namespace, "db.fresh").load() is None, "no command creates an index"
+
+
+def test_compact_without_a_table_goes_over_indexed_tables_only(conf_path, catalog):
+    catalog.create_table("db.fresh", schema=pa.schema([("id", pa.int64())]))
+    assert _run("compact", "--conf", str(conf_path), "--table", "db.fresh").returncode == 0
+    done = _run("compact", "--conf", str(conf_path))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", ""), (
+        "compact of a never-indexed table leaves it without an index, so compact of every indexed table skips it"
+    )

@@ -127,7 +127,10 @@ def test_per_column_settings_from_the_config_file(conf_path, catalog, spark):
     ("settings", "message"),
     [
         ('[index.tables."db.events".columns.nope]\nkinds = ["bloom"]\n', "has no column 'nope'"),
-        ('[index.tables."db.events".columns.status]\nkinds = ["automaton"]\n', "cannot be built on status"),
+        (
+            '[index.tables."db.events".columns.status]\nkinds = ["automaton"]\n',
+            "an automaton index cannot be built on status",
+        ),
     ],
 )
 def test_settings_naming_a_wrong_column_fail_the_build_before_any_work(conf_path, catalog, settings, message):

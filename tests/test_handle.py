@@ -98,3 +98,24 @@ def test_concurrent_lookups_agree_while_the_table_grows(config, catalog, tmp_pat
     final = handle.lookup(where, CLOCK)
     truth = {path for path, file_rows in rows.items() if any(matches(r) for r in file_rows)}
     assert final.summary["files_total"] == 6 and truth <= set(final.files), "after the writes, the latest snapshot"
+
+
+def test_a_never_indexed_table_keeps_every_file_and_says_it_has_no_index(config, lake, spark):
+    rng = random.Random(5)
+    for n in range(3):
+        lake.append(events_batch(rng, n * 40, 40, PARTS[n % 3]))
+    handle = open_handle(config, lake.name)
+    live = set(live_rows(config, lake.name))
+    for step, has_index in [("never built", False), ("built", True)]:
+        if has_index:
+            build_index(config, lake.name, spark)
+        for name, result in [
+            ("handle", handle.lookup("id = 7", CLOCK)),
+            ("lookup", lookup(config, lake.name, "id = 7")),
+        ]:
+            assert result.summary["has_index"] is has_index, (
+                f"{step}: the {name}'s summary says whether there is an index"
+            )
+            assert result.as_json()["summary"]["has_index"] is has_index, f"{step}: so does its JSON"
+            if not has_index:
+                assert set(result.files) == live, f"{step}: with no index the {name} keeps every live file"

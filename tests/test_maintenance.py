@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import random
 
 import pyarrow as pa
@@ -10,6 +11,7 @@ import pyarrow.compute as pc
 import pytest
 
 from indexlib.cli import main
+from indexlib.config import load_config
 from indexlib.indexing.build import build_index
 from indexlib.indexing.upkeep import compact, indexed_sources, verify
 from indexlib.lookup import lookup
@@ -91,6 +93,14 @@ def test_verify_reports_a_healthy_index_and_exits_0(conf_path, table, capsys):
     assert main(["verify", "--conf", str(conf_path), "--table", "db.small", "--sample", "5", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert (report["sampled"], report["stale"], report["missing"], report["outdated_config"]) == (5, [], [], 0)
+
+
+def test_verify_logs_that_it_rechecks_entries_not_that_it_indexes_files(conf_path, table, caplog):
+    caplog.set_level(logging.INFO, logger="indexlib")
+    assert verify(load_config(conf_path), "db.small", sample=5).ok
+    said = [r.getMessage() for r in caplog.records if r.name == "indexlib.indexing.build"]
+    assert any(m.startswith("db.small: re-checking 5 files") for m in said), f"verify says it re-checks: {said}"
+    assert not any("indexing" in m for m in said), f"and never that it indexes: {said}"
 
 
 def test_verify_finds_stale_and_missing_entries_and_exits_1(config, conf_path, table, capsys):

@@ -84,8 +84,10 @@ def index_new_files(
     column_settings: dict[int, IndexSettings] | None = None,
     skip_unreadable: bool = False,
     table_files: int | None = None,
+    doing: str = "indexing",
 ) -> IndexedFiles:
-    """Entries for `files`, computed by Spark tasks; payloads sized for a table of `table_files` live files."""
+    """Entries for `files`, computed by Spark tasks; payloads sized for a table of `table_files` live files.
+    `doing` is what the log line says is happening (verify re-checks entries, it indexes nothing new)."""
     if not files:
         return IndexedFiles(ENTRY_ARROW_SCHEMA.empty_table())
     from pyspark.sql.pandas.types import from_arrow_schema
@@ -107,7 +109,7 @@ def index_new_files(
         skip_unreadable,
     )
     size = sum(f.file_size_in_bytes for f in files)
-    log.info("%s: indexing %d files (%.1f MB) in %d Spark tasks", source.name, len(files), size / 1e6, len(splits))
+    log.info("%s: %s %d files (%.1f MB) in %d Spark tasks", source.name, doing, len(files), size / 1e6, len(splits))
     context.setJobDescription(f"skipindex: index {len(files)} files of {source.name}")
     progress = Progress(spark, source.name, len(files), size, config.open_cost_bytes)
     try:

@@ -22,7 +22,7 @@ from indexlib.sources.registry import open_source
 from indexlib.store.expiry import ExpiryResult
 from indexlib.store.expiry import expire as expire_table
 from indexlib.store.schema import one_entry_per_path
-from indexlib.store.table import SOURCE_PROPERTY, IndexTable
+from indexlib.store.table import SOURCE_PROPERTY, IndexTable, build_hint
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -41,8 +41,11 @@ class CompactResult:
     entries: int
     duplicates_dropped: int
     removed_dropped: int  # entries of files no longer live in the source
+    has_index: bool = True  # False: never indexed, nothing was done
 
     def message(self) -> str:
+        if not self.has_index:
+            return f"{self.table}: no index (no table {self.index_table}), nothing to compact; {build_hint(self.table)}"
         if self.data_files_after == self.data_files_before and not (self.duplicates_dropped or self.removed_dropped):
             return f"{self.table}: index {self.index_table} is already compact ({self.data_files_before} files, {self.entries} entries)"
         return (
@@ -77,6 +80,8 @@ def compact(config: Config, table_name: str) -> CompactResult:
     source = open_source(config, table_name, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name)
     upgrade_index(index, source)
+    if index.load() is None:  # rewriting would create an empty index table, which then looks like an index
+        return CompactResult(source.name, index.identifier, 0, 0, 0, 0, 0, has_index=False)
     counts: dict[str, int] = {}
     live: list[set[str]] = []  # planned once, only when the rows claim no live version
 
@@ -210,6 +215,7 @@ def verify(
     catalog = config.load_catalog()
     source = open_source(config, table_name, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name)
+    index.require()
     settings = config.column_settings(source.name, source.schema)
     current = config_version(settings)
     live = source.live_files()
@@ -225,7 +231,7 @@ def verify(
             spark = get_spark(config)
         by_path = {f.path: f for f in live}
         computed = index_new_files(
-            spark, source, [by_path[p] for p in chosen], 0, config, settings, skip_unreadable=True
+            spark, source, [by_path[p] for p in chosen], 0, config, settings, skip_unreadable=True, doing="re-checking"
         )
         stale += [(path, f"cannot be read now: {reason}") for path, reason in computed.skipped]
         fresh = {row["file_path"]: row for row in computed.entries.to_pylist()}

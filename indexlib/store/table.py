@@ -16,6 +16,7 @@ import hashlib
 import logging
 import random
 import re
+import shlex
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -73,6 +74,11 @@ def index_asset_uri(catalog_name: str, namespace: str, source_name: str) -> str:
     return f"skipindex://{catalog_name}/{namespace}/{index_table_name(source_name)}"
 
 
+def build_hint(source_name: str) -> str:
+    """The command that indexes a table, for the messages that say it has no index yet."""
+    return f"build one with: skipindex build --table {shlex.quote(source_name)}"
+
+
 class WatermarkMoved(Exception):
     """Another writer changed what this build planned from (the watermark, or the file rows it found): its list of
     new and removed files is out of date."""
@@ -118,6 +124,16 @@ class IndexTable:
                 return None
             self._check_owner(self._table)
         return self._table
+
+    def require(self) -> Any:
+        """The Iceberg table; a one-line error that says how to build it when this source was never indexed (for
+        commands that only make sense on an index, unlike a lookup, which keeps every file)."""
+        table = self.load()
+        if table is None:
+            raise UserError(
+                f"{self.source_name} has no index (no table {self.identifier}); {build_hint(self.source_name)}"
+            )
+        return table
 
     def reload(self) -> Any | None:
         """The table as the catalog has it now (None when never indexed); later reads use this version."""
