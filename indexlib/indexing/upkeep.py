@@ -219,13 +219,9 @@ def verify(
     chosen = sorted(random.Random(seed).sample(indexed_live, min(sample, len(indexed_live))))
     stale: list[tuple[str, str]] = []
     if chosen:
-        if spark is None:
-            from indexlib.indexing.spark import get_spark
-
-            spark = get_spark(config)
         by_path = {f.path: f for f in live}
         computed = index_new_files(
-            spark, source, [by_path[p] for p in chosen], 0, config, settings, skip_unreadable=True
+            spark, source, [by_path[p] for p in chosen], 0, config, settings, skip_unreadable=True, verb="recomputed"
         )
         stale += [(path, f"cannot be read now: {reason}") for path, reason in computed.skipped]
         fresh = {row["file_path"]: row for row in computed.entries.to_pylist()}
