@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from lakes import Lake, events_batch
 
+import indexlib
 from indexlib.config import load_config
 from indexlib.errors import UserError
 from indexlib.indexing import progress
@@ -22,7 +23,7 @@ from indexlib.indexing.backfill import backfill
 from indexlib.indexing.build import build_index
 from indexlib.store.table import IndexTable
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(indexlib.__file__).resolve().parents[1]  # the CLI subprocesses run the code under test
 # Spark's launcher runs $JAVA_HOME/bin/java: with this environment no JVM can start, so a command that succeeds
 # under it never needed Spark.
 NO_JAVA = {**os.environ, "JAVA_HOME": "/nonexistent/java", "PYTHONPATH": str(ROOT)}
