@@ -57,7 +57,12 @@ def progress_cost(scale: float, files: int) -> list[str]:
     from indexlib.indexing import splits
     from indexlib.indexing.build import build_index
 
-    spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
