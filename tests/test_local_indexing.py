@@ -139,12 +139,13 @@ def test_an_unreadable_file_is_skipped_by_the_driver_build_as_by_spark(conf_path
     assert _entries(local, lake.name).equals(_entries(on_spark, lake.name)), "the same entries and unindexed row"
 
 
+WHERE = r"(in this process|in \d+ Spark tasks)"
 SUMMARY = re.compile(
-    r"^db\.events: indexed 6 files \([\d.,]+ MB\) in [\d.,]+ s, [\d.,]+ files/s, [\d.,]+ MB/s, in this process$"
+    rf"^db\.events: indexed 6 files \([\d.,]+ MB\) in [\d.,]+ s, [\d.,]+ files/s, [\d.,]+ MB/s, {WHERE}$"
 )
 LINE = re.compile(
     r"^db\.events: indexed (\d) of 6 files \([\d.,]+ of [\d.,]+ MB\) in [\d,]+ s"
-    r"(, in this process; no file finished yet|, [\d.,]+ files/s, [\d.,]+ MB/s(, about [\d,]+ s left)?)$"
+    rf"(, {WHERE}; no file finished yet|, [\d.,]+ files/s, [\d.,]+ MB/s(, about [\d,]+ s left)?)$"
 )
 
 
@@ -173,4 +174,18 @@ def test_longer_work_logs_files_mb_rate_and_time_left_then_the_summary(config, c
     assert done == sorted(done), "the files done never go back"
     assert any(0 < n < 6 and "s left" in m.group(0) for n, m in zip(done, steps, strict=True)), (
         f"in the driver the figures move file by file, with a time left: {lines}"
+    )
+
+
+def test_a_spark_build_logs_the_same_lines_and_says_how_many_tasks_ran(
+    config, catalog, spark, tmp_path, caplog, monkeypatch
+):
+    lake = _lake("iceberg", catalog, tmp_path)
+    monkeypatch.setattr(progress, "REPORT_SECONDS", 0.002)
+    with caplog.at_level("INFO", logger="indexlib"):
+        build_index(config, lake.name, spark)
+    lines = _progress_lines(caplog)
+    assert all(LINE.match(line) for line in lines[:-1]), f"Spark's progress lines read as the driver's: {lines}"
+    assert SUMMARY.match(lines[-1]) and re.search(r"in \d+ Spark tasks$", lines[-1]), (
+        f"the summary says the work ran on Spark, and in how many tasks: {lines[-1]}"
     )
