@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -85,7 +85,7 @@ def index_new_files(
     column_settings: dict[int, IndexSettings] | None = None,
     skip_unreadable: bool = False,
     table_files: int | None = None,
-    verb: str = "indexed",
+    verb: Literal["indexed", "recomputed"] = "indexed",
 ) -> IndexedFiles:
     """Entries for `files`, payloads sized for a table of `table_files` live files: computed by Spark tasks, or
     without `spark` by the same task function in this process (indexing/local.py)."""
@@ -124,11 +124,17 @@ def index_new_files(
     )
 
 
-_ING = {"indexed": "indexing", "recomputed": "recomputing"}
+_ING = {"indexed": "indexing", "recomputed": "recomputing"}  # verify re-checks files: its log says so
 
 
 def _run_on_spark(
-    spark: SparkSession, task: Task, source: Source, files: list[DataFileRef], size: int, config: Config, verb: str
+    spark: SparkSession,
+    task: Task,
+    source: Source,
+    files: list[DataFileRef],
+    size: int,
+    config: Config,
+    verb: Literal["indexed", "recomputed"],
 ) -> pa.Table:
     """The task's output for `files`, one Spark task per planned split."""
     from pyspark.sql.pandas.types import from_arrow_schema
@@ -150,7 +156,8 @@ def _run_on_spark(
 
 
 def _task_failure_line(exc: Exception, table: str) -> str:
-    """The one line of a failed Spark job that names the data file, if a task said which."""
+    """The one line of a failed run (a Spark job, or the task run in this process) that names the data file, if the
+    task said which: the same line whichever ran it."""
     for line in str(exc).splitlines():
         if "skipindex: cannot index data file" in line:
             return f"{table}: " + line.split("skipindex: ", 1)[1].strip()

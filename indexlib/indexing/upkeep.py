@@ -207,6 +207,9 @@ _DATA_FIELDS = ("value_count", "null_count", "nan_count", "lower", "upper", "dis
 def verify(
     config: Config, table_name: str, sample: int = 20, seed: int | None = None, spark: SparkSession | None = None
 ) -> VerifyReport:
+    """Recompute `sample` live entries from their data files and compare them with the index. The sample is small
+    work: it is recomputed in this process whatever `[build] local_max_*` say (indexing/local.py), so verify never
+    starts a JVM; only an explicit `spark` session runs it on Spark."""
     catalog = config.load_catalog()
     source = open_source(config, table_name, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name)
