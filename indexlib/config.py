@@ -33,6 +33,8 @@ LOCAL_CONF_PATH = Path("conf/local.toml")  # a checkout's (or a project director
 PACKAGED_CONF_PATH = Path(__file__).parent / "defaults" / "local.toml"  # shipped in the wheel
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024  # Spark's spark.sql.files.maxPartitionBytes
 DEFAULT_OPEN_COST_BYTES = 4 * 1024 * 1024  # Spark's spark.sql.files.openCostInBytes
+DEFAULT_LOCAL_MAX_FILES = 1000  # work at or under both runs without Spark (docs/benchmarks.md)
+DEFAULT_LOCAL_MAX_BYTES = 128 * 1024 * 1024
 DEFAULT_INDEX_NAMESPACE = "skipindex"
 DEFAULT_CATALOG_NAME = "default"
 _PROPERTY_TABLES = ("catalog_properties", "spark_options", "delta_storage_options")  # may hold credentials
@@ -78,6 +80,8 @@ class Config:
     index_existing_files: bool = True  # first build: index every live file (False: start now, backfill the rest)
     on_unreadable_file: str = "fail"  # "fail": name the file, commit nothing; "skip": leave it unindexed, report it
     backfill_files_per_commit: int = 500
+    local_max_files: int = DEFAULT_LOCAL_MAX_FILES  # at or under both: indexed in this process (indexing/local.py)
+    local_max_bytes: int = DEFAULT_LOCAL_MAX_BYTES
     delta_storage_options: dict[str, str] = field(default_factory=dict)  # [delta.storage_options] for delta-rs
     time_zone: str | None = None  # session zone for CURRENT_DATE / NOW(); None: the machine's local zone
     dialect: str | None = None  # sqlglot dialect of WHERE clauses; None: ANSI quoting
@@ -192,6 +196,8 @@ _BUILD_KEYS = (
     "backfill_files_per_commit",
     "on_unreadable_file",
     "index_existing_files",
+    "local_max_files",
+    "local_max_bytes",
 )
 _AIRFLOW_KEYS = (
     "spark_conn_id",
@@ -307,6 +313,8 @@ def load_config(path: str | Path | None = None) -> Config:
     split_bytes = _positive_int(build, "split_bytes", DEFAULT_SPLIT_BYTES, conf_path)
     open_cost_bytes = _positive_int(build, "open_cost_bytes", DEFAULT_OPEN_COST_BYTES, conf_path, least=0)
     files_per_commit = _positive_int(build, "backfill_files_per_commit", 500, conf_path)
+    local_max_files = _positive_int(build, "local_max_files", DEFAULT_LOCAL_MAX_FILES, conf_path, least=0)
+    local_max_bytes = _positive_int(build, "local_max_bytes", DEFAULT_LOCAL_MAX_BYTES, conf_path, least=0)
     on_unreadable = str(build.get("on_unreadable_file", "fail"))
     if on_unreadable not in ("fail", "skip"):
         raise UserError(
@@ -349,6 +357,8 @@ def load_config(path: str | Path | None = None) -> Config:
         index_existing_files=existing,
         on_unreadable_file=on_unreadable,
         backfill_files_per_commit=files_per_commit,
+        local_max_files=local_max_files,
+        local_max_bytes=local_max_bytes,
         delta_storage_options={key: str(value) for key, value in delta.get("storage_options", {}).items()},
         time_zone=None if time_zone is None else str(time_zone),
         dialect=None if dialect is None else str(dialect),

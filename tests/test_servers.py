@@ -51,6 +51,10 @@ def _lake(tmp_path: Path, postgres, s3, kind: str, build: str = "") -> tuple[Pat
     return conf_path, lake
 
 
+# These tests are about the cluster: their builds run on it however small (indexing/local.py).
+ON_SPARK = "[build]\nlocal_max_files = 0\n"
+
+
 def _fill(lake: Lake, files: int, rows: int = 40, seed: int = 0) -> None:
     rng = random.Random(seed)
     for n in range(files):
@@ -87,7 +91,7 @@ def _explain(conf_path: Path, table: str, where: str) -> dict:
 def test_a_build_submitted_to_the_cluster_indexes_an_s3_table_and_lookups_keep_every_matching_file(
     tmp_path, spark_cluster, postgres, s3, kind
 ):
-    conf_path, lake = _lake(tmp_path, postgres, s3, kind)
+    conf_path, lake = _lake(tmp_path, postgres, s3, kind, ON_SPARK)
     _fill(lake, 6)
     config = load_config(conf_path)
     assert all(path.startswith("s3://") for path in _live(config, lake.name)), "the data files are on S3"
@@ -110,7 +114,7 @@ def test_a_build_submitted_to_the_cluster_indexes_an_s3_table_and_lookups_keep_e
 def test_two_builds_racing_on_the_postgresql_catalog_lose_nothing_and_duplicate_nothing(
     tmp_path, spark_cluster, postgres, s3
 ):
-    conf_path, lake = _lake(tmp_path, postgres, s3, "iceberg", "[build]\nindex_existing_files = false\n")
+    conf_path, lake = _lake(tmp_path, postgres, s3, "iceberg", ON_SPARK + "index_existing_files = false\n")
     _fill(lake, 2)
     config = load_config(conf_path)
     build_index(config, lake.name)  # the index starts now (older files wait for backfill): no Spark job
@@ -163,7 +167,7 @@ def test_an_executor_killed_mid_build_is_replaced_and_the_retried_task_leaves_ev
     tmp_path, spark_cluster, postgres, s3
 ):
     files = 8
-    conf_path, lake = _lake(tmp_path, postgres, s3, "iceberg", "[build]\nsplit_bytes = 1\nopen_cost_bytes = 0\n")
+    conf_path, lake = _lake(tmp_path, postgres, s3, "iceberg", ON_SPARK + "split_bytes = 1\nopen_cost_bytes = 0\n")
     _fill(lake, files)  # one task per file
     config = load_config(conf_path)
     tasks = tmp_path / "tasks"

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexlib.indexing.splits import plan_splits, split_size
+from indexlib.indexing.splits import plan_splits, progress_parallelism, split_size
 from indexlib.sources.base import DataFileRef
 
 MB = 1024 * 1024
@@ -31,6 +31,20 @@ def _files(*sizes: int) -> list[DataFileRef]:
 def test_tasks_are_planned_by_bytes(sizes, parallelism, tasks, rule):
     splits = plan_splits(_files(*sizes), 128 * MB, 4 * MB, parallelism)
     assert len(splits) == tasks, rule
+
+
+@pytest.mark.parametrize(
+    ("sizes", "tasks", "rule"),
+    [
+        ([10_000] * 12, 2, "12 tiny files: one task per core, a task's fixed cost would outweigh its work"),
+        ([20 * MB] * 6, 6, "6 files of 20 MB: a task per file, so progress moves file by file, not once at the end"),
+        ([20 * MB] * 40, 8, "40 such files: at most 4 tasks per core"),
+        ([1_000 * MB] * 40, 40, "a big table is planned by bytes as before"),
+    ],
+)
+def test_a_table_that_would_run_one_task_per_core_gets_several_so_progress_moves(sizes, tasks, rule):
+    files = _files(*sizes)
+    assert len(plan_splits(files, 128 * MB, 4 * MB, progress_parallelism(files, 2))) == tasks, rule
 
 
 @given(
@@ -75,7 +89,7 @@ def test_a_build_runs_one_spark_task_per_split_and_the_entries_do_not_depend_on_
         with caplog.at_level("INFO", logger="indexlib"):
             build_index(config, "db.events", spark)
         entries[label] = IndexTable(catalog_n, "skipindex", "db.events").entries().sort_by("file_path")
-        assert "indexed 12 of 12 files" in caplog.text, "the build reports its progress"
+        assert "indexed 12 files (" in caplog.text, "the build reports its progress"
     assert "indexing 12 files (0.0 MB) in 3 Spark tasks" in caplog.text, "12 small files for 2 cores: 3 tasks, not 12"
     assert "in 12 Spark tasks" in caplog.text, "split_bytes = 1: one file per task"
     drop = ["source_version"]

@@ -22,6 +22,7 @@ import numpy as np
 from indexlib.errors import UserError
 from indexlib.indexing.build import index_new_files
 from indexlib.indexing.file_indexer import config_version
+from indexlib.indexing.local import session_for
 from indexlib.indexing.upgrade import upgrade_index
 from indexlib.pruning.partitions import prune_partitions
 from indexlib.query.binding import bound_predicate
@@ -167,10 +168,7 @@ def backfill(
         partition_count,
         len(batches),
     )
-    if batches and spark is None:
-        from indexlib.indexing.spark import get_spark
-
-        spark = get_spark(config)
+    spark = session_for(config, todo, spark)  # the whole backfill's work decides, not one batch's
     version = source.current_version() or 0
     done, written, rebuilt_done, skipped, commits = 0, 0, 0, [], 0
     for number, (labels, files) in enumerate(batches, start=1):

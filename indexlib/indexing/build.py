@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,8 +20,9 @@ from indexlib.errors import UserError
 from indexlib.index_kinds.registry import sized_settings
 from indexlib.indexing.file_indexer import TASK_OUTPUT_SCHEMA, config_version, index_files_task, settings_json
 from indexlib.indexing.file_rows import unindexed_entries, with_file_facts
-from indexlib.indexing.progress import Progress
-from indexlib.indexing.splits import plan_splits
+from indexlib.indexing.local import run_in_driver, session_for
+from indexlib.indexing.progress import Progress, SparkProgress, Task
+from indexlib.indexing.splits import plan_splits, progress_parallelism
 from indexlib.indexing.upgrade import upgrade_index
 from indexlib.sources.base import DataFileRef, Source
 from indexlib.sources.registry import open_source
@@ -76,7 +77,7 @@ class BuildResult:
 
 
 def index_new_files(
-    spark: SparkSession,
+    spark: SparkSession | None,
     source: Source,
     files: list[DataFileRef],
     version: int,
@@ -84,21 +85,14 @@ def index_new_files(
     column_settings: dict[int, IndexSettings] | None = None,
     skip_unreadable: bool = False,
     table_files: int | None = None,
-    doing: str = "indexing",
+    verb: Literal["indexed", "recomputed"] = "indexed",
 ) -> IndexedFiles:
-    """Entries for `files`, computed by Spark tasks; payloads sized for a table of `table_files` live files.
-    `doing` is what the log line says is happening (verify re-checks entries, it indexes nothing new)."""
+    """Entries for `files`, payloads sized for a table of `table_files` live files: computed by Spark tasks, or
+    without `spark` by the same task function in this process (indexing/local.py)."""
     if not files:
         return IndexedFiles(ENTRY_ARROW_SCHEMA.empty_table())
-    from pyspark.sql.pandas.types import from_arrow_schema
-
     settings = column_settings or {}
     sized = {fid: sized_settings(s, table_files or len(files)) for fid, s in settings.items()}
-    context = spark.sparkContext
-    splits = plan_splits(files, config.split_bytes, config.open_cost_bytes, context.defaultParallelism)
-    rows = [[(f.path, f.file_format, f.file_size_in_bytes) for f in split.files] for split in splits]
-    # one element per slice: each split is exactly one Spark task
-    frame = spark.createDataFrame(context.parallelize(rows, len(rows)).flatMap(lambda split: split), _TASK_INPUT_SCHEMA)
     task = index_files_task(
         source.schema.model_dump_json(),
         source.io_properties,
@@ -109,12 +103,14 @@ def index_new_files(
         skip_unreadable,
     )
     size = sum(f.file_size_in_bytes for f in files)
-    log.info("%s: %s %d files (%.1f MB) in %d Spark tasks", source.name, doing, len(files), size / 1e6, len(splits))
-    context.setJobDescription(f"skipindex: index {len(files)} files of {source.name}")
-    progress = Progress(spark, source.name, len(files), size, config.open_cost_bytes)
     try:
-        with progress:
-            result = frame.mapInArrow(progress.counting(task), from_arrow_schema(TASK_OUTPUT_SCHEMA)).toArrow()
+        if spark is None:
+            log.info("%s: %s %d files (%.1f MB) in this process", source.name, _ING[verb], len(files), size / 1e6)
+            progress = Progress(source.name, len(files), size, config.open_cost_bytes, "in this process", verb)
+            with progress:
+                result = run_in_driver(task, files, progress)
+        else:
+            result = _run_on_spark(spark, task, source, files, size, config, verb)
     except Exception as exc:
         raise UserError(_task_failure_line(exc, source.name)) from exc
     failed = pc.is_valid(result.column("error"))
@@ -128,8 +124,40 @@ def index_new_files(
     )
 
 
+_ING = {"indexed": "indexing", "recomputed": "recomputing"}  # verify re-checks files: its log says so
+
+
+def _run_on_spark(
+    spark: SparkSession,
+    task: Task,
+    source: Source,
+    files: list[DataFileRef],
+    size: int,
+    config: Config,
+    verb: Literal["indexed", "recomputed"],
+) -> pa.Table:
+    """The task's output for `files`, one Spark task per planned split."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    context = spark.sparkContext
+    parallelism = progress_parallelism(files, context.defaultParallelism)
+    splits = plan_splits(files, config.split_bytes, config.open_cost_bytes, parallelism)
+    rows = [[(f.path, f.file_format, f.file_size_in_bytes) for f in split.files] for split in splits]
+    # one element per slice: each split is exactly one Spark task
+    frame = spark.createDataFrame(context.parallelize(rows, len(rows)).flatMap(lambda split: split), _TASK_INPUT_SCHEMA)
+    log.info(
+        "%s: %s %d files (%.1f MB) in %d Spark tasks", source.name, _ING[verb], len(files), size / 1e6, len(splits)
+    )
+    context.setJobDescription(f"skipindex: {_ING[verb]} {len(files)} files of {source.name}")
+    where = f"in {len(splits)} Spark tasks"
+    progress = SparkProgress(spark, source.name, len(files), size, config.open_cost_bytes, where, verb)
+    with progress:
+        return frame.mapInArrow(progress.counting(task), from_arrow_schema(TASK_OUTPUT_SCHEMA)).toArrow()
+
+
 def _task_failure_line(exc: Exception, table: str) -> str:
-    """The one line of a failed Spark job that names the data file, if a task said which."""
+    """The one line of a failed run (a Spark job, or the task run in this process) that names the data file, if the
+    task said which: the same line whichever ran it."""
     for line in str(exc).splitlines():
         if "skipindex: cannot index data file" in line:
             return f"{table}: " + line.split("skipindex: ", 1)[1].strip()
@@ -189,13 +217,9 @@ def _build_once(config: Config, source: Source, index: IndexTable, spark: SparkS
         len(known - live_paths),
         live_version if appended is not None else watermark,
     )
-    if new_files and spark is None:
-        from indexlib.indexing.spark import get_spark
-
-        spark = get_spark(config)
     computed = (
         index_new_files(
-            spark,
+            session_for(config, new_files, spark),
             source,
             new_files,
             version,

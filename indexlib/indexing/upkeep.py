@@ -212,6 +212,9 @@ _DATA_FIELDS = ("value_count", "null_count", "nan_count", "lower", "upper", "dis
 def verify(
     config: Config, table_name: str, sample: int = 20, seed: int | None = None, spark: SparkSession | None = None
 ) -> VerifyReport:
+    """Recompute `sample` live entries from their data files and compare them with the index. The sample is small
+    work: it is recomputed in this process whatever `[build] local_max_*` say (indexing/local.py), so verify never
+    starts a JVM; only an explicit `spark` session runs it on Spark."""
     catalog = config.load_catalog()
     source = open_source(config, table_name, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name)
@@ -225,13 +228,9 @@ def verify(
     chosen = sorted(random.Random(seed).sample(indexed_live, min(sample, len(indexed_live))))
     stale: list[tuple[str, str]] = []
     if chosen:
-        if spark is None:
-            from indexlib.indexing.spark import get_spark
-
-            spark = get_spark(config)
         by_path = {f.path: f for f in live}
         computed = index_new_files(
-            spark, source, [by_path[p] for p in chosen], 0, config, settings, skip_unreadable=True, doing="re-checking"
+            spark, source, [by_path[p] for p in chosen], 0, config, settings, skip_unreadable=True, verb="recomputed"
         )
         stale += [(path, f"cannot be read now: {reason}") for path, reason in computed.skipped]
         fresh = {row["file_path"]: row for row in computed.entries.to_pylist()}
