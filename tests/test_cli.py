@@ -142,9 +142,17 @@ def test_bad_lookup_settings_name_the_file_and_the_setting(tmp_path, setting, me
 
 
 # Our own log records (progress, what a build found) are the only lines besides the error and the log path.
-# The builds below must run on Spark (they check what Spark's JVM printed): a table of 3 files of 10 rows.
+# The builds below must run on Spark (they check what Spark's JVM printed), which `local_max_files = 0` forces for
+# a table this small (3 files of 10 rows; indexing/local.py).
 OWN_RECORD = re.compile(r"^(INFO|WARNING) indexlib(\.\w+)*: ")
 LOG_LINE = re.compile(r"^skipindex: Spark's output is in (\S+) \(--verbose shows it here\)$")
+
+
+@pytest.fixture
+def spark_conf_path(conf_path):
+    """The test configuration with every build on Spark, however small."""
+    conf_path.write_text(conf_path.read_text() + "[build]\nlocal_max_files = 0\n")
+    return conf_path
 
 
 def _table_with_a_corrupt_file(catalog, name: str) -> str:
@@ -157,9 +165,11 @@ def _table_with_a_corrupt_file(catalog, name: str) -> str:
 
 
 @pytest.mark.spark
-def test_a_failed_spark_job_shows_one_error_line_and_the_log_path_and_no_java_output(conf_path, catalog, tmp_path):
+def test_a_failed_spark_job_shows_one_error_line_and_the_log_path_and_no_java_output(
+    spark_conf_path, catalog, tmp_path
+):
     victim = _table_with_a_corrupt_file(catalog, "db.broken")
-    done = _run("build", "--conf", str(conf_path), "--table", "db.broken", tmp=tmp_path)
+    done = _run("build", "--conf", str(spark_conf_path), "--table", "db.broken", tmp=tmp_path)
     assert done.returncode == 2 and done.stdout == "", done.stderr
     lines = [line for line in done.stderr.splitlines() if not OWN_RECORD.match(line)]
     assert len(lines) == 2, f"the whole stderr is our records, the error line and the log path:\n{done.stderr}"
@@ -173,9 +183,9 @@ def test_a_failed_spark_job_shows_one_error_line_and_the_log_path_and_no_java_ou
 
 
 @pytest.mark.spark
-def test_verbose_shows_spark_and_java_output_on_the_terminal(conf_path, catalog):
+def test_verbose_shows_spark_and_java_output_on_the_terminal(spark_conf_path, catalog):
     _table_with_a_corrupt_file(catalog, "db.broken")
-    done = _run("build", "--conf", str(conf_path), "--table", "db.broken", "--verbose")
+    done = _run("build", "--conf", str(spark_conf_path), "--table", "db.broken", "--verbose")
     assert done.returncode == 2, done.stderr
     assert "ERROR Executor" in done.stderr and "\tat org.apache.spark" in done.stderr, "--verbose shows it all"
     errors = [line for line in done.stderr.splitlines() if line.startswith("skipindex: error: db.broken: cannot index")]
@@ -184,10 +194,10 @@ def test_verbose_shows_spark_and_java_output_on_the_terminal(conf_path, catalog)
 
 
 @pytest.mark.spark
-def test_a_successful_spark_command_prints_only_our_own_records_on_stderr(conf_path, catalog, tmp_path):
+def test_a_successful_spark_command_prints_only_our_own_records_on_stderr(spark_conf_path, catalog, tmp_path):
     table = catalog.create_table("db.fine", schema=pa.schema([("id", pa.int64())]))
     table.append(pa.table({"id": pa.array(range(10), pa.int64())}))
-    done = _run("build", "--conf", str(conf_path), "--table", "db.fine", tmp=tmp_path)
+    done = _run("build", "--conf", str(spark_conf_path), "--table", "db.fine", tmp=tmp_path)
     assert done.returncode == 0, done.stderr
     noise = [line for line in done.stderr.splitlines() if not OWN_RECORD.match(line)]
     assert noise == [], f"no WARN lines, no JVM notices on a success: {noise}"
