@@ -182,6 +182,8 @@ def find_config(path: str | Path | None = None) -> Path:
         if candidate.is_file():
             return candidate
         looked.append(f"{label} (no such file)")
+    if path is not None:  # the one place looked at is the path itself
+        raise UserError(f"config file not found: {path}")
     raise UserError(f"config file not found: {candidates[0][1]} (looked at: {'; '.join(looked)})")
 
 

@@ -99,7 +99,7 @@ def test_verify_logs_that_it_rechecks_entries_not_that_it_indexes_files(conf_pat
     caplog.set_level(logging.INFO, logger="indexlib")
     assert verify(load_config(conf_path), "db.small", sample=5).ok
     said = [r.getMessage() for r in caplog.records if r.name == "indexlib.indexing.build"]
-    assert any(m.startswith("db.small: re-checking 5 files") for m in said), f"verify says it re-checks: {said}"
+    assert any(m.startswith("db.small: recomputing 5 files") for m in said), f"verify says it re-checks: {said}"
     assert not any("indexing" in m for m in said), f"and never that it indexes: {said}"
 
 
