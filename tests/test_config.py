@@ -5,7 +5,6 @@ that names the key and the closest valid one. Real files, the real loader, the r
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
