@@ -210,12 +210,13 @@ def _build_once(config: Config, source: Source, index: IndexTable, spark: SparkS
         log.info("%s: index starts at source version %s; backfill indexes older files", source.name, version)
         return BuildResult(source.name, index.identifier, 0, 0, version, True, result.dropped)
 
+    since = live_version if appended is not None else watermark
     log.info(
-        "%s: %d live data files without an index row, %d rows of removed files, since source version %s",
+        "%s: %d live data files without an index row, %d rows of removed files, %s",
         source.name,
         len(new_files),
         len(known - live_paths),
-        live_version if appended is not None else watermark,
+        "first build" if since is None else f"since source version {since}",
     )
     computed = (
         index_new_files(
