@@ -31,7 +31,7 @@ from indexlib.query.model import Expr, Pattern
 from indexlib.query.normalize import leaves, normalize, unusable_parts
 from indexlib.query.sql import Clock, parse_where, predicate_from_tree
 from indexlib.query.value_set import value_set
-from indexlib.sources.base import DataFileRef, Source, paths_of
+from indexlib.sources.base import DataFileRef, KeptFile, Source, paths_of, pick
 from indexlib.sources.registry import open_source
 from indexlib.statistics.verdict import Verdict
 from indexlib.store.entries import EntryStatistics
@@ -51,7 +51,11 @@ class Stage:
 
 @dataclass(frozen=True)
 class LookupResult:
-    """`files` and `all_match` are sorted by path, whatever order the live files were read in."""
+    """`files` and `all_match` are sorted by path, whatever order the live files were read in.
+
+    `source_version` is what the answer is for (Iceberg snapshot id, Delta version): the live files, their delete
+    files and the schema all come from that one loaded state, which the result keeps (`source`), so a reader of
+    `kept_files` reads that version even after later commits."""
 
     table: str
     where: str
@@ -66,6 +70,28 @@ class LookupResult:
     leaves: list[tuple[str, str]] = field(default_factory=list)  # (bound leaf, statistics it reads)
     partition_fields: list[str] = field(default_factory=list)
     has_index: bool = True  # False: the table was never indexed, so the index stages kept every file
+    source_version: int | None = None
+    bound: Expr | None = field(default=None, compare=False, repr=False)  # the predicate bound to the schema
+    state: TableState | None = field(default=None, compare=False, repr=False)
+    kept_positions: tuple[int, ...] = field(default=(), compare=False, repr=False)  # of the kept files in state.live
+
+    @property
+    def source(self) -> Source | None:
+        """The source as loaded for this answer (Iceberg: its table metadata at `source_version`)."""
+        return self.state.source if self.state is not None else None
+
+    @cached_property
+    def kept_files(self) -> list[KeptFile]:
+        """Per kept file (sorted by path), what a reader needs: the data file, its delete files, all-match. Made
+        on first use from what the lookup read (the kept files' refs only) and the source's delete manifests
+        (none read when the snapshot summary says there are no delete files)."""
+        if self.state is None:
+            return []
+        refs = pick(self.state.live, list(self.kept_positions))
+        deletes = self.state.source.deletes_for(refs)
+        all_match = set(self.all_match)
+        kept = [KeptFile(ref, ref.path in all_match, d) for ref, d in zip(refs, deletes, strict=True)]
+        return sorted(kept, key=lambda k: k.file.path)
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -196,7 +222,7 @@ def read_state(config: Config, table: str) -> TableState:
     source = open_source(config, table, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name).load()
     rows = IndexSnapshot.of(index) if index is not None else None
-    return TableState(source, live_files(source, rows), rows)
+    return TableState(source, live_files(source, rows), rows, source.current_version())
 
 
 def lookup(config: Config, table: str, where: str | Expr, clock: Clock | None = None) -> LookupResult:
@@ -246,4 +272,8 @@ def lookup_in(
         leaves=[(str(leaf), leaf_statistics(leaf, kinds)) for leaf in leaves(predicate)],
         partition_fields=partitions.lifted,
         has_index=state.rows is not None,
+        source_version=state.source_version,
+        bound=predicate,
+        state=state,
+        kept_positions=tuple(int(i) for i in np.flatnonzero(kept)),
     )

@@ -39,9 +39,17 @@ class LiveFiles(Sequence[DataFileRef]):
     rows, only the partition stage needs the refs (and only when the predicate names a partition source column);
     making 100,000 of them costs ~0.4 s, most of a lookup's time at that size."""
 
-    def __init__(self, paths: list[str], make: Callable[[], list[DataFileRef]]) -> None:
+    def __init__(
+        self,
+        paths: list[str],
+        make: Callable[[], list[DataFileRef]],
+        pick: Callable[[list[int]], list[DataFileRef]] | None = None,
+    ) -> None:
+        """`pick(positions)`: the refs at those ascending positions alone (a lookup's kept files), without making
+        every ref."""
         self.paths = paths
         self._make = make
+        self._pick = pick
         self._refs: list[DataFileRef] | None = None
         self._lock = threading.Lock()
 
@@ -54,6 +62,13 @@ class LiveFiles(Sequence[DataFileRef]):
             if self._refs is None:
                 self._refs = self._make()
             return self._refs
+
+    def pick(self, positions: list[int]) -> list[DataFileRef]:
+        """The refs at `positions` (ascending)."""
+        if self._refs is not None or self._pick is None:
+            refs = self.refs()
+            return [refs[i] for i in positions]
+        return self._pick(positions)
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -72,11 +87,46 @@ class LiveFiles(Sequence[DataFileRef]):
 
     def __add__(self, more: Sequence[DataFileRef]) -> LiveFiles:
         added = list(more)
-        return LiveFiles(self.paths + [f.path for f in added], lambda: self.refs() + added)
+        count = len(self.paths)
+
+        def pick(positions: list[int]) -> list[DataFileRef]:
+            return self.pick([i for i in positions if i < count]) + [added[i - count] for i in positions if i >= count]
+
+        return LiveFiles(self.paths + [f.path for f in added], lambda: self.refs() + added, pick)
+
+
+@dataclass(frozen=True)
+class DeleteFileRef:
+    """A delete file a reader must apply to a data file (Iceberg): `kind` is "position", "equality" or
+    "deletion_vector" (a Puffin blob naming its data file). `data_file` is pyiceberg's own record of it, what its
+    reader (`ArrowScan`) takes; other engines read `path` by `kind`."""
+
+    path: str
+    kind: str
+    file_format: str
+    record_count: int
+    data_file: Any = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class KeptFile:
+    """What a reader needs of one file a lookup kept, at the source version the lookup answered for: the data file
+    (Iceberg: path, format, spec id, partition record, record count; Delta: `partition` holds the (column, value)
+    pairs the data file does not store), the delete files that apply to it (Iceberg), and whether every row of it
+    matches (then the filter need not be applied)."""
+
+    file: DataFileRef
+    all_match: bool
+    deletes: tuple[DeleteFileRef, ...] = ()
 
 
 def paths_of(files: Sequence[DataFileRef]) -> list[str]:
     return files.paths if isinstance(files, LiveFiles) else [f.path for f in files]
+
+
+def pick(files: Sequence[DataFileRef], positions: list[int]) -> list[DataFileRef]:
+    """The files at `positions` (ascending), making only their refs when `files` makes them lazily."""
+    return files.pick(positions) if isinstance(files, LiveFiles) else [files[i] for i in positions]
 
 
 class Source(Protocol):
@@ -116,6 +166,11 @@ class Source(Protocol):
 
     def stored_partition(self, ref: DataFileRef) -> list[bytes | None] | None:
         """The file's partition values as the index stores them in its file row (None: not stored)."""
+        ...
+
+    def deletes_for(self, files: Sequence[DataFileRef]) -> list[tuple[DeleteFileRef, ...]]:
+        """Per file, the delete files a reader must apply to it at the loaded version (Iceberg: from the
+        snapshot's delete manifests alone; Delta: none)."""
         ...
 
     @property

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -26,7 +27,7 @@ from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.types import NestedField
 
 from indexlib.errors import UserError
-from indexlib.sources.base import DataFileRef, IdentityPartitioning
+from indexlib.sources.base import DataFileRef, DeleteFileRef, IdentityPartitioning
 
 # pyiceberg FileIO reads the data files in Spark tasks; these [catalog] keys configure its storage access.
 _FILE_IO_PREFIXES = ("s3.", "gcs.", "adls.", "hdfs.", "oss.", "py-io-impl")
@@ -158,6 +159,10 @@ class DeltaSource:
     def stored_partition(self, ref: DataFileRef) -> list[bytes | None] | None:
         """None: a Delta file's partition values come from the log, with its live files (`live_after`)."""
         return None
+
+    def deletes_for(self, files: Sequence[DataFileRef]) -> list[tuple[DeleteFileRef, ...]]:
+        """None per file: Delta has no delete files (its deletion vectors are not read yet, see the README)."""
+        return [() for _ in files]
 
     def partition_label(self, ref: DataFileRef) -> str:
         return "/".join(f"{c}={v}" for c, v in ref.partition or ()) or "(unpartitioned)"

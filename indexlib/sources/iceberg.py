@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -12,7 +14,8 @@ from pyiceberg.table.snapshots import Operation, ancestors_of
 from pyiceberg.typedef import Record
 
 from indexlib.errors import UserError
-from indexlib.sources.base import DataFileRef, IcebergPartitioning, LiveFiles
+from indexlib.sources.base import DataFileRef, DeleteFileRef, IcebergPartitioning, LiveFiles
+from indexlib.sources.iceberg_deletes import SnapshotDeletes
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -78,10 +81,26 @@ class IcebergSource:
         snapshot = self.table.current_snapshot()
         return snapshot.snapshot_id if snapshot else None
 
+    @cached_property
+    def deletes(self) -> SnapshotDeletes:
+        """The delete files of the loaded snapshot, read once per loaded table (a handle keeps it per state)."""
+        return SnapshotDeletes(self.table, self.name, self.current_version())
+
+    def deletes_for(self, files: Sequence[DataFileRef]) -> list[tuple[DeleteFileRef, ...]]:
+        return self.deletes.for_files(files)
+
     def live_files(self) -> list[DataFileRef]:
         if self.current_version() is None:
             return []
-        return [_ref(task.file) for task in self.table.scan().plan_files()]
+        try:
+            return [_ref(task.file) for task in self.table.scan().plan_files()]
+        except ValueError as exc:  # pyiceberg cannot plan a table with equality delete files
+            if "equality deletes" not in str(exc):
+                raise
+            raise UserError(
+                f"table {self.name} snapshot {self.current_version()} has equality delete files, which pyiceberg "
+                "cannot plan or apply; compact the table (rewrite_data_files) first"
+            ) from None
 
     @property
     def state_key(self) -> object:
@@ -112,7 +131,14 @@ class IcebergSource:
         paths = known.column("file_path").to_pylist()
         seen = set(paths)
         added = [ref for ref in added if ref.path not in seen]
-        return LiveFiles(paths + [ref.path for ref in added], lambda: self.refs_of(known) + added)
+        count = len(paths)
+
+        def pick(positions: list[int]) -> list[DataFileRef]:
+            return self.refs_of(known.take([i for i in positions if i < count])) + [
+                added[i - count] for i in positions if i >= count
+            ]
+
+        return LiveFiles(paths + [ref.path for ref in added], lambda: self.refs_of(known) + added, pick)
 
     def stored_partition(self, ref: DataFileRef) -> list[bytes | None] | None:
         """The file's partition record in Iceberg's single-value serialisation, per field of its spec (None when

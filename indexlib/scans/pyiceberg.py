@@ -1,0 +1,168 @@
+"""A pyiceberg scan over a lookup's kept files: what `table.scan(row_filter=...)` returns, without planning.
+
+    scan = indexlib.scans.pyiceberg.scan(table, "l_orderkey = 42")   # a pyiceberg Table or an IndexHandle
+    scan.to_arrow()                                                  # or to_pandas(), to_duckdb(...), count()
+
+It builds pyiceberg `FileScanTask`s from the lookup's kept files (each with its delete files, lookup.KeptFile) and
+reads them with pyiceberg's own `ArrowScan`, so field-id schema mapping (renamed and promoted columns), identity
+partition values and position deletes / deletion vectors are applied by pyiceberg itself. `ArrowScan` and
+`FileScanTask` are half-internal pyiceberg API: tests/test_pyiceberg_scan.py pins the behaviour against pyiceberg's
+own unpruned read. The read is pinned to the snapshot the lookup answered for (the table metadata it loaded). Files
+the lookup proved all-match are read without the filter.
+
+The filter is the SQL predicate translated to a pyiceberg row filter; a predicate that has no exact translation
+(a LIKE that is not a prefix, month(ts) = 3, a FLOAT column, ...) is refused with one line rather than read wrongly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyiceberg import expressions as ice
+from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
+from pyiceberg.table import FileScanTask
+
+from indexlib.errors import UserError
+from indexlib.handle import IndexHandle
+from indexlib.lookup import LookupResult
+from indexlib.pruning.iceberg_filter import to_iceberg_filter, to_strict_iceberg_filter
+from indexlib.query.model import BoundIn, Expr
+from indexlib.sources.iceberg import IcebergSource
+from indexlib.sources.iceberg_deletes import data_file_of
+
+
+def scan(table_or_handle: Any, where: str | Expr, *, selected_fields: tuple[str, ...] = ("*",)) -> IndexedScan:
+    """Look `where` up now (SQL text or a `query.model` tree) and return a scan of the kept files at that
+    snapshot. `table_or_handle`: a pyiceberg Table (its index in the same catalog) or an `IndexHandle`."""
+    handle = table_or_handle if isinstance(table_or_handle, IndexHandle) else IndexHandle.for_iceberg(table_or_handle)
+    return IndexedScan(handle.lookup(where), selected_fields)
+
+
+def row_filter(result: LookupResult) -> ice.BooleanExpression:
+    """The lookup's predicate as an exact pyiceberg row filter, SQL semantics kept: `x NOT IN (...)` drops NULL
+    rows (pyiceberg's `NotIn` alone keeps them)."""
+    bound = result.bound
+    if bound is None:
+        raise UserError(f"table {result.table}: the lookup has no bound predicate to filter rows with")
+    strict, inclusive = to_strict_iceberg_filter(bound), to_iceberg_filter(bound)
+    if strict != inclusive:
+        raise UserError(
+            f"table {result.table}: {result.where!r} has no exact pyiceberg row filter "
+            f"(pyiceberg would read it as {inclusive}); filter the rows of the kept files yourself"
+        )
+    return _guard_not_in(strict, bound)
+
+
+def _guard_not_in(translated: ice.BooleanExpression, bound: Expr) -> ice.BooleanExpression:
+    columns = {leaf.column.name for leaf in _leaves(bound) if isinstance(leaf, BoundIn) and leaf.negated}
+    guard: ice.BooleanExpression = translated
+    for name in sorted(columns):
+        guard = _and_not_null_under_not_in(guard, name)
+    return guard
+
+
+def _leaves(expr: Expr) -> list[Expr]:
+    children = [getattr(expr, name) for name in ("left", "right", "child") if hasattr(expr, name)]
+    return [leaf for child in children for leaf in _leaves(child)] if children else [expr]
+
+
+def _and_not_null_under_not_in(expr: ice.BooleanExpression, name: str) -> ice.BooleanExpression:
+    if isinstance(expr, ice.And):
+        return ice.And(_and_not_null_under_not_in(expr.left, name), _and_not_null_under_not_in(expr.right, name))
+    if isinstance(expr, ice.Or):
+        return ice.Or(_and_not_null_under_not_in(expr.left, name), _and_not_null_under_not_in(expr.right, name))
+    if isinstance(expr, ice.NotIn) and expr.term.name == name:
+        return ice.And(ice.NotNull(name), expr)
+    return expr
+
+
+class IndexedScan:
+    """Usable where a pyiceberg `DataScan` is read: `to_arrow`, `to_arrow_batch_reader`, `to_pandas`,
+    `to_duckdb`, `to_polars`, `count`; `plan_files()` returns the tasks (no planning: they come from the lookup)."""
+
+    def __init__(self, result: LookupResult, selected_fields: tuple[str, ...] = ("*",)) -> None:
+        if not isinstance(result.source, IcebergSource):
+            raise UserError(f"table {result.table}: the pyiceberg scan reads Iceberg tables only")
+        self.result = result
+        self.snapshot_id = result.source_version
+        self.table = result.source.table  # the metadata the lookup loaded: the scan stays at that snapshot
+        self.row_filter = row_filter(result)
+        self.selected_fields = selected_fields
+
+    def projection(self) -> Any:
+        schema = self.table.metadata.schema()
+        return schema if "*" in self.selected_fields else schema.select(*self.selected_fields)
+
+    def plan_files(self) -> list[FileScanTask]:
+        return [
+            FileScanTask(
+                data_file_of(kept.file),
+                {d.data_file for d in kept.deletes},
+                ice.AlwaysTrue() if kept.all_match else self.row_filter,
+            )
+            for kept in self.result.kept_files
+        ]
+
+    def _reads(self, tasks: list[FileScanTask]) -> list[tuple[ArrowScan, list[FileScanTask]]]:
+        """Two pyiceberg reads: the all-match files without the filter, the others with it (ArrowScan applies one
+        filter to every task it reads)."""
+        reads = []
+        for matched in (False, True):
+            group = [t for t in tasks if (t.residual == ice.AlwaysTrue()) is matched]
+            if group:
+                row_filter = ice.AlwaysTrue() if matched else self.row_filter
+                reads.append((ArrowScan(self.table.metadata, self.table.io, self.projection(), row_filter), group))
+        return reads
+
+    def _schema(self) -> pa.Schema:
+        return schema_to_pyarrow(self.projection(), include_field_ids=False)
+
+    def _read(self, tasks: list[FileScanTask]) -> pa.Table:
+        tables = [arrow_scan.to_table(group) for arrow_scan, group in self._reads(tasks)]
+        return pa.concat_tables(tables, promote_options="permissive") if tables else self._schema().empty_table()
+
+    def to_arrow(self) -> pa.Table:
+        return self._read(self.plan_files())
+
+    def to_arrow_batch_reader(self) -> pa.RecordBatchReader:
+        schema = self._schema()
+        reads = self._reads(self.plan_files())
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for arrow_scan, group in reads:
+                for batch in arrow_scan.to_record_batches(group):
+                    yield batch.cast(schema) if batch.schema != schema else batch
+
+        return pa.RecordBatchReader.from_batches(schema, batches())
+
+    def to_pandas(self, **kwargs: Any) -> Any:
+        return self.to_arrow().to_pandas(**kwargs)
+
+    def to_duckdb(self, table_name: str, connection: Any = None) -> Any:
+        import duckdb
+
+        con = connection or duckdb.connect(database=":memory:")
+        con.register(table_name, self.to_arrow())
+        return con
+
+    def to_polars(self) -> Any:
+        try:
+            import polars as pl
+        except ImportError:
+            raise UserError("to_polars needs polars installed (pip install polars)") from None
+        return pl.from_arrow(self.to_arrow())
+
+    def count(self) -> int:
+        """Rows of all-match files without deletes are counted from metadata, as pyiceberg's `count` does."""
+        total = 0
+        reads = []
+        for task in self.plan_files():
+            if task.residual == ice.AlwaysTrue() and not task.delete_files:
+                total += task.file.record_count
+            else:
+                reads.append(task)
+        if reads:
+            total += self._read(reads).num_rows
+        return total
