@@ -12,9 +12,10 @@ Which path reads which file (README, "Reading rows through the index"):
   the next way instead.
 - Iceberg, a file with delete files (position deletes, deletion vectors): pyiceberg's `ArrowScan` applies them into
   Arrow, unioned in; equality delete files are refused with one line (the lookup's `kept_files`).
-- Delta: a pyarrow dataset of the kept files with the table's schema, each file carrying its partition values
-  (`file.partition`, typed, never guessed from directory names) as a partition expression pyarrow fills the
-  columns from; a table whose protocol enables deletion vectors is refused when a kept file may have one.
+- Delta: DuckDB's `read_parquet` over the kept files (`union_by_name`: a column added later is NULL in older
+  files; no Hive partitioning guessed from directory names), joined by file name to each file's partition values
+  from its add action (`file.partition`), typed by the table's schema. A table whose protocol enables deletion
+  vectors is refused with one line when anything is kept (delta-rs cannot say which files have one).
 
 The filter is the user's WHERE transpiled to DuckDB's dialect with sqlglot (read in `[lookup] dialect`), with
 CURRENT_DATE / CURRENT_TIMESTAMP / NOW() fixed to the clock the lookup pruned with; files the lookup proved all-match
@@ -25,13 +26,12 @@ relation) have the same columns and types.
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import sqlglot
 from pyiceberg import expressions as ice
 from pyiceberg import types as it
@@ -110,7 +110,8 @@ def residual_sql(result: LookupResult, dialect: str | None, clock: Clock | None)
     return tree.transform(fixed).sql(dialect="duckdb")
 
 
-def _quote(name: str) -> str:
+def quote_name(name: str) -> str:
+    """A SQL identifier, quoted for DuckDB (and ANSI)."""
     return '"' + name.replace('"', '""') + '"'
 
 
@@ -158,7 +159,7 @@ def _iceberg(
     types = {field.name: _duckdb_type(field.field_type) for field in schema.fields}
     native_ok = all(types.values()) and _NAME_MAPPING not in table.metadata.properties
     columns = ", ".join(
-        f"CAST({_quote(name)} AS {kind}) AS {_quote(name)}" if native_ok else _quote(name)
+        f"CAST({quote_name(name)} AS {kind}) AS {quote_name(name)}" if native_ok else quote_name(name)
         for name, kind in types.items()
     )
     kept = result.kept_files  # raises the one-line error for equality delete files
@@ -198,45 +199,51 @@ def _through_pyiceberg(table: Any, schema: Any, kept: list[KeptFile]) -> pa.Tabl
 def _delta(
     con: duckdb.DuckDBPyConnection, result: LookupResult, source: DeltaSource, filter_sql: str
 ) -> duckdb.DuckDBPyRelation:
+    """DuckDB reads the kept files itself (`union_by_name`: a column added later is NULL in older files; no Hive
+    guessing from directory names) and joins each file's partition values, typed, from its add action."""
     schema = pa.schema(source.table.schema().to_arrow())
     kept = result.kept_files
     _refuse_deletion_vectors(source, kept)
-    columns = ", ".join(_quote(name) for name in schema.names)
+    empty = _register(con, schema.empty_table())  # the table's columns and types, no rows
+    partitions = set(source.partition_columns)
+    data = [name for name in schema.names if name not in partitions]
+    columns = ", ".join(
+        f"{'v' if name in partitions else 'f'}.{quote_name(name)} AS {quote_name(name)}" for name in schema.names
+    )
     parts = []
     for all_match in (False, True):
         group = [k for k in kept if k.all_match is all_match]
-        if group:
-            where = "" if all_match else f" WHERE {filter_sql}"
-            parts.append(
-                con.from_arrow(delta_dataset(schema, group)).query("kept", f"SELECT {columns} FROM kept{where}")
-            )
+        if not group:
+            continue
+        values = {name: [dict(k.file.partition or ()).get(name) for k in group] for name in source.partition_columns}
+        files = _register(
+            con,
+            pa.table(
+                {
+                    "__file": [k.file.path for k in group],
+                    **{n: pa.array([_typed(v) for v in vs], schema.field(n).type) for n, vs in values.items()},
+                }
+            ),
+        )
+        paths = ", ".join(_string(k.file.path) for k in group)
+        read = (
+            f"SELECT * FROM read_parquet([{paths}], union_by_name = true, hive_partitioning = false, filename = true) "
+            f"UNION ALL BY NAME SELECT {', '.join(map(quote_name, data))}, NULL::VARCHAR AS filename FROM {empty}"
+        )
+        where = "" if all_match else f" WHERE {filter_sql}"
+        parts.append(
+            con.sql(f"SELECT * FROM (SELECT {columns} FROM ({read}) f JOIN {files} v ON f.filename = v.__file){where}")
+        )
     if not parts:
-        parts.append(con.from_arrow(schema.empty_table()).query("kept", f"SELECT {columns} FROM kept"))
+        parts.append(con.sql(f"SELECT * FROM {empty}"))
     return _union(parts)
 
 
-def delta_dataset(schema: pa.Schema, kept: Sequence[KeptFile]) -> ds.Dataset:
-    """The kept Delta files as one pyarrow dataset with the table's schema: columns a file lacks (added later) are
-    NULL, and its partition columns hold the values of its add action (`file.partition`), typed by the schema."""
-    filesystem, _ = pa.fs.FileSystem.from_uri(_uri(kept[0].file.path))
-    paths = [pa.fs.FileSystem.from_uri(_uri(k.file.path))[1] for k in kept]
-    partitions = [_partition_expression(schema, k.file.partition or ()) for k in kept]
-    return ds.FileSystemDataset.from_paths(
-        paths, schema=schema, format=ds.ParquetFileFormat(), filesystem=filesystem, partitions=partitions
-    )
-
-
-def _uri(path: str) -> str:
-    return path if "://" in path else f"file://{path}"
-
-
-def _partition_expression(schema: pa.Schema, values: Sequence[tuple[str, Any]]) -> pc.Expression:
-    expression = pc.scalar(True)
-    for name, value in values:
-        field = pc.field(name)
-        term = field.is_null() if value is None else field == pa.scalar(_typed(value), schema.field(name).type)
-        expression = expression & term
-    return expression
+def _register(con: duckdb.DuckDBPyConnection, table: pa.Table) -> str:
+    """`table` as a view of the connection under a name of its own, for SQL that reads it."""
+    name = f"__skipindex_{uuid.uuid4().hex}"
+    con.register(name, table)
+    return name
 
 
 def _typed(value: Any) -> Any:

@@ -1,0 +1,69 @@
+"""A Polars `LazyFrame` over a lookup's kept files, with the rows of the DuckDB relation (scans/duckdb.py).
+
+    lf = indexlib.scans.polars.lazy_frame(handle, "k = 42")     # an IndexHandle, or a pyiceberg Table
+    lf.select("id", "name").collect()
+
+The lookup runs now (the frame is pinned to the version it answered for); rows are read when the frame is collected,
+through the DuckDB relation, so Iceberg deletes, field-id mapping, Delta partition values and the all-match files
+are handled in one place, and the WHERE keeps its SQL meaning (a Polars expression would read `x NOT IN (...)`
+and NULLs differently). Projection and row limits reach DuckDB; a predicate Polars pushes down is applied to each
+batch (Polars leaves it to the source).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from indexlib.errors import UserError
+from indexlib.scans import duckdb as duckdb_scan
+
+try:
+    import polars as pl
+    from polars.io.plugins import register_io_source
+except ImportError:  # optional: pip install 'skipindex[polars]'
+    pl = None
+
+
+def lazy_frame(table_or_handle: Any, where: str, *, connection: Any = None) -> Any:
+    """Look `where` up now and return a `polars.LazyFrame` of the matching rows of the kept files (arguments as
+    `scans.duckdb.relation`)."""
+    if pl is None:
+        raise UserError("the Polars scan needs polars installed (pip install 'skipindex[polars]')")
+    return of_relation(duckdb_scan.relation(table_or_handle, where, connection=connection))
+
+
+def of_relation(relation: Any) -> Any:
+    """A LazyFrame reading a DuckDB relation when collected."""
+    schema = pl.from_arrow(_reader(relation.limit(0), 1).read_all()).schema
+
+    def source(
+        with_columns: list[str] | None, predicate: Any, n_rows: int | None, batch_size: int | None
+    ) -> Iterator[Any]:
+        rel = (
+            relation
+            if with_columns is None
+            else relation.project(", ".join(duckdb_scan.quote_name(c) for c in with_columns))
+        )
+        if n_rows is not None and predicate is None:
+            rel = rel.limit(n_rows)
+        left = n_rows
+        for batch in _reader(rel, batch_size or 100_000):
+            frame = pl.from_arrow(pa.Table.from_batches([batch]))
+            if predicate is not None:
+                frame = frame.filter(predicate)
+            if left is not None:
+                frame, left = frame.head(left), left - min(left, frame.height)
+            yield frame
+            if left == 0:
+                return
+
+    return register_io_source(source, schema=schema, explain_name="skipindex kept files")
+
+
+def _reader(relation: Any, batch_size: int) -> pa.RecordBatchReader:
+    if hasattr(relation, "to_arrow_reader"):  # duckdb >= 1.4
+        return relation.to_arrow_reader(batch_size)
+    return relation.fetch_record_batch(batch_size)

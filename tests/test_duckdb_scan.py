@@ -1,0 +1,217 @@
+"""The DuckDB relation and the Polars LazyFrame through the index (indexlib/scans/duckdb.py, scans/polars.py) return
+exactly the rows of the unpruned query at the version the lookup answered for (multiset, NULLs included), for
+hypothesis-drawn SQL predicates, on real tables:
+- Iceberg (tests/iceberg_tables.py): copy-on-write deletes, merge-on-read position delete files, a partition spec
+  change, a renamed column and promoted columns; the unpruned read is pyiceberg's own scan of the whole table at that
+  snapshot, filtered by DuckDB with the same SQL (predicates pyiceberg has no row filter for, LIKE '%b%' or a FLOAT
+  comparison, included);
+- Delta (delta-rs): partitioned by a string and a date column (NULL partitions included), a delete (delta-rs
+  rewrites the files: it writes no deletion vectors, and refuses to delete from a table that enables them), a column
+  added later; the unpruned read is `DeltaTable.to_pyarrow_table()` filtered by DuckDB.
+
+Real SQLite catalog, real Parquet files, the index built by the real build (in the driver: the tables are small).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pytest
+import sqlglot
+from deltalake import DeltaTable, write_deltalake
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from iceberg_tables import WORDS, batch, commit_equality_delete, make_lake, predicate, rows
+
+from indexlib.errors import UserError
+from indexlib.handle import IndexHandle, open_handle
+from indexlib.indexing.build import build_index
+from indexlib.scans.duckdb import relation
+from indexlib.scans.polars import lazy_frame
+
+EXAMPLES = settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def unpruned(table: pa.Table, where: str) -> pa.Table:
+    """The query without the index: DuckDB's filter over every row of the table at that version."""
+    return duckdb.connect().from_arrow(table).query("t", f"SELECT * FROM t WHERE {where}").to_arrow_table()
+
+
+def read(where: str, handle: IndexHandle) -> tuple[pa.Table, pa.Table, int]:
+    """The relation's rows, the LazyFrame's rows, and the lookup's version."""
+    rel = relation(handle, where)
+    frame = lazy_frame(handle, where).collect().to_arrow()
+    return rel.to_arrow_table(), frame, handle.lookup(where).source_version
+
+
+# Iceberg ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def lake(config, catalog) -> Any:
+    return make_lake(config, catalog)
+
+
+@st.composite
+def sql_predicate(draw: Any) -> str:
+    """The pyiceberg scan's drawn predicates, and leaves only SQL can say (no exact pyiceberg row filter)."""
+    text = draw(predicate())[0]
+    if draw(st.booleans()):
+        extra = draw(
+            st.sampled_from(["name LIKE '%b%'", "name NOT LIKE 'a%'", "f > 0.4", "f = 1.25", "k + 1 = 4", "id % 7 = 0"])
+        )
+        text = f"({text}) {draw(st.sampled_from(['AND', 'OR']))} {extra}"
+    return text
+
+
+def test_the_relation_and_frame_return_the_unpruned_rows_under_every_kind_of_change(lake) -> None:
+    handle = IndexHandle.for_iceberg(lake)
+
+    @EXAMPLES
+    @given(sql_predicate())
+    def check(where: str) -> None:
+        got, frame, snapshot = read(where, handle)
+        expected = unpruned(lake.scan(snapshot_id=snapshot).to_arrow(), where)
+        assert rows(got) == rows(expected), f"{where}: the DuckDB relation returns the unpruned rows"
+        assert rows(frame) == rows(expected), f"{where}: the Polars LazyFrame returns the unpruned rows"
+        assert got.schema.names == expected.schema.names, f"{where}: the current schema's columns, in order"
+
+    check()
+
+
+def test_files_proven_all_match_are_read_without_the_filter_and_rows_stay_exact(lake) -> None:
+    handle = IndexHandle.for_iceberg(lake)
+    for where in ["id >= 0", "id >= 0 AND id < 100", "g >= 0 OR id > 1000"]:
+        result = handle.lookup(where)
+        assert result.all_match, f"{where}: min/max proves some files all-match (the rule needs such files)"
+        got, frame, snapshot = read(where, handle)
+        expected = unpruned(lake.scan(snapshot_id=snapshot).to_arrow(), where)
+        assert rows(got) == rows(expected) and rows(frame) == rows(expected), f"{where}: all-match files, exact"
+
+
+def test_an_empty_kept_list_is_an_empty_relation_with_the_tables_columns(lake) -> None:
+    handle = IndexHandle.for_iceberg(lake)
+    assert handle.lookup("id = 100000").files == [], "no file can hold id 100000"
+    empty = relation(handle, "id = 100000")
+    some = relation(handle, "id = 20")
+    assert empty.to_arrow_table().num_rows == 0, "no rows, no failure"
+    assert (empty.columns, empty.types) == (some.columns, some.types), "the table's columns and types"
+    assert lazy_frame(handle, "id = 100000").collect().schema == lazy_frame(handle, "id = 20").collect().schema
+
+
+def test_the_relation_stays_at_the_snapshot_its_lookup_answered_for(lake) -> None:
+    rel = relation(lake, "id >= 100 AND id < 500")
+    pinned = IndexHandle.for_iceberg(lake).lookup("id >= 0").source_version
+    later = batch(200, 40, 1).rename_columns(["id", "g", "k", "f", "name"])
+    lake.append(later.cast(lake.schema().as_arrow()))
+    lake.delete("id < 150")
+    expected = unpruned(lake.scan(snapshot_id=pinned).to_arrow(), "id >= 100 AND id < 500")
+    assert rows(rel.to_arrow_table()) == rows(expected), "the rows of the answered snapshot, not of later ones"
+
+
+def test_equality_delete_files_are_refused_with_one_line(lake) -> None:
+    commit_equality_delete(lake, 105)
+    with pytest.raises(UserError, match="equality delete file") as raised:
+        relation(lake, "id = 105")
+    assert "\n" not in str(raised.value), "one line"
+
+
+@pytest.mark.parametrize(
+    "dialect, where",
+    [("spark", "`name` = 'ab' OR `k` <=> NULL"), ("duckdb", "name ILIKE 'A%' OR k IS NULL"), (None, "\"name\" = 'b'")],
+)
+def test_the_where_is_read_in_the_lookup_dialect(lake, dialect, where) -> None:
+    handle = IndexHandle.for_iceberg(lake, dialect=dialect)
+    got = relation(handle, where).to_arrow_table()
+    expected = unpruned(lake.scan().to_arrow(), sqlglot.transpile(where, read=dialect, write="duckdb")[0])
+    assert rows(got) == rows(expected) and expected.num_rows > 0, f"{dialect}: {where} as the lookup read it"
+
+
+# Delta ------------------------------------------------------------------------------------------------------------
+
+DAYS = [dt.date(2024, 1, 1), dt.date(2024, 1, 2), None]
+PARTS = ["a", "b c", None]
+
+
+def delta_batch(start: int, rows_: int, extra: bool = False) -> pa.Table:
+    ids = list(range(start, start + rows_))
+    columns = {
+        "id": pa.array(ids, pa.int64()),
+        "s": pa.array([WORDS[i % len(WORDS)] for i in ids], pa.string()),
+        "p": pa.array([PARTS[i % 3] for i in ids], pa.string()),
+        "d": pa.array([DAYS[(i // 3) % 3] for i in ids], pa.date32()),
+    }
+    if extra:
+        columns["x"] = pa.array([None if i % 4 == 0 else i * 0.5 for i in ids], pa.float64())
+    return pa.table(columns)
+
+
+@pytest.fixture
+def delta(config, catalog, tmp_path: Path) -> str:
+    """A Delta table partitioned by p and d with NULL partitions, a delete (files rewritten) and a column added
+    later; indexed at its last version."""
+    path = str(tmp_path / "events")
+    for n in range(3):
+        write_deltalake(path, delta_batch(100 * n, 30), mode="append", partition_by=["p", "d"])
+    DeltaTable(path).delete("id % 5 = 1")
+    write_deltalake(path, delta_batch(300, 30, extra=True), mode="append", partition_by=["p", "d"], schema_mode="merge")
+    build_index(config, path)
+    return path
+
+
+@st.composite
+def delta_predicate(draw: Any) -> str:
+    def leaf() -> str:
+        return draw(
+            st.sampled_from(
+                [
+                    f"id {draw(st.sampled_from(['=', '<', '>=', '!=']))} {draw(st.integers(-5, 335))}",
+                    f"p = '{draw(st.sampled_from(['a', 'b c', 'z']))}'",
+                    "p IS NULL",
+                    f"d = DATE '2024-01-0{draw(st.integers(1, 3))}'",
+                    "d IS NULL",
+                    f"x > {draw(st.integers(0, 170))}",
+                    "x IS NULL",
+                    "s LIKE '%b%'",
+                    f"s IN ('a', '{draw(st.sampled_from(['ab', 'zz', '']))}')",
+                ]
+            )
+        )
+
+    text = leaf()
+    for _ in range(draw(st.integers(0, 2))):
+        text = f"({text}) {draw(st.sampled_from(['AND', 'OR']))} ({leaf()})"
+    return text
+
+
+def test_delta_rows_are_the_unpruned_rows_with_typed_partition_values(config, delta) -> None:
+    handle = open_handle(config, delta)
+
+    @EXAMPLES
+    @given(delta_predicate())
+    def check(where: str) -> None:
+        got, frame, version = read(where, handle)
+        table = DeltaTable(delta, version=version).to_pyarrow_table()
+        expected = unpruned(table, where)
+        assert rows(got) == rows(expected), f"{where}: the DuckDB relation returns delta-rs's rows"
+        assert rows(frame) == rows(expected), f"{where}: the Polars LazyFrame returns delta-rs's rows"
+
+    check()
+    types = dict(zip(*(relation(handle, "id > 0").columns, relation(handle, "id > 0").types), strict=True))
+    assert (str(types["p"]), str(types["d"])) == ("VARCHAR", "DATE"), "partition columns keep the table's types"
+
+
+def test_delta_deletion_vectors_are_refused_never_read(config, catalog, tmp_path: Path) -> None:
+    path = str(tmp_path / "dv")
+    write_deltalake(path, delta_batch(0, 10), configuration={"delta.enableDeletionVectors": "true"})
+    build_index(config, path)
+    with pytest.raises(UserError, match="deletion vectors") as raised:
+        relation(open_handle(config, path), "id = 3").to_arrow_table()
+    assert "\n" not in str(raised.value), "one line"
+    assert relation(open_handle(config, path), "id = 1000").to_arrow_table().num_rows == 0, (
+        "nothing kept, nothing to refuse"
+    )
