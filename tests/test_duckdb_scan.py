@@ -33,7 +33,7 @@ from indexlib.indexing.build import build_index
 from indexlib.scans.duckdb import relation
 from indexlib.scans.polars import lazy_frame
 
-EXAMPLES = settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+EXAMPLES = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def unpruned(table: pa.Table, where: str) -> pa.Table:
