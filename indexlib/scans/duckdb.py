@@ -26,6 +26,7 @@ relation) have the same columns and types.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -72,8 +73,10 @@ def relation_of(
     connection: duckdb.DuckDBPyConnection | None = None,
 ) -> duckdb.DuckDBPyRelation:
     """The relation over an answered lookup's kept files. `dialect` and `clock` must be those the lookup parsed
-    `where` with (what CURRENT_DATE meant when it pruned), or the filter could ask for rows of files it skipped."""
-    con = connection if connection is not None else duckdb.connect(database=":memory:")
+    `where` with (what CURRENT_DATE meant when it pruned), or the filter could ask for rows of files it skipped.
+    Default connection: a cursor of one in-memory database of this module's (0.3 ms; a new database costs 10-20
+    ms, more than reading one kept file)."""
+    con = connection if connection is not None else _own_connection()
     source = result.source
     if source is None:
         raise UserError(f"table {result.table}: the lookup holds no source state to read rows from")
@@ -83,6 +86,18 @@ def relation_of(
     if isinstance(source, DeltaSource):
         return _delta(con, result, source, filter_sql)
     raise UserError(f"table {result.table}: no DuckDB reader for {type(source).__name__}")
+
+
+_DATABASE: list[duckdb.DuckDBPyConnection] = []
+_DATABASE_LOCK = threading.Lock()
+
+
+def _own_connection() -> duckdb.DuckDBPyConnection:
+    """A new cursor (its own connection: the Arrow tables it registers are its own) of a shared in-memory database."""
+    with _DATABASE_LOCK:
+        if not _DATABASE:
+            _DATABASE.append(duckdb.connect(database=":memory:"))
+        return _DATABASE[0].cursor()
 
 
 def residual_sql(result: LookupResult, dialect: str | None, clock: Clock | None) -> str:
