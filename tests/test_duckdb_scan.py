@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import polars as pl
 import pyarrow as pa
 import pytest
 import sqlglot
@@ -214,4 +215,22 @@ def test_delta_deletion_vectors_are_refused_never_read(config, catalog, tmp_path
     assert "\n" not in str(raised.value), "one line"
     assert relation(open_handle(config, path), "id = 1000").to_arrow_table().num_rows == 0, (
         "nothing kept, nothing to refuse"
+    )
+
+
+def test_the_frame_applies_what_polars_pushes_down_and_the_relation_joins_the_callers_tables(lake) -> None:
+    handle = IndexHandle.for_iceberg(lake)
+    where = "k IS NULL OR name LIKE '%b%'"
+    expected = pl.from_arrow(unpruned(lake.scan().to_arrow(), where))
+    frame = lazy_frame(handle, where)
+    pushed = frame.filter(pl.col("id") > 120).select("name", "id").collect()
+    assert rows(pushed.to_arrow()) == rows(expected.filter(pl.col("id") > 120).select("name", "id").to_arrow()), (
+        "a filter and a projection Polars pushes into the source keep the rows"
+    )
+    assert frame.filter(pl.col("id") > 120).head(3).collect().height == 3, "a row limit after a pushed filter"
+    con = duckdb.connect()
+    con.sql("CREATE TABLE wanted AS SELECT * FROM range(100, 200) r(id)")
+    joined = relation(handle, where, connection=con).join(con.table("wanted"), "id").to_arrow_table()
+    assert joined.num_rows == expected.filter(pl.col("id").is_between(100, 199)).height > 0, (
+        "the relation lives in the caller's connection"
     )
