@@ -6,12 +6,14 @@ the lookup answered for, reading only those files.
     rel.aggregate("count(*)").fetchall()
 
 Which path reads which file (README, "Reading rows through the index"):
-- Iceberg, a file without delete files: DuckDB's own `read_parquet`, its columns mapped to the current schema by
-  Parquet field id (`schema=` parameter: renamed columns, promoted types, columns added since are NULL). A table
-  with a name mapping (files imported without field ids) and a schema with nested or unmapped types read every file
-  the next way instead.
-- Iceberg, a file with delete files (position deletes, deletion vectors): pyiceberg's `ArrowScan` applies them into
-  Arrow, unioned in; equality delete files are refused with one line (the lookup's `kept_files`).
+- Iceberg, a file without delete files or with position delete files in Parquet: DuckDB's own `read_parquet`, its
+  columns mapped to the current schema by Parquet field id (`schema=` parameter: renamed columns, promoted types,
+  columns added since are NULL), the deleted positions anti-joined on (file, row number) from the delete files' rows
+  for the data files they apply to (pyiceberg's DeleteFileIndex matched them). A table with a name mapping (files
+  imported without field ids), or with nested, uuid or fixed columns, reads every file the next way instead.
+- Iceberg, a file with deletion vectors (Puffin blobs DuckDB cannot read), or any file of such a table: pyiceberg's
+  `ArrowScan` applies the deletes into Arrow, unioned in; equality delete files are refused with one line (the
+  lookup's `kept_files`).
 - Delta: DuckDB's `read_parquet` over the kept files (`union_by_name`: a column added later is NULL in older
   files; no Hive partitioning guessed from directory names), joined by file name to each file's partition values
   from its add action (`file.partition`), typed by the table's schema. A table whose protocol enables deletion
@@ -178,20 +180,26 @@ def _iceberg(
         for name, kind in types.items()
     )
     kept = result.kept_files  # raises the one-line error for equality delete files
+    mapping = ", ".join(
+        f"{field.field_id}: {{name: {_string(field.name)}, type: {_string(str(types[field.name]))}, default_value: NULL}}"
+        for field in schema.fields
+    )
+    # DuckDB's own columns of a read: a table column of the same name would be shadowed, so such tables' files
+    # with deletes go through pyiceberg
+    anti_join_ok = not {name.lower() for name in types} & {"filename", "file_row_number"}
     parts = []
     for all_match in (False, True):
         group = [k for k in kept if k.all_match is all_match]
-        native = [k for k in group if native_ok and not k.deletes]
-        through = [k for k in group if not (native_ok and not k.deletes)]
+        native = [k for k in group if native_ok and (not k.deletes or (anti_join_ok and _native_deletes(k)))]
+        through = [k for k in group if k not in native]
         where = "" if all_match else f" WHERE {filter_sql}"
         if native:
-            mapping = ", ".join(
-                f"{field.field_id}: {{name: {_string(field.name)}, type: {_string(str(types[field.name]))}, "
-                "default_value: NULL}"
-                for field in schema.fields
-            )
-            paths = ", ".join(_string(k.file.path) for k in native)
-            parts.append(con.sql(f"SELECT {columns} FROM read_parquet([{paths}], schema = MAP {{{mapping}}}){where}"))
+            paths = ", ".join(_string(_local(k.file.path)) for k in native)
+            read = f"read_parquet([{paths}], schema = MAP {{{mapping}}}, filename = true, file_row_number = true)"
+            deleted = _deleted_positions(con, native)
+            if deleted:
+                read += f" d ANTI JOIN ({deleted}) x ON d.filename = x.file_path AND d.file_row_number = x.pos"
+            parts.append(con.sql(f"SELECT {columns} FROM {read}{where}"))
         if through:
             arrow = _through_pyiceberg(table, schema, through)
             parts.append(con.from_arrow(arrow).query("kept", f"SELECT {columns} FROM kept{where}"))
@@ -199,6 +207,37 @@ def _iceberg(
         empty = schema_to_pyarrow(schema, include_field_ids=False).empty_table()
         parts.append(con.from_arrow(empty).query("kept", f"SELECT {columns} FROM kept"))
     return _union(parts)
+
+
+def _native_deletes(kept: KeptFile) -> bool:
+    """Position delete files in Parquet DuckDB applies itself (an anti-join on file and row position); deletion
+    vectors (Puffin blobs) and other formats go through pyiceberg."""
+    return all(d.kind == "position" and d.file_format.upper() == "PARQUET" for d in kept.deletes)
+
+
+def _deleted_positions(con: duckdb.DuckDBPyConnection, kept: list[KeptFile]) -> str | None:
+    """SQL for the (file_path, pos) rows deleted from `kept`: only the rows each delete file holds for a data file
+    it applies to (pyiceberg's DeleteFileIndex matched them by partition and sequence number)."""
+    pairs = [(_local(d.path), k.file.path, _local(k.file.path)) for k in kept for d in k.deletes]
+    if not pairs:
+        return None
+    applies = _register(
+        con, pa.table(dict(zip(["delete_file", "data_file", "read_as"], zip(*pairs, strict=True), strict=True)))
+    )
+    paths = ", ".join(_string(path) for path in sorted({p[0] for p in pairs}))
+    return (
+        f"SELECT a.read_as AS file_path, p.pos FROM read_parquet([{paths}], union_by_name = true, filename = true) p "
+        f"JOIN {applies} a ON p.filename = a.delete_file AND p.file_path = a.data_file"
+    )
+
+
+def _local(path: str) -> str:
+    """A path as DuckDB opens it and names it in `filename`: a local file without its `file:` scheme. A delete
+    file's `file_path` is matched to the data file's path as the manifest spells it."""
+    for scheme in ("file://", "file:"):
+        if path.startswith(scheme):
+            return path[len(scheme) :]
+    return path
 
 
 def _through_pyiceberg(table: Any, schema: Any, kept: list[KeptFile]) -> pa.Table:
