@@ -31,7 +31,8 @@ from iceberg_tables import WORDS, batch, commit_equality_delete, make_lake, pred
 from indexlib.errors import UserError
 from indexlib.handle import IndexHandle, open_handle
 from indexlib.indexing.build import build_index
-from indexlib.scans.duckdb import relation
+from indexlib.query.sql import Clock
+from indexlib.scans.duckdb import relation, relation_of
 from indexlib.scans.polars import lazy_frame
 
 EXAMPLES = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -240,3 +241,12 @@ def test_the_frame_applies_what_polars_pushes_down_and_the_relation_joins_the_ca
     assert joined.num_rows == expected.filter(pl.col("id").is_between(100, 199)).height > 0, (
         "the relation lives in the caller's connection"
     )
+
+
+def test_current_date_means_the_instant_the_lookup_pruned_with(config, delta) -> None:
+    handle = open_handle(config, delta)
+    clock = Clock(now=dt.datetime(2024, 1, 2, 12, tzinfo=dt.UTC), time_zone=dt.UTC)
+    where = "d = CURRENT_DATE OR d > CURRENT_TIMESTAMP"
+    got = relation_of(handle.lookup(where, clock), clock=clock).to_arrow_table()
+    expected = unpruned(DeltaTable(delta).to_pyarrow_table(), "d = DATE '2024-01-02'")
+    assert rows(got) == rows(expected) and expected.num_rows > 0, "CURRENT_DATE is the lookup clock's date"
