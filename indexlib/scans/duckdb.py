@@ -11,8 +11,8 @@ Which path reads which file (README, "Reading rows through the index"):
   columns added since are NULL), the deleted positions anti-joined on (file, row number) from the delete files' rows
   for the data files they apply to (pyiceberg's DeleteFileIndex matched them). A table with a name mapping (files
   imported without field ids), or with nested, uuid or fixed columns, reads every file the next way instead.
-- Iceberg, a file with deletion vectors (Puffin blobs DuckDB cannot read), or any file of such a table: pyiceberg's
-  `ArrowScan` applies the deletes into Arrow, unioned in; equality delete files are refused with one line (the
+- Iceberg, a file with deletion vectors (Puffin blobs DuckDB cannot read), and every file of the tables above:
+  pyiceberg's `ArrowScan` applies the deletes into Arrow (unfiltered; DuckDB filters), unioned in; equality delete files are refused with one line (the
   lookup's `kept_files`).
 - Delta: DuckDB's `read_parquet` over the kept files (`union_by_name`: a column added later is NULL in older
   files; no Hive partitioning guessed from directory names), joined by file name to each file's partition values
@@ -59,7 +59,7 @@ def relation(
     table_or_handle: Any, where: str, *, connection: duckdb.DuckDBPyConnection | None = None
 ) -> duckdb.DuckDBPyRelation:
     """Look `where` (SQL text in the handle's dialect) up now and return a relation over the kept files at that
-    version, in `connection` (default: a new in-memory one). `table_or_handle`: an `IndexHandle` (Iceberg or
+    version, in `connection` (default: a cursor of this module's in-memory database). `table_or_handle`: an `IndexHandle` (Iceberg or
     Delta; `open_handle(config, table)` makes one from a configuration) or a pyiceberg Table (its index in the
     same catalog)."""
     handle = table_or_handle if isinstance(table_or_handle, IndexHandle) else IndexHandle.for_iceberg(table_or_handle)
