@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import sqlglot
 from deltalake import DeltaTable, write_deltalake
@@ -250,3 +251,42 @@ def test_current_date_means_the_instant_the_lookup_pruned_with(config, delta) ->
     got = relation_of(handle.lookup(where, clock), clock=clock).to_arrow_table()
     expected = unpruned(DeltaTable(delta).to_pyarrow_table(), "d = DATE '2024-01-02' AND id % 2 = 0")
     assert rows(got) == rows(expected) and expected.num_rows > 0, "CURRENT_DATE is the lookup clock's date"
+
+
+def test_an_iceberg_file_that_leaves_out_its_identity_partition_column_reads_it_from_the_partition(
+    config, catalog, tmp_path: Path
+) -> None:
+    """Iceberg lets a writer leave identity-partition columns out of its data files (the partition holds their
+    value); a native read would give NULL there, so such a file is read as pyiceberg reads it."""
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.typedef import Record
+    from pyiceberg.types import IntegerType, LongType, NestedField
+
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "g", IntegerType()))
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "g"))
+    table = catalog.create_table("db.sparse", schema=schema, partition_spec=spec)
+    table.append(pa.table({"id": pa.array([1, 2], pa.int64()), "g": pa.array([3, 3], pa.int32())}))
+    path = str(tmp_path / "without_g.parquet")
+    stored = pa.schema([pa.field("id", pa.int64(), metadata={b"PARQUET:field_id": b"1"})])
+    pq.write_table(pa.table({"id": pa.array([5, 6], pa.int64())}, schema=stored), path)
+    data_file = DataFile.from_args(
+        content=DataFileContent.DATA,
+        file_path=f"file://{path}",
+        file_format=FileFormat.PARQUET,
+        partition=Record(7),
+        record_count=2,
+        file_size_in_bytes=Path(path).stat().st_size,
+    )
+    data_file.spec_id = spec.spec_id
+    with table.transaction() as tx, tx.update_snapshot().fast_append() as append:
+        append.append_data_file(data_file)
+    build_index(config, "db.sparse")
+    handle = open_handle(config, "db.sparse")
+    full = catalog.load_table("db.sparse").scan().to_arrow()
+    assert sorted(full.column("g").to_pylist()) == [3, 3, 7, 7], "pyiceberg fills g from the partition"
+    for where in ("g = 7", "g = 3", "id > 4", "g IS NULL"):
+        got = relation(handle, where).to_arrow_table()
+        assert rows(got) == rows(unpruned(full, where)), f"{where!r}: the partition's value, not NULL"

@@ -10,7 +10,9 @@ Which path reads which file (README, "Reading rows through the index"):
   columns mapped to the current schema by Parquet field id (`schema=` parameter: renamed columns, promoted types,
   columns added since are NULL), the deleted positions anti-joined on (file, row number) from the delete files' rows
   for the data files they apply to (pyiceberg's DeleteFileIndex matched them). A table with a name mapping (files
-  imported without field ids), or with nested, uuid or fixed columns, reads every file the next way instead.
+  imported without field ids), or with nested, uuid or fixed columns, reads every file the next way instead, and so
+  does a file that leaves an identity-partition column out (Iceberg allows it; pyiceberg fills it in from the
+  partition).
 - Iceberg, a file with deletion vectors (Puffin blobs DuckDB cannot read), and every file of the tables above:
   pyiceberg's `ArrowScan` applies the deletes into Arrow (unfiltered; DuckDB filters), unioned in; equality delete files are refused with one line (the
   lookup's `kept_files`).
@@ -40,6 +42,7 @@ from pyiceberg import expressions as ice
 from pyiceberg import types as it
 from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
 from pyiceberg.table import FileScanTask
+from pyiceberg.transforms import IdentityTransform
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
@@ -191,6 +194,7 @@ def _iceberg(
     for all_match in (False, True):
         group = [k for k in kept if k.all_match is all_match]
         native = [k for k in group if native_ok and (not k.deletes or (anti_join_ok and _native_deletes(k)))]
+        native = _holding_identity_columns(con, table, native)
         through = [k for k in group if k not in native]
         where = "" if all_match else f" WHERE {filter_sql}"
         if native:
@@ -207,6 +211,26 @@ def _iceberg(
         empty = schema_to_pyarrow(schema, include_field_ids=False).empty_table()
         parts.append(con.from_arrow(empty).query("kept", f"SELECT {columns} FROM kept"))
     return _union(parts)
+
+
+def _holding_identity_columns(con: duckdb.DuckDBPyConnection, table: Any, kept: list[KeptFile]) -> list[KeptFile]:
+    """The files of `kept` that store every identity-partition source column. Iceberg lets a writer leave those
+    columns out of its data files (their values are in the partition); pyiceberg's reader fills them in, a native
+    read would give NULL, so the files without them are read through pyiceberg. Costs one footer read per file,
+    and only for tables with an identity partition field."""
+    identity = {
+        field.source_id
+        for spec in table.metadata.partition_specs
+        for field in spec.fields
+        if isinstance(field.transform, IdentityTransform)
+    }
+    if not identity or not kept:
+        return kept
+    paths = ", ".join(_string(_local(k.file.path)) for k in kept)
+    stored: dict[str, set[int]] = {}
+    for name, field_id in con.sql(f"SELECT file_name, field_id FROM parquet_schema([{paths}])").fetchall():
+        stored.setdefault(name, set()).add(field_id)
+    return [k for k in kept if identity <= stored.get(_local(k.file.path), set())]
 
 
 def _native_deletes(kept: KeptFile) -> bool:
