@@ -115,6 +115,11 @@ class IndexHandle:
         index = IndexTable(index_catalog, index_namespace, source.name)
         return cls(load_source, index, source.name, time_zone=time_zone, dialect=dialect)
 
+    @property
+    def dialect(self) -> str | None:
+        """The sqlglot dialect WHERE text is read in (None: ANSI quoting)."""
+        return self._dialect
+
     def lookup(self, where: str | Expr, clock: Clock | None = None) -> LookupResult:
         """Files that might hold a row matching `where` (SQL text, or a `query.model` tree such as
         `In("k", keys)`: no parsing), as `lookup.lookup` answers, from the current snapshots."""

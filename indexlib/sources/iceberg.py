@@ -134,7 +134,8 @@ class IcebergSource:
         count = len(paths)
 
         def pick(positions: list[int]) -> list[DataFileRef]:
-            return self.refs_of(known.take([i for i in positions if i < count])) + [
+            taken = pa.array([i for i in positions if i < count], pa.int64())  # typed: an empty list is null-typed
+            return self.refs_of(known.take(taken)) + [
                 added[i - count] for i in positions if i >= count
             ]
 

@@ -1,0 +1,133 @@
+"""The Spark scan through the index (indexlib/scans/spark.py) returns exactly the rows of the unpruned read at the
+version the lookup answered for (multiset, NULLs included), for hypothesis-drawn predicates: on the Iceberg table of
+tests/iceberg_lake.py (copy-on-write deletes, merge-on-read position delete files, partition evolution, a renamed and
+promoted columns) against pyiceberg's own `table.scan(row_filter).to_arrow()`, and on a partitioned Delta table with
+deletes against delta-rs's `to_pyarrow_table()` filtered by the same WHERE (in DuckDB). Spark is slow: few examples.
+
+Real shared SparkSession, real SQLite catalog, real Parquet files, the index built by the real build.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from iceberg_lake import batch, evolved_lake, predicate, rows
+from lakes import PARTS, SERVICES, Lake, events_batch
+
+from indexlib.handle import IndexHandle, open_handle
+from indexlib.indexing.build import build_index
+from indexlib.scans.spark import PARQUET, PYICEBERG, dataframe, plan
+
+EXAMPLES = settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@pytest.fixture
+def lake(config, catalog) -> Any:
+    """The table of tests/iceberg_lake.py and, in a partition of its own, a file written under the current schema
+    without delete files (read as plain Parquet)."""
+    table = evolved_lake(config, catalog)
+    table.append(batch(600, 30, 7).rename_columns(["id", "g", "k", "f", "name"]).cast(table.schema().as_arrow()))
+    build_index(config, "db.t")
+    return catalog.load_table("db.t")
+
+
+def test_the_dataframe_holds_the_unpruned_iceberg_rows_under_every_kind_of_change(spark, lake) -> None:
+    handle = IndexHandle.for_iceberg(lake)
+
+    @EXAMPLES
+    @given(predicate())
+    def check(drawn: tuple[str, Any]) -> None:
+        where, row_filter = drawn
+        result = handle.lookup(where)
+        expected = lake.scan(row_filter=row_filter, snapshot_id=result.source_version).to_arrow()
+        got = dataframe(spark, handle, None, where)
+        assert got.columns == expected.column_names, f"{where}: the current schema's columns (renamed ones too)"
+        assert rows(got.toArrow()) == rows(expected), f"{where}: the rows of pyiceberg's own read at that snapshot"
+
+    check()
+
+
+def _footer_is_current(path: str) -> bool:
+    schema = pq.read_schema(path.removeprefix("file://"))
+    return "name" in schema.names and str(schema.field("k").type) == "int64"
+
+
+def test_plain_parquet_reads_only_files_without_deletes_written_under_the_current_schema(lake) -> None:
+    result = IndexHandle.for_iceberg(lake).lookup("id >= 0")
+    how = {k.file.path: read.how for read in plan(result) for k in read.files}
+    assert sorted(how) == sorted(k.file.path for k in result.kept_files), "every kept file is read exactly once"
+    cases = [
+        (k, PARQUET if not k.deletes and _footer_is_current(k.file.path) else PYICEBERG) for k in result.kept_files
+    ]
+    assert {how for _, how in cases} == {PARQUET, PYICEBERG}, "the table has files of both kinds"
+    for kept, expected in cases:
+        assert how[kept.file.path] == expected, (
+            f"{kept.file.path} (deletes: {len(kept.deletes)}): plain Parquet only without delete files and with the "
+            "current names and types in the footer; pyiceberg otherwise"
+        )
+
+
+def test_an_empty_lookup_gives_an_empty_dataframe_with_the_table_schema(spark, lake) -> None:
+    handle = IndexHandle.for_iceberg(lake)
+    assert handle.lookup("id = -100").kept_files == [], "the index keeps no file for an absent key"
+    got = dataframe(spark, handle, None, "id = -100")
+    expected = lake.scan(row_filter="id = -100").to_arrow()
+    assert got.columns == expected.column_names and got.count() == 0, "no rows, the table's columns"
+    assert [f.dataType.simpleString() for f in got.schema.fields] == ["bigint", "int", "bigint", "double", "string"], (
+        "the table's current types (promoted k and f)"
+    )
+
+
+@pytest.fixture
+def delta_lake(config, catalog, tmp_path) -> str:
+    """A Delta table partitioned by `part`, with appends and two copy-on-write deletes (delta-rs writes no
+    deletion vectors), indexed at its last version."""
+    lake = Lake("delta", catalog, tmp_path, "events", partitioned=True)
+    rng = random.Random(7)
+    for n in range(6):
+        lake.append(events_batch(rng, 100 * n, 40, PARTS[n % len(PARTS)]))
+    lake.delete("id < 20")
+    lake.delete("service = 'auth' AND part = 'b'")
+    build_index(config, lake.name)
+    return lake.name
+
+
+@st.composite
+def delta_predicate(draw: Any) -> str:
+    leaves = [
+        st.integers(-5, 620).map(lambda v: f"id >= {v}"),
+        st.integers(-5, 620).map(lambda v: f"id = {v}"),
+        st.sampled_from(SERVICES).map(lambda s: f"service = '{s}'"),
+        st.sampled_from(PARTS).map(lambda p: f"part = '{p}'"),
+        st.sampled_from(PARTS).map(lambda p: f"part <> '{p}'"),
+        st.just("service IS NULL"),
+    ]
+    text = draw(st.one_of(leaves))
+    for _ in range(draw(st.integers(0, 2))):
+        text = f"({text}) {draw(st.sampled_from(['AND', 'OR']))} ({draw(st.one_of(leaves))})"
+    return text
+
+
+def test_the_dataframe_holds_the_unpruned_delta_rows_with_partition_values(spark, config, delta_lake) -> None:
+    handle = open_handle(config, delta_lake)
+
+    @EXAMPLES
+    @given(delta_predicate())
+    def check(where: str) -> None:
+        result = handle.lookup(where)
+        unpruned = DeltaTable(delta_lake, version=result.source_version).to_pyarrow_table()
+        with duckdb.connect() as con:
+            con.register("unpruned", unpruned)
+            expected = con.sql(f"SELECT * FROM unpruned WHERE {where}").to_arrow_table()
+        got = dataframe(spark, config, delta_lake, where)
+        assert got.columns == expected.column_names, f"{where}: the table's columns, partition column included"
+        assert rows(got.toArrow()) == rows(expected), f"{where}: the rows of delta-rs's own read, filtered"
+
+    check()
