@@ -135,9 +135,7 @@ class IcebergSource:
 
         def pick(positions: list[int]) -> list[DataFileRef]:
             taken = pa.array([i for i in positions if i < count], pa.int64())  # typed: an empty list is null-typed
-            return self.refs_of(known.take(taken)) + [
-                added[i - count] for i in positions if i >= count
-            ]
+            return self.refs_of(known.take(taken)) + [added[i - count] for i in positions if i >= count]
 
         return LiveFiles(paths + [ref.path for ref in added], lambda: self.refs_of(known) + added, pick)
 
