@@ -9,18 +9,23 @@ Real shared SparkSession, real SQLite catalog, real Parquet files, the index bui
 
 from __future__ import annotations
 
+import json
 import random
+import struct
+from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from iceberg_lake import batch, evolved_lake, predicate, rows
-from lakes import PARTS, SERVICES, Lake, events_batch
+from lakes import EVENTS_SCHEMA, PARTS, SERVICES, Lake, events_batch
 
+from indexlib.errors import UserError
 from indexlib.handle import IndexHandle, open_handle
 from indexlib.indexing.build import build_index
 from indexlib.scans.spark import PARQUET, PYICEBERG, dataframe, plan
@@ -131,3 +136,62 @@ def test_the_dataframe_holds_the_unpruned_delta_rows_with_partition_values(spark
         assert rows(got.toArrow()) == rows(expected), f"{where}: the rows of delta-rs's own read, filtered"
 
     check()
+
+
+Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+
+
+def _z85(data: bytes) -> str:
+    data += b"\0" * (-len(data) % 4)
+    words = (int.from_bytes(data[i : i + 4], "big") for i in range(0, len(data), 4))
+    return "".join(Z85[(n // 85**k) % 85] for n in words for k in range(4, -1, -1))
+
+
+def _inline_deletion_vector(positions: list[int]) -> dict[str, Any]:
+    """A Delta deletion vector stored inline (protocol: magic number, a RoaringBitmapArray of one 32-bit portable
+    Roaring bitmap with one array container, Z85-encoded), as Spark writes small ones."""
+    values = sorted(positions)
+    bitmap = struct.pack("<IIHHI", 12346, 1, 0, len(values) - 1, 16) + struct.pack(f"<{len(values)}H", *values)
+    data = struct.pack("<iqi", 1681511377, 1, 0) + bitmap
+    return {"storageType": "i", "pathOrInlineDv": _z85(data), "sizeInBytes": len(data), "cardinality": len(values)}
+
+
+def _commit_deletion_vector(path: str, part: str, positions: list[int]) -> str:
+    """A Delta commit deleting rows of the first file of partition `part` with a deletion vector, as Spark's
+    DELETE on a table with `delta.enableDeletionVectors` does (delta-rs writes none: it rewrites files)."""
+    table = DeltaTable(path)
+    log = Path(path) / "_delta_log"
+    first = [json.loads(line) for line in (log / f"{0:020}.json").read_text().splitlines()]
+    add = next(a["add"] for a in first if "add" in a and a["add"]["partitionValues"]["part"] == part)
+    remove = {k: add[k] for k in ("path", "partitionValues", "size")} | {"deletionTimestamp": 1, "dataChange": True}
+    readded = add | {"dataChange": True, "deletionVector": _inline_deletion_vector(positions)}
+    commit = log / f"{table.version() + 1:020}.json"
+    commit.write_text(json.dumps({"remove": remove}) + "\n" + json.dumps({"add": readded}) + "\n")
+    return add["path"]
+
+
+def test_a_delta_kept_file_with_a_deletion_vector_is_refused_in_one_line(spark, config, catalog, tmp_path) -> None:
+    lake = Lake("delta", catalog, tmp_path, "vectors", partitioned=True)
+    rows_ = [{"id": i, "service": "web", "part": PARTS[i % 2]} for i in range(10)]
+    write_deltalake(
+        lake.name,
+        pa.Table.from_pylist(rows_, schema=EVENTS_SCHEMA),
+        partition_by=["part"],
+        configuration={"delta.enableDeletionVectors": "true"},
+    )
+    vectored = _commit_deletion_vector(lake.name, PARTS[0], [0, 2])
+    assert len(pa.table(DeltaTable(lake.name).deletion_vectors())) == 1, "delta-rs reads the deletion vector"
+    build_index(config, lake.name)
+    for where, refused in [(f"part = '{PARTS[0]}'", True), (f"part = '{PARTS[1]}'", False), ("id >= 0", True)]:
+        if refused:
+            with pytest.raises(UserError, match="has a deletion vector") as error:
+                dataframe(spark, config, lake.name, where).collect()
+            assert vectored.split("/")[-1] in str(error.value) and "\n" not in str(error.value), (
+                f"{where}: one line naming the kept file whose deleted rows cannot be dropped"
+            )
+        else:
+            got = dataframe(spark, config, lake.name, where).toArrow()
+            expected = [r for r in rows_ if r["part"] == PARTS[1]]
+            assert rows(got) == rows(pa.Table.from_pylist(expected, schema=EVENTS_SCHEMA)), (
+                f"{where}: no kept file has a deletion vector, so the rows are read"
+            )
