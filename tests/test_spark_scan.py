@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from iceberg_lake import batch, evolved_lake, predicate, rows
 from lakes import EVENTS_SCHEMA, PARTS, SERVICES, Lake, events_batch
+from pyiceberg import expressions as ice
 
 from indexlib.errors import UserError
 from indexlib.handle import IndexHandle, open_handle
@@ -88,6 +89,16 @@ def test_an_empty_lookup_gives_an_empty_dataframe_with_the_table_schema(spark, l
     assert [f.dataType.simpleString() for f in got.schema.fields] == ["bigint", "int", "bigint", "double", "string"], (
         "the table's current types (promoted k and f)"
     )
+
+
+def test_a_dataframe_stays_at_the_snapshot_its_lookup_answered_for(spark, lake) -> None:
+    where = "id >= 100 AND id < 620"
+    got = dataframe(spark, IndexHandle.for_iceberg(lake), None, where)
+    pinned = lake.current_snapshot().snapshot_id
+    lake.delete(ice.LessThan("id", 150))  # copy-on-write: rewrites files the DataFrame reads, after it was made
+    expected = lake.scan(row_filter=where, snapshot_id=pinned).to_arrow()
+    assert lake.current_snapshot().snapshot_id != pinned
+    assert rows(got.toArrow()) == rows(expected), "the rows of the snapshot the lookup answered for, not of later ones"
 
 
 @pytest.fixture
