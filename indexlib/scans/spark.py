@@ -143,10 +143,10 @@ def _spark_schema(result: LookupResult) -> StructType:
 
 
 def _read(spark: SparkSession, result: LookupResult, read: Read, schema: StructType) -> DataFrame:
-    paths = [k.file.path for k in read.files]
     if read.how == PYICEBERG:
         return _pyiceberg_frame(spark, result, read, schema)
-    if not read.partition and not isinstance(result.source, DeltaSource):
+    paths = [k.file.path for k in read.files]
+    if not read.partition:
         return spark.read.schema(schema).parquet(*paths)
     stored = StructType([f for f in schema.fields if f.name not in dict(read.partition)])
     frame = spark.read.schema(stored).parquet(*paths)
@@ -213,7 +213,7 @@ def _refuse_deletion_vectors(source: DeltaSource, kept: Sequence[KeptFile]) -> N
         if _local(k.file.path) in with_vectors:
             raise UserError(
                 f"Delta table {source.name}: kept file {k.file.path} has a deletion vector, which the Spark "
-                "scan cannot apply; read the table with Delta's own Spark reader or run OPTIMIZE/PURGE first"
+                "scan cannot apply; read it with Delta's own Spark reader, or purge it first (REORG TABLE ... APPLY (PURGE))"
             )
 
 
