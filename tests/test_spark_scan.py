@@ -25,11 +25,14 @@ from hypothesis import strategies as st
 from iceberg_lake import batch, evolved_lake, predicate, rows
 from lakes import EVENTS_SCHEMA, PARTS, SERVICES, Lake, events_batch
 from pyiceberg import expressions as ice
+from pyiceberg.table import FileScanTask
 
 from indexlib.errors import UserError
 from indexlib.handle import IndexHandle, open_handle
 from indexlib.indexing.build import build_index
-from indexlib.scans.spark import PARQUET, PYICEBERG, dataframe, plan
+from indexlib.scans.spark import PARQUET, PYICEBERG, _groups, dataframe, plan
+from indexlib.sources.base import DataFileRef
+from indexlib.sources.iceberg_deletes import data_file_of
 
 EXAMPLES = settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -206,3 +209,19 @@ def test_a_delta_kept_file_with_a_deletion_vector_is_refused_in_one_line(spark, 
             assert rows(got) == rows(pa.Table.from_pylist(expected, schema=EVENTS_SCHEMA)), (
                 f"{where}: no kept file has a deletion vector, so the rows are read"
             )
+
+
+@pytest.mark.parametrize(
+    "sizes, slots",
+    [([10] * 35, 4), ([100, 1, 1, 1, 1], 4), ([5], 4), ([3, 3, 3], 8), (list(range(1, 50)), 3)],
+)
+def test_pyiceberg_reads_group_files_into_at_most_the_slots_by_bytes(sizes: list[int], slots: int) -> None:
+    tasks = [
+        FileScanTask(data_file_of(DataFileRef(f"/f{i}.parquet", 1, size, "PARQUET")), set(), ice.AlwaysTrue())
+        for i, size in enumerate(sizes)
+    ]
+    groups = _groups(tasks, slots)
+    assert sorted(i for g in groups for i in g) == list(range(len(sizes))), "every file in exactly one group"
+    assert len(groups) == min(slots, len(sizes)), "as many groups as slots, never more, never an empty one"
+    loads = [sum(sizes[i] for i in g) for g in groups]
+    assert max(loads) - min(loads) <= max(sizes), f"{sizes}: groups balanced by bytes within one file"
