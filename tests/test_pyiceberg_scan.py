@@ -3,7 +3,8 @@ unpruned read at the same snapshot (multiset, NULLs included), for hypothesis-dr
 that went through every kind of change a reader must honour: copy-on-write deletes (pyiceberg's `table.delete`),
 merge-on-read position delete files (file-scoped and partition-scoped, written as Spark writes them, with
 pyiceberg's own Parquet and manifest writers), a partition spec change, a renamed column and promoted columns
-(int -> long, float -> double). Equality delete files, which pyiceberg cannot apply, are refused, never read.
+(int -> long, float -> double): the table of tests/iceberg_tables.py. Equality delete files, which pyiceberg cannot
+apply, are refused, never read.
 
 Real SQLite catalog, real Parquet files, the index built by the real build (in the driver: the table is small).
 """

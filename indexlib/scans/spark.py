@@ -1,0 +1,299 @@
+"""A Spark DataFrame over a lookup's kept files: the rows the unpruned query returns at the version the lookup
+answered for, without an Iceberg or Delta runtime in Spark.
+
+    from indexlib.scans.spark import dataframe
+    df = dataframe(spark, handle, None, "l_orderkey = 42")   # or dataframe(spark, config, "db.lineitem", where)
+
+Two ways to read a kept file, chosen per file (`plan`):
+- plain `spark.read.parquet` where that is exact: an Iceberg file without delete files whose columns carry the
+  current schema's field ids under the current names and types (a renamed or promoted column, a dropped and
+  re-added name, a file without field ids or missing an identity partition column is not), and every Delta file
+  (its partition values added as typed literal columns, one read per partition);
+- otherwise (Iceberg delete files, schema evolution) pyiceberg's own reader, per file with its delete files, inside
+  Spark tasks through PySpark's Python data source API (`_PyicebergFiles`): pyiceberg applies the field-id mapping,
+  identity partition values and position deletes / deletion vectors, so no deleted row is returned.
+A Delta kept file with a deletion vector is refused with one line (neither path applies it).
+
+The filter is the user's WHERE, transpiled by sqlglot from the handle's dialect to Spark SQL, applied by Spark;
+files the lookup proved all-match are read without it. The pyiceberg reads also push the filter down when it has an
+exact pyiceberg translation (scans/pyiceberg.py `row_filter`).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import pickle
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import reduce
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import sqlglot
+from pyiceberg import expressions as ice
+from pyiceberg.io.pyarrow import ArrowScan, pyarrow_to_schema, schema_to_pyarrow
+from pyiceberg.schema import Schema
+from pyiceberg.table import FileScanTask
+from pyiceberg.transforms import IdentityTransform
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
+
+from indexlib.errors import UserError
+from indexlib.handle import IndexHandle, open_handle
+from indexlib.lookup import LookupResult
+from indexlib.scans.pyiceberg import row_filter
+from indexlib.sources.base import KeptFile
+from indexlib.sources.delta import DeltaSource
+from indexlib.sources.iceberg import IcebergSource
+from indexlib.sources.iceberg_deletes import data_file_of
+
+PARQUET = "parquet"
+PYICEBERG = "pyiceberg"
+
+
+def dataframe(spark: SparkSession, config_or_handle: Any, table: str | None, where: str) -> DataFrame:
+    """Look `where` (SQL text) up now and return a DataFrame of the matching rows of the kept files at that
+    version. `config_or_handle`: an `IndexHandle` (`table` None) or a loaded Config (`table` names the table)."""
+    if isinstance(config_or_handle, IndexHandle):
+        if table is not None and table != config_or_handle.name:
+            raise UserError(f"table {table}: the handle is for {config_or_handle.name}")
+        handle = config_or_handle
+    else:
+        if table is None:
+            raise UserError("dataframe(spark, config, table, where): name the table")
+        handle = open_handle(config_or_handle, table)
+    return from_lookup(spark, handle.lookup(where), handle.dialect)
+
+
+@dataclass(frozen=True)
+class Read:
+    """One group of kept files read the same way: `how` (PARQUET or PYICEBERG), with the filter or not (all-match),
+    and for Delta the (column, value) partition pairs every file of the group shares."""
+
+    how: str
+    filtered: bool
+    files: tuple[KeptFile, ...]
+    partition: tuple[tuple[str, Any], ...] = ()
+
+
+def plan(result: LookupResult) -> list[Read]:
+    """How each kept file is read (see the module docstring), grouped."""
+    source = result.source
+    kept = result.kept_files
+    if isinstance(source, DeltaSource):
+        _refuse_deletion_vectors(source, kept)
+        groups: dict[tuple[bool, tuple[tuple[str, Any], ...]], list[KeptFile]] = {}
+        for k in kept:
+            groups.setdefault((not k.all_match, tuple(k.file.partition or ())), []).append(k)
+        return [Read(PARQUET, filtered, tuple(files), part) for (filtered, part), files in groups.items()]
+    if not isinstance(source, IcebergSource):
+        raise UserError(f"table {result.table}: the Spark scan reads Iceberg and Delta tables only")
+    exact = _exact_as_parquet(source, [k for k in kept if not k.deletes])
+    reads = []
+    for how in (PARQUET, PYICEBERG):
+        for filtered in (True, False):
+            files = tuple(
+                k for k in kept if ((k.file.path in exact) == (how == PARQUET)) and k.all_match is not filtered
+            )
+            if files:
+                reads.append(Read(how, filtered, files))
+    return reads
+
+
+def from_lookup(spark: SparkSession, result: LookupResult, dialect: str | None = None) -> DataFrame:
+    """The DataFrame of a lookup already made (`dialect`: the one its WHERE text is written in)."""
+    if not isinstance(result.where, str):
+        raise UserError(f"table {result.table}: the Spark scan needs the WHERE as SQL text, not a predicate tree")
+    schema = _spark_schema(result)
+    condition = spark_filter(result.where, dialect)
+    frames = []
+    for read in plan(result):
+        frame = _read(spark, result, read, schema)
+        frames.append(frame.filter(condition) if read.filtered else frame)
+    if not frames:
+        return spark.createDataFrame([], schema)
+    return reduce(DataFrame.unionByName, frames)
+
+
+def spark_filter(where: str, dialect: str | None) -> str:
+    """The WHERE text as Spark SQL (sqlglot reads it as the lookup did: ANSI quoting unless a dialect is set)."""
+    try:
+        return sqlglot.transpile(where, read=dialect, write="spark")[0]
+    except sqlglot.errors.SqlglotError as exc:
+        raise UserError(f"cannot write {where!r} as Spark SQL: {str(exc).splitlines()[0]}") from None
+
+
+def _spark_schema(result: LookupResult) -> StructType:
+    source = result.source
+    if isinstance(source, DeltaSource):
+        arrow = pa.schema(source.table.schema().to_arrow())
+    else:
+        arrow = schema_to_pyarrow(source.table.metadata.schema(), include_field_ids=False)
+    try:
+        return from_arrow_schema(arrow)
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"table {result.table}: a column type Spark cannot read from Arrow ({exc})") from None
+
+
+def _read(spark: SparkSession, result: LookupResult, read: Read, schema: StructType) -> DataFrame:
+    if read.how == PYICEBERG:
+        return _pyiceberg_frame(spark, result, read, schema)
+    paths = [k.file.path for k in read.files]
+    if not read.partition:
+        return spark.read.schema(schema).parquet(*paths)
+    stored = StructType([f for f in schema.fields if f.name not in dict(read.partition)])
+    frame = spark.read.schema(stored).parquet(*paths)
+    types = {f.name: f.dataType for f in schema.fields}
+    for column, value in read.partition:
+        frame = frame.withColumn(column, F.lit(value).cast(types[column]))
+    return frame.select(*schema.fieldNames())
+
+
+# -- which Iceberg files plain Parquet reads exactly ------------------------------------------------------------
+
+
+def _exact_as_parquet(source: IcebergSource, kept: Sequence[KeptFile]) -> set[str]:
+    """The paths among `kept` (files without delete files) whose footers map to the current schema by name and
+    type, so Spark's by-name Parquet read returns what pyiceberg's field-id read does."""
+    if not kept:
+        return set()
+    metadata, io = source.table.metadata, source.table.io
+    schema = metadata.schema()
+    specs = metadata.specs()
+
+    def exact(k: KeptFile) -> bool:
+        with io.new_input(k.file.path).open() as f:
+            arrow = pq.read_schema(f)
+        identity = {p.source_id for p in specs[k.file.spec_id].fields if isinstance(p.transform, IdentityTransform)}
+        return _maps_by_name(arrow, schema, identity)
+
+    with ThreadPoolExecutor(max_workers=min(16, len(kept))) as pool:
+        verdicts = list(pool.map(exact, kept))
+    return {k.file.path for k, ok in zip(kept, verdicts, strict=True) if ok}
+
+
+def _maps_by_name(arrow: pa.Schema, schema: Schema, identity_sources: set[int]) -> bool:
+    try:
+        file_schema = pyarrow_to_schema(arrow)
+    except ValueError:  # no field ids: pyiceberg reads it through the name mapping
+        return False
+    by_id = {f.field_id: f for f in file_schema.fields}
+    names = {f.name.lower() for f in file_schema.fields}  # Spark resolves Parquet columns case-insensitively
+    for field in schema.fields:
+        stored = by_id.get(field.field_id)
+        if stored is None:
+            # absent: NULL in both readers, unless the name is another column's or pyiceberg fills it in
+            if field.name.lower() in names or field.field_id in identity_sources:
+                return False
+            if getattr(field, "initial_default", None) is not None:
+                return False
+        elif stored.name != field.name or stored.field_type != field.field_type:
+            return False
+    return True
+
+
+# -- Delta deletion vectors -------------------------------------------------------------------------------------
+
+
+def _refuse_deletion_vectors(source: DeltaSource, kept: Sequence[KeptFile]) -> None:
+    """delta-rs 1.x lists no deletion vector per add action; `deletion_vectors()` materialises every one, so it
+    is read only when the table's protocol allows them."""
+    features = source.table.protocol().reader_features or []
+    if "deletionVectors" not in features or not kept:
+        return
+    with_vectors = {_local(p) for p in pa.table(source.table.deletion_vectors()).column("filepath").to_pylist()}
+    for k in kept:
+        if _local(k.file.path) in with_vectors:
+            raise UserError(
+                f"Delta table {source.name}: kept file {k.file.path} has a deletion vector, which the Spark "
+                "scan cannot apply; read it with Delta's own Spark reader, or purge it first (REORG TABLE ... APPLY (PURGE))"
+            )
+
+
+def _local(path: str) -> str:
+    return unquote(urlparse(path).path) if path.startswith("file:") else path
+
+
+# -- pyiceberg inside Spark tasks -------------------------------------------------------------------------------
+
+
+def _pyiceberg_frame(spark: SparkSession, result: LookupResult, read: Read, schema: StructType) -> DataFrame:
+    table = result.source.table
+    pushed: ice.BooleanExpression = ice.AlwaysTrue()
+    if read.filtered:
+        try:
+            pushed = row_filter(result)  # exact: pyiceberg drops rows early; Spark's filter still decides
+        except UserError:
+            pushed = ice.AlwaysTrue()
+    tasks = [FileScanTask(data_file_of(k.file), {d.data_file for d in k.deletes}, pushed) for k in read.files]
+    slots = 2 * spark.sparkContext.defaultParallelism
+    payload = _ReadPayload(table.metadata, table.io, pushed, tasks, _groups(tasks, slots), schema.json())
+    spark.dataSource.register(_PyicebergFiles)
+    return spark.read.format(_PyicebergFiles.name()).schema(schema).option("payload", payload.encode()).load()
+
+
+@dataclass
+class _ReadPayload:
+    """What a Spark task needs to read its file through pyiceberg, shipped as a data source option."""
+
+    metadata: Any
+    io: Any
+    row_filter: ice.BooleanExpression
+    tasks: list[FileScanTask]
+    groups: list[tuple[int, ...]]  # positions in `tasks`: one Spark partition each
+    schema_json: str
+
+    def encode(self) -> str:
+        return base64.b64encode(pickle.dumps(self)).decode("ascii")
+
+    @staticmethod
+    def decode(text: str) -> _ReadPayload:
+        return pickle.loads(base64.b64decode(text))  # noqa: S301 (written by this module's driver side)
+
+
+class _PyicebergFiles(DataSource):
+    """Partitions are groups of kept files (`_groups`); each reads its files with their delete files through
+    pyiceberg's `ArrowScan`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "skipindex_pyiceberg_files"
+
+    def schema(self) -> StructType:
+        return StructType.fromJson(json.loads(_ReadPayload.decode(self.options["payload"]).schema_json))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _PyicebergReader(_ReadPayload.decode(self.options["payload"]), schema)
+
+
+class _PyicebergReader(DataSourceReader):
+    def __init__(self, payload: _ReadPayload, schema: StructType) -> None:
+        self.payload = payload
+        self.arrow_schema = to_arrow_schema(schema)
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(group) for group in self.payload.groups]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        payload = self.payload
+        scan = ArrowScan(payload.metadata, payload.io, payload.metadata.schema(), payload.row_filter)
+        for batch in scan.to_record_batches([payload.tasks[i] for i in partition.value]):
+            yield batch.select(self.arrow_schema.names).cast(self.arrow_schema)
+
+
+def _groups(tasks: Sequence[FileScanTask], slots: int) -> list[tuple[int, ...]]:
+    """The tasks' positions in at most `slots` groups of about equal bytes (largest first into the lightest): a
+    Spark task of the Python data source costs ~0.1-0.2 s however small its file, so one per file is not."""
+    bins: list[tuple[int, list[int]]] = [(0, []) for _ in range(max(1, min(slots, len(tasks))))]
+    for i in sorted(range(len(tasks)), key=lambda i: -tasks[i].file.file_size_in_bytes):
+        size, members = min(bins, key=lambda b: b[0])
+        bins.remove((size, members))
+        bins.append((size + tasks[i].file.file_size_in_bytes, [*members, i]))
+    return [tuple(sorted(members)) for _, members in bins if members]

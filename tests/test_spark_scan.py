@@ -1,0 +1,227 @@
+"""The Spark scan through the index (indexlib/scans/spark.py) returns exactly the rows of the unpruned read at the
+version the lookup answered for (multiset, NULLs included), for hypothesis-drawn predicates: on the Iceberg table of
+tests/iceberg_tables.py (copy-on-write deletes, merge-on-read position delete files, partition evolution, a renamed and
+promoted columns) against pyiceberg's own `table.scan(row_filter).to_arrow()`, and on a partitioned Delta table with
+deletes against delta-rs's `to_pyarrow_table()` filtered by the same WHERE (in DuckDB). Spark is slow: few examples.
+
+Real shared SparkSession, real SQLite catalog, real Parquet files, the index built by the real build.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable, write_deltalake
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from iceberg_tables import batch, make_lake, predicate, rows
+from lakes import EVENTS_SCHEMA, PARTS, SERVICES, Lake, events_batch
+from pyiceberg import expressions as ice
+from pyiceberg.table import FileScanTask
+
+from indexlib.errors import UserError
+from indexlib.handle import IndexHandle, open_handle
+from indexlib.indexing.build import build_index
+from indexlib.scans.spark import PARQUET, PYICEBERG, _groups, dataframe, plan
+from indexlib.sources.base import DataFileRef
+from indexlib.sources.iceberg_deletes import data_file_of
+
+EXAMPLES = settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@pytest.fixture
+def lake(config, catalog) -> Any:
+    """The table of tests/iceberg_tables.py and, in a partition of its own, a file written under the current schema
+    without delete files (read as plain Parquet)."""
+    table = make_lake(config, catalog)
+    table.append(batch(600, 30, 7).rename_columns(["id", "g", "k", "f", "name"]).cast(table.schema().as_arrow()))
+    build_index(config, "db.t")
+    return catalog.load_table("db.t")
+
+
+def test_the_dataframe_holds_the_unpruned_iceberg_rows_under_every_kind_of_change(spark, lake) -> None:
+    handle = IndexHandle.for_iceberg(lake)
+
+    @EXAMPLES
+    @given(predicate())
+    def check(drawn: tuple[str, Any]) -> None:
+        where, row_filter = drawn
+        result = handle.lookup(where)
+        expected = lake.scan(row_filter=row_filter, snapshot_id=result.source_version).to_arrow()
+        got = dataframe(spark, handle, None, where)
+        assert got.columns == expected.column_names, f"{where}: the current schema's columns (renamed ones too)"
+        assert rows(got.toArrow()) == rows(expected), f"{where}: the rows of pyiceberg's own read at that snapshot"
+
+    check()
+
+
+def _footer_is_current(path: str) -> bool:
+    schema = pq.read_schema(path.removeprefix("file://"))
+    return "name" in schema.names and str(schema.field("k").type) == "int64"
+
+
+def test_plain_parquet_reads_only_files_without_deletes_written_under_the_current_schema(lake) -> None:
+    result = IndexHandle.for_iceberg(lake).lookup("id >= 0")
+    how = {k.file.path: read.how for read in plan(result) for k in read.files}
+    assert sorted(how) == sorted(k.file.path for k in result.kept_files), "every kept file is read exactly once"
+    cases = [
+        (k, PARQUET if not k.deletes and _footer_is_current(k.file.path) else PYICEBERG) for k in result.kept_files
+    ]
+    assert {how for _, how in cases} == {PARQUET, PYICEBERG}, "the table has files of both kinds"
+    for kept, expected in cases:
+        assert how[kept.file.path] == expected, (
+            f"{kept.file.path} (deletes: {len(kept.deletes)}): plain Parquet only without delete files and with the "
+            "current names and types in the footer; pyiceberg otherwise"
+        )
+
+
+def test_an_empty_lookup_gives_an_empty_dataframe_with_the_table_schema(spark, lake) -> None:
+    handle = IndexHandle.for_iceberg(lake)
+    assert handle.lookup("id = -100").kept_files == [], "the index keeps no file for an absent key"
+    got = dataframe(spark, handle, None, "id = -100")
+    expected = lake.scan(row_filter="id = -100").to_arrow()
+    assert got.columns == expected.column_names and got.count() == 0, "no rows, the table's columns"
+    assert [f.dataType.simpleString() for f in got.schema.fields] == ["bigint", "int", "bigint", "double", "string"], (
+        "the table's current types (promoted k and f)"
+    )
+
+
+def test_a_dataframe_stays_at_the_snapshot_its_lookup_answered_for(spark, lake) -> None:
+    where = "id >= 100 AND id < 620"
+    got = dataframe(spark, IndexHandle.for_iceberg(lake), None, where)
+    pinned = lake.current_snapshot().snapshot_id
+    lake.delete(ice.LessThan("id", 150))  # copy-on-write: rewrites files the DataFrame reads, after it was made
+    expected = lake.scan(row_filter=where, snapshot_id=pinned).to_arrow()
+    assert lake.current_snapshot().snapshot_id != pinned
+    assert rows(got.toArrow()) == rows(expected), "the rows of the snapshot the lookup answered for, not of later ones"
+
+
+@pytest.fixture
+def delta_lake(config, catalog, tmp_path) -> str:
+    """A Delta table partitioned by `part`, with appends and two copy-on-write deletes (delta-rs writes no
+    deletion vectors), indexed at its last version."""
+    lake = Lake("delta", catalog, tmp_path, "events", partitioned=True)
+    rng = random.Random(7)
+    for n in range(6):
+        lake.append(events_batch(rng, 100 * n, 40, PARTS[n % len(PARTS)]))
+    lake.delete("id < 20")
+    lake.delete("service = 'auth' AND part = 'b'")
+    build_index(config, lake.name)
+    return lake.name
+
+
+@st.composite
+def delta_predicate(draw: Any) -> str:
+    leaves = [
+        st.integers(-5, 620).map(lambda v: f"id >= {v}"),
+        st.integers(-5, 620).map(lambda v: f"id = {v}"),
+        st.sampled_from(SERVICES).map(lambda s: f"service = '{s}'"),
+        st.sampled_from(PARTS).map(lambda p: f"part = '{p}'"),
+        st.sampled_from(PARTS).map(lambda p: f"part <> '{p}'"),
+        st.just("service IS NULL"),
+    ]
+    text = draw(st.one_of(leaves))
+    for _ in range(draw(st.integers(0, 2))):
+        text = f"({text}) {draw(st.sampled_from(['AND', 'OR']))} ({draw(st.one_of(leaves))})"
+    return text
+
+
+def test_the_dataframe_holds_the_unpruned_delta_rows_with_partition_values(spark, config, delta_lake) -> None:
+    handle = open_handle(config, delta_lake)
+
+    @EXAMPLES
+    @given(delta_predicate())
+    def check(where: str) -> None:
+        result = handle.lookup(where)
+        unpruned = DeltaTable(delta_lake, version=result.source_version).to_pyarrow_table()
+        with duckdb.connect() as con:
+            con.register("unpruned", unpruned)
+            expected = con.sql(f"SELECT * FROM unpruned WHERE {where}").to_arrow_table()
+        got = dataframe(spark, config, delta_lake, where)
+        assert got.columns == expected.column_names, f"{where}: the table's columns, partition column included"
+        assert rows(got.toArrow()) == rows(expected), f"{where}: the rows of delta-rs's own read, filtered"
+
+    check()
+
+
+Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+
+
+def _z85(data: bytes) -> str:
+    data += b"\0" * (-len(data) % 4)
+    words = (int.from_bytes(data[i : i + 4], "big") for i in range(0, len(data), 4))
+    return "".join(Z85[(n // 85**k) % 85] for n in words for k in range(4, -1, -1))
+
+
+def _inline_deletion_vector(positions: list[int]) -> dict[str, Any]:
+    """A Delta deletion vector stored inline (protocol: magic number, a RoaringBitmapArray of one 32-bit portable
+    Roaring bitmap with one array container, Z85-encoded), as Spark writes small ones."""
+    values = sorted(positions)
+    bitmap = struct.pack("<IIHHI", 12346, 1, 0, len(values) - 1, 16) + struct.pack(f"<{len(values)}H", *values)
+    data = struct.pack("<iqi", 1681511377, 1, 0) + bitmap
+    return {"storageType": "i", "pathOrInlineDv": _z85(data), "sizeInBytes": len(data), "cardinality": len(values)}
+
+
+def _commit_deletion_vector(path: str, part: str, positions: list[int]) -> str:
+    """A Delta commit deleting rows of the first file of partition `part` with a deletion vector, as Spark's
+    DELETE on a table with `delta.enableDeletionVectors` does (delta-rs writes none: it rewrites files)."""
+    table = DeltaTable(path)
+    log = Path(path) / "_delta_log"
+    first = [json.loads(line) for line in (log / f"{0:020}.json").read_text().splitlines()]
+    add = next(a["add"] for a in first if "add" in a and a["add"]["partitionValues"]["part"] == part)
+    remove = {k: add[k] for k in ("path", "partitionValues", "size")} | {"deletionTimestamp": 1, "dataChange": True}
+    readded = add | {"dataChange": True, "deletionVector": _inline_deletion_vector(positions)}
+    commit = log / f"{table.version() + 1:020}.json"
+    commit.write_text(json.dumps({"remove": remove}) + "\n" + json.dumps({"add": readded}) + "\n")
+    return add["path"]
+
+
+def test_a_delta_kept_file_with_a_deletion_vector_is_refused_in_one_line(spark, config, catalog, tmp_path) -> None:
+    lake = Lake("delta", catalog, tmp_path, "vectors", partitioned=True)
+    rows_ = [{"id": i, "service": "web", "part": PARTS[i % 2]} for i in range(10)]
+    write_deltalake(
+        lake.name,
+        pa.Table.from_pylist(rows_, schema=EVENTS_SCHEMA),
+        partition_by=["part"],
+        configuration={"delta.enableDeletionVectors": "true"},
+    )
+    vectored = _commit_deletion_vector(lake.name, PARTS[0], [0, 2])
+    assert len(pa.table(DeltaTable(lake.name).deletion_vectors())) == 1, "delta-rs reads the deletion vector"
+    build_index(config, lake.name)
+    for where, refused in [(f"part = '{PARTS[0]}'", True), (f"part = '{PARTS[1]}'", False), ("id >= 0", True)]:
+        if refused:
+            with pytest.raises(UserError, match="has a deletion vector") as error:
+                dataframe(spark, config, lake.name, where).collect()
+            assert vectored.split("/")[-1] in str(error.value) and "\n" not in str(error.value), (
+                f"{where}: one line naming the kept file whose deleted rows cannot be dropped"
+            )
+        else:
+            got = dataframe(spark, config, lake.name, where).toArrow()
+            expected = [r for r in rows_ if r["part"] == PARTS[1]]
+            assert rows(got) == rows(pa.Table.from_pylist(expected, schema=EVENTS_SCHEMA)), (
+                f"{where}: no kept file has a deletion vector, so the rows are read"
+            )
+
+
+@pytest.mark.parametrize(
+    "sizes, slots",
+    [([10] * 35, 4), ([100, 1, 1, 1, 1], 4), ([5], 4), ([3, 3, 3], 8), (list(range(1, 50)), 3)],
+)
+def test_pyiceberg_reads_group_files_into_at_most_the_slots_by_bytes(sizes: list[int], slots: int) -> None:
+    tasks = [
+        FileScanTask(data_file_of(DataFileRef(f"/f{i}.parquet", 1, size, "PARQUET")), set(), ice.AlwaysTrue())
+        for i, size in enumerate(sizes)
+    ]
+    groups = _groups(tasks, slots)
+    assert sorted(i for g in groups for i in g) == list(range(len(sizes))), "every file in exactly one group"
+    assert len(groups) == min(slots, len(sizes)), "as many groups as slots, never more, never an empty one"
+    loads = [sum(sizes[i] for i in g) for g in groups]
+    assert max(loads) - min(loads) <= max(sizes), f"{sizes}: groups balanced by bytes within one file"
