@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from iceberg_tables import batch, commit_equality_delete, make_lake, predicate, rows
@@ -21,6 +22,13 @@ from pyiceberg import expressions as ice
 from indexlib.errors import UserError
 from indexlib.handle import IndexHandle
 from indexlib.scans.pyiceberg import scan
+
+
+def small_types(schema: pa.Schema) -> pa.Schema:
+    """`schema` with pyiceberg's large string and binary types as the plain ones the scan always returns (pyiceberg's
+    own read returns the large ones when any batch it read had them, so its types depend on the rows filtered)."""
+    plain = {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
+    return pa.schema([field.with_type(plain.get(field.type, field.type)) for field in schema])
 
 
 @pytest.fixture
@@ -39,7 +47,7 @@ def test_the_scan_returns_the_unpruned_rows_under_every_kind_of_change(lake) -> 
         expected = lake.scan(row_filter=row_filter, snapshot_id=indexed.snapshot_id).to_arrow()
         got = indexed.to_arrow()
         assert rows(got) == rows(expected), f"{where}: the rows of pyiceberg's own read at that snapshot"
-        assert got.schema == expected.schema, f"{where}: pyiceberg's schema (renamed, promoted columns)"
+        assert got.schema == small_types(expected.schema), f"{where}: pyiceberg's schema (renamed, promoted columns)"
         assert indexed.count() == expected.num_rows, f"{where}: count() counts those rows"
         streamed = indexed.to_arrow_batch_reader().read_all()
         assert rows(streamed) == rows(expected), f"{where}: the batch reader returns the same rows"

@@ -78,6 +78,9 @@ def _and_not_null_under_not_in(expr: ice.BooleanExpression, name: str) -> ice.Bo
     return expr
 
 
+_PLAIN = {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
+
+
 class IndexedScan:
     """Usable where a pyiceberg `DataScan` is read: `to_arrow`, `to_arrow_batch_reader`, `to_pandas`,
     `to_duckdb`, `to_polars`, `count`; `plan_files()` returns the tasks (no planning: they come from the lookup)."""
@@ -117,11 +120,20 @@ class IndexedScan:
         return reads
 
     def _schema(self) -> pa.Schema:
-        return schema_to_pyarrow(self.projection(), include_field_ids=False)
+        """The projection with plain string and binary types, as pyiceberg reads them from Parquet files (its
+        `schema_to_pyarrow` says large ones; its reads mix both, depending on which files held rows)."""
+        schema = schema_to_pyarrow(self.projection(), include_field_ids=False)
+        return pa.schema([field.with_type(_PLAIN.get(field.type, field.type)) for field in schema])
 
     def _read(self, tasks: list[FileScanTask]) -> pa.Table:
+        """One schema whichever files held rows: pyiceberg's own read gives `large_string` when any batch it read
+        had it, so its type would depend on which files the filter left rows in."""
+        schema = self._schema()
         tables = [arrow_scan.to_table(group) for arrow_scan, group in self._reads(tasks)]
-        return pa.concat_tables(tables, promote_options="permissive") if tables else self._schema().empty_table()
+        if not tables:
+            return schema.empty_table()
+        table = pa.concat_tables(tables, promote_options="permissive")
+        return table if table.schema == schema else table.cast(schema)
 
     def to_arrow(self) -> pa.Table:
         return self._read(self.plan_files())
