@@ -91,7 +91,9 @@ def _lineitem(directory: Path, scale: float, files: int) -> tuple[Path, list[str
         "HAVING count(DISTINCT filename) = 1 ORDER BY l_orderkey LIMIT 1",
         [paths],
     ).fetchone()[0]
-    keys = con.execute("SELECT DISTINCT l_orderkey FROM read_parquet(?)", [paths]).to_arrow_table().column(0).to_numpy()
+    keys = (
+        con.sql("SELECT DISTINCT l_orderkey FROM read_parquet(?)", params=[paths]).to_arrow_table().column(0).to_numpy()
+    )
     sample = sorted(int(k) for k in np.random.default_rng(27).choice(keys, 1_000, replace=False))
     comment = con.execute("SELECT l_comment FROM read_parquet(?) LIMIT 1 OFFSET 777", [paths[len(paths) // 2]])
     prefix = comment.fetchone()[0][:18]

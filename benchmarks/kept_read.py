@@ -13,8 +13,8 @@ from indexlib.lookup import LookupResult
 def duckdb_read(con: duckdb.DuckDBPyConnection, paths: list[str], where: str, schema_file: str) -> pa.Table:
     """Rows of `paths` matching `where`; no paths reads `schema_file` for an empty answer (read_parquet([]) raises)."""
     if not paths:
-        return con.execute(f"SELECT * FROM read_parquet(?) WHERE {where} LIMIT 0", [schema_file]).to_arrow_table()
-    return con.execute(f"SELECT * FROM read_parquet(?) WHERE {where}", [paths]).to_arrow_table()
+        return con.sql(f"SELECT * FROM read_parquet(?) WHERE {where} LIMIT 0", params=[schema_file]).to_arrow_table()
+    return con.sql(f"SELECT * FROM read_parquet(?) WHERE {where}", params=[paths]).to_arrow_table()
 
 
 def duckdb_indexed(con: duckdb.DuckDBPyConnection, result: LookupResult, where: str, schema_file: str) -> pa.Table:
