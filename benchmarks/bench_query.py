@@ -80,23 +80,23 @@ def _in(column: str, values: list[Any]) -> str:
 def _files_of(con: duckdb.DuckDBPyConnection, paths: list[str], where: str) -> list[str]:
     """The files that truly hold a matching row (DuckDB over every file's rows)."""
     sql = f"SELECT DISTINCT filename FROM read_parquet(?, filename = true) WHERE {where}"
-    return sorted(row[0] for row in con.execute(sql, [paths]).fetchall())
+    return sorted(row[0] for row in con.sql(sql, params=[paths]).fetchall())
 
 
 def _lineitem(directory: Path, scale: float, files: int) -> tuple[Path, list[str], list[tuple[str, str]]]:
     conf, paths = _lineitem_table(directory, scale, files, order_by="l_shipdate")
     con = duckdb.connect()
-    one_file = con.execute(
+    one_file = con.sql(
         "SELECT l_orderkey FROM read_parquet(?, filename = true) GROUP BY l_orderkey "
         "HAVING count(DISTINCT filename) = 1 ORDER BY l_orderkey LIMIT 1",
-        [paths],
-    ).fetchone()[0]
+        params=[paths],
+    ).fetchall()[0][0]
     keys = (
         con.sql("SELECT DISTINCT l_orderkey FROM read_parquet(?)", params=[paths]).to_arrow_table().column(0).to_numpy()
     )
     sample = sorted(int(k) for k in np.random.default_rng(27).choice(keys, 1_000, replace=False))
-    comment = con.execute("SELECT l_comment FROM read_parquet(?) LIMIT 1 OFFSET 777", [paths[len(paths) // 2]])
-    prefix = comment.fetchone()[0][:18]
+    comment = con.sql("SELECT l_comment FROM read_parquet(?) LIMIT 1 OFFSET 777", params=[paths[len(paths) // 2]])
+    prefix = comment.fetchall()[0][0][:18]
     queries = [
         ("point", f"l_orderkey = {one_file}"),
         ("IN 10", _in("l_orderkey", sample[::100])),
@@ -224,7 +224,7 @@ def _measure(name: str, conf: Path, paths: list[str], queries: list[tuple[str, s
                 check=True,
             )
             wall = time.perf_counter() - started
-            cold = json.loads(out.stdout)
+            cold = json.loads(out.stdout.splitlines()[-1])  # the last line: a library may print before it
             row.cells[(engine, "index cold")] = Cell(
                 wall, len(kept), sum(size[p] for p in kept), cold["rows"], _ms(cold["read_s"])
             )
