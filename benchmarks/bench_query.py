@@ -20,7 +20,7 @@ for these tables only, which are append-only (no delete files, no schema evoluti
 module when it lands.
 
     python benchmarks/bench_query.py                                       # SF 3, 200 files, 200 shards
-    python benchmarks/bench_query.py --scale 0.1 --files 20 --shards 20 --runs 3   # a quick run (~1 min)
+    python benchmarks/bench_query.py --scale 0.01 --files 4 --shards 8 --shard-rows 2000 --runs 1  # toy, ~40 s
 
 Prints Markdown tables for docs/benchmarks.md; `--chart PATH` writes a PNG.
 """
