@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_build.py --lineitem-scale 1
 	$(BIN)/python benchmarks/bench_automaton.py
 	$(BIN)/python benchmarks/bench_changes.py
+	$(BIN)/python benchmarks/bench_query.py --chart docs/query_bench.png
 
 lint: $(STAMP)
 	$(BIN)/ruff check indexlib jobs tests benchmarks airflow_dags

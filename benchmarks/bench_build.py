@@ -109,14 +109,18 @@ def _small_files_table(directory: Path, files: int, rows: int) -> tuple[Path, li
     return conf, paths
 
 
-def _lineitem_table(directory: Path, scale: float, files: int) -> tuple[Path, list[str]]:
-    """TPC-H lineitem at `scale` as an Iceberg table of `files` Parquet files, and a conf for it."""
+def _lineitem_table(directory: Path, scale: float, files: int, order_by: str | None = None) -> tuple[Path, list[str]]:
+    """TPC-H lineitem at `scale` as an Iceberg table of `files` Parquet files, and a conf for it. `order_by`: the
+    column the rows are sorted by before they are cut into files (an ingestion pipeline's layout: by event date);
+    default the generator's order-key order."""
     tpchgen = shutil.which("tpchgen-cli") or str(Path(sys.executable).with_name("tpchgen-cli"))
     generated = directory / "generated"
     subprocess.run([tpchgen, "parquet", "-s", str(scale), "--tables=lineitem", "-o", str(generated)], check=True)
     table = pq.read_table(generated / "lineitem.parquet")
     fields = [pa.field(f.name, pa.string() if pa.types.is_string_view(f.type) else f.type) for f in table.schema]
     table = table.cast(pa.schema(fields))
+    if order_by is not None:
+        table = table.sort_by(order_by)
     shutil.rmtree(generated)
     data = directory / "data"
     data.mkdir()
