@@ -9,6 +9,7 @@ Real shared SparkSession, real SQLite catalog, real Parquet files, the index bui
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import random
 import struct
@@ -30,7 +31,8 @@ from pyiceberg.table import FileScanTask
 from indexlib.errors import UserError
 from indexlib.handle import IndexHandle, open_handle
 from indexlib.indexing.build import build_index
-from indexlib.scans.spark import PARQUET, PYICEBERG, _groups, dataframe, plan
+from indexlib.query.sql import Clock
+from indexlib.scans.spark import PARQUET, PYICEBERG, _groups, dataframe, from_lookup, plan
 from indexlib.sources.base import DataFileRef
 from indexlib.sources.iceberg_deletes import data_file_of
 
@@ -225,3 +227,18 @@ def test_pyiceberg_reads_group_files_into_at_most_the_slots_by_bytes(sizes: list
     assert len(groups) == min(slots, len(sizes)), "as many groups as slots, never more, never an empty one"
     loads = [sum(sizes[i] for i in g) for g in groups]
     assert max(loads) - min(loads) <= max(sizes), f"{sizes}: groups balanced by bytes within one file"
+
+
+def test_current_date_in_the_filter_is_the_date_the_lookup_pruned_for(spark, config, tmp_path) -> None:
+    """Spark's own CURRENT_DATE (another day, another session zone) could ask for rows of files the lookup skipped:
+    the filter uses the lookup's clock."""
+    path = str(tmp_path / "dated")
+    days = [dt.date(2024, 1, 1), dt.date(2024, 1, 2), dt.date(2024, 1, 3)]
+    table = pa.table({"id": pa.array(range(30), pa.int64()), "d": pa.array([days[i % 3] for i in range(30)])})
+    write_deltalake(path, table, partition_by=["d"])
+    build_index(config, path)
+    clock = Clock(now=dt.datetime(2024, 1, 2, 12, tzinfo=dt.UTC), time_zone=dt.UTC)
+    result = open_handle(config, path).lookup("d = CURRENT_DATE AND id % 2 = 0", clock)
+    got = from_lookup(spark, result, clock=clock).toArrow()
+    expected = [i for i in range(30) if days[i % 3] == dt.date(2024, 1, 2) and i % 2 == 0]
+    assert sorted(got.column("id").to_pylist()) == expected, "CURRENT_DATE is the lookup clock's date, not Spark's"

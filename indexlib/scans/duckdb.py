@@ -37,19 +37,17 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-import sqlglot
 from pyiceberg import expressions as ice
 from pyiceberg import types as it
 from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
 from pyiceberg.table import FileScanTask
 from pyiceberg.transforms import IdentityTransform
-from sqlglot import exp
-from sqlglot.errors import ParseError
 
 from indexlib.errors import UserError
 from indexlib.handle import IndexHandle
 from indexlib.lookup import LookupResult
 from indexlib.query.sql import Clock
+from indexlib.scans.where import where_sql
 from indexlib.sources.base import KeptFile
 from indexlib.sources.delta import DeltaSource
 from indexlib.sources.iceberg import IcebergSource
@@ -107,27 +105,7 @@ def _own_connection() -> duckdb.DuckDBPyConnection:
 
 def residual_sql(result: LookupResult, dialect: str | None, clock: Clock | None) -> str:
     """The lookup's WHERE in DuckDB's dialect, the current date and time replaced by the lookup's clock."""
-    if result.bound is None or not result.where:
-        raise UserError(f"table {result.table}: the lookup has no predicate to filter rows with")
-    try:
-        tree = sqlglot.parse_one(result.where, read=dialect)
-    except ParseError:
-        raise UserError(
-            f"table {result.table}: the predicate {result.where!r} is not SQL text (a predicate tree has no "
-            "DuckDB filter); look it up as SQL to read rows through DuckDB"
-        ) from None
-    now = (clock or Clock.system()).local_now()
-
-    def fixed(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.CurrentDate):
-            return exp.cast(exp.Literal.string(now.date().isoformat()), "DATE")
-        if isinstance(node, exp.CurrentTimestamp) or (
-            isinstance(node, exp.Anonymous) and str(node.this).upper() == "NOW" and not node.expressions
-        ):
-            return exp.cast(exp.Literal.string(now.isoformat()), "TIMESTAMPTZ")
-        return node
-
-    return tree.transform(fixed).sql(dialect="duckdb")
+    return where_sql(result, dialect, clock, "duckdb")
 
 
 def quote_name(name: str) -> str:

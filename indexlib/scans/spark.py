@@ -33,7 +33,6 @@ from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import sqlglot
 from pyiceberg import expressions as ice
 from pyiceberg.io.pyarrow import ArrowScan, pyarrow_to_schema, schema_to_pyarrow
 from pyiceberg.schema import Schema
@@ -48,7 +47,9 @@ from pyspark.sql.types import StructType
 from indexlib.errors import UserError
 from indexlib.handle import IndexHandle, open_handle
 from indexlib.lookup import LookupResult
+from indexlib.query.sql import Clock
 from indexlib.scans.pyiceberg import row_filter
+from indexlib.scans.where import where_sql
 from indexlib.sources.base import KeptFile
 from indexlib.sources.delta import DeltaSource
 from indexlib.sources.iceberg import IcebergSource
@@ -69,7 +70,8 @@ def dataframe(spark: SparkSession, config_or_handle: Any, table: str | None, whe
         if table is None:
             raise UserError("dataframe(spark, config, table, where): name the table")
         handle = open_handle(config_or_handle, table)
-    return from_lookup(spark, handle.lookup(where), handle.dialect)
+    clock = Clock.system(handle.time_zone)
+    return from_lookup(spark, handle.lookup(where, clock), handle.dialect, clock)
 
 
 @dataclass(frozen=True)
@@ -107,12 +109,13 @@ def plan(result: LookupResult) -> list[Read]:
     return reads
 
 
-def from_lookup(spark: SparkSession, result: LookupResult, dialect: str | None = None) -> DataFrame:
-    """The DataFrame of a lookup already made (`dialect`: the one its WHERE text is written in)."""
-    if not isinstance(result.where, str):
-        raise UserError(f"table {result.table}: the Spark scan needs the WHERE as SQL text, not a predicate tree")
+def from_lookup(
+    spark: SparkSession, result: LookupResult, dialect: str | None = None, clock: Clock | None = None
+) -> DataFrame:
+    """The DataFrame of a lookup already made (`dialect` and `clock`: those it read the WHERE with, so that
+    CURRENT_DATE in the filter is the date it pruned for)."""
     schema = _spark_schema(result)
-    condition = spark_filter(result.where, dialect)
+    condition = where_sql(result, dialect, clock, "spark")
     frames = []
     for read in plan(result):
         frame = _read(spark, result, read, schema)
@@ -120,14 +123,6 @@ def from_lookup(spark: SparkSession, result: LookupResult, dialect: str | None =
     if not frames:
         return spark.createDataFrame([], schema)
     return reduce(DataFrame.unionByName, frames)
-
-
-def spark_filter(where: str, dialect: str | None) -> str:
-    """The WHERE text as Spark SQL (sqlglot reads it as the lookup did: ANSI quoting unless a dialect is set)."""
-    try:
-        return sqlglot.transpile(where, read=dialect, write="spark")[0]
-    except sqlglot.errors.SqlglotError as exc:
-        raise UserError(f"cannot write {where!r} as Spark SQL: {str(exc).splitlines()[0]}") from None
 
 
 def _spark_schema(result: LookupResult) -> StructType:
