@@ -36,6 +36,7 @@ from indexlib.query.sql import Clock
 from indexlib.scans.duckdb import relation, relation_of
 from indexlib.scans.polars import lazy_frame
 
+pytestmark = pytest.mark.slow  # about 40 s of hypothesis examples: CI runs them, `make test-fast` does not
 EXAMPLES = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 
 
