@@ -15,9 +15,13 @@ Per query, the wall time of:
 
 Files and bytes each way reads, and the rows returned, which must be equal across all ways (asserted).
 
-DuckDB through the index reads the kept files' paths with `read_parquet` and the WHERE (`benchmarks/kept_read.py`): valid
-for these tables only, which are append-only (no delete files, no schema evolution); swap it for the DuckDB scan
-module when it lands.
+Through the index, each engine runs what a user runs: pyiceberg `indexlib.scans.pyiceberg.scan(handle, where)`,
+DuckDB `indexlib.scans.duckdb.relation(handle, where)` (lookup, then the DuckDB scan over the kept files); DuckDB's
+own read and its limit are `read_parquet` over the paths with the WHERE.
+
+The lineitem point query is a key held by exactly one file, the one nearest the middle of the key range: lineitem
+sorted by ship date leaves every file's `l_orderkey` min/max spanning nearly the whole range, so the engines' own
+min/max pruning cannot skip the files around a mid-range key (the smallest key sat below most files' minimum).
 
     python benchmarks/bench_query.py                                       # SF 3, 200 files, 200 shards
     python benchmarks/bench_query.py --scale 0.01 --files 4 --shards 8 --shard-rows 2000 --runs 1  # toy, ~40 s
@@ -44,12 +48,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from bench_build import _lineitem_table, _registered
-from kept_read import duckdb_indexed, duckdb_read
 from pyiceberg.io.pyarrow import ArrowScan
 
 from indexlib.config import load_config
 from indexlib.demo import _events_shard, trace_id
 from indexlib.handle import open_handle
+from indexlib.scans.duckdb import relation as duckdb_relation
 from indexlib.scans.pyiceberg import row_filter
 from indexlib.scans.pyiceberg import scan as indexed_scan
 
@@ -77,6 +81,14 @@ def _in(column: str, values: list[Any]) -> str:
     return f"{column} IN ({', '.join(_sql(v) if isinstance(v, str) else str(v) for v in values)})"
 
 
+def duckdb_read(con: duckdb.DuckDBPyConnection, paths: list[str], where: str, schema_file: str) -> pa.Table:
+    """DuckDB's own read: rows of `paths` matching `where`; no paths reads `schema_file` for an empty answer
+    (read_parquet([]) raises)."""
+    if not paths:
+        return con.sql(f"SELECT * FROM read_parquet(?) WHERE {where} LIMIT 0", params=[schema_file]).to_arrow_table()
+    return con.sql(f"SELECT * FROM read_parquet(?) WHERE {where}", params=[paths]).to_arrow_table()
+
+
 def _files_of(con: duckdb.DuckDBPyConnection, paths: list[str], where: str) -> list[str]:
     """The files that truly hold a matching row (DuckDB over every file's rows)."""
     sql = f"SELECT DISTINCT filename FROM read_parquet(?, filename = true) WHERE {where}"
@@ -86,9 +98,11 @@ def _files_of(con: duckdb.DuckDBPyConnection, paths: list[str], where: str) -> l
 def _lineitem(directory: Path, scale: float, files: int) -> tuple[Path, list[str], list[tuple[str, str]]]:
     conf, paths = _lineitem_table(directory, scale, files, order_by="l_shipdate")
     con = duckdb.connect()
+    # a key held by exactly one file, the nearest the middle of the key range (ties: the smaller key)
     one_file = con.sql(
-        "SELECT l_orderkey FROM read_parquet(?, filename = true) GROUP BY l_orderkey "
-        "HAVING count(DISTINCT filename) = 1 ORDER BY l_orderkey LIMIT 1",
+        "WITH one AS (SELECT l_orderkey AS k FROM read_parquet(?, filename = true) GROUP BY l_orderkey "
+        "HAVING count(DISTINCT filename) = 1), mid AS (SELECT (min(k) + max(k)) / 2 AS m FROM one) "
+        "SELECT k FROM one, mid ORDER BY abs(k - m), k LIMIT 1",
         params=[paths],
     ).fetchall()[0][0]
     keys = (
@@ -137,15 +151,12 @@ def _events(directory: Path, shards: int, rows: int) -> tuple[Path, list[str], l
 COLD = """
 import json, sys, time
 started = time.perf_counter()
-sys.path.insert(0, sys.argv[4])  # benchmarks/, for kept_read
 from indexlib.config import load_config
 from indexlib.handle import open_handle
 if sys.argv[3] == "pyiceberg":
     from indexlib.scans.pyiceberg import scan
 else:
-    import duckdb
-    from kept_read import duckdb_indexed
-    con = duckdb.connect()
+    from indexlib.scans.duckdb import relation
 config = load_config(sys.argv[1])
 handle = open_handle(config, sys.argv[2])
 where = sys.stdin.read()
@@ -153,7 +164,7 @@ imported = time.perf_counter()
 if sys.argv[3] == "pyiceberg":
     rows = scan(handle, where).to_arrow().num_rows
 else:
-    rows = duckdb_indexed(con, handle.lookup(where), where, sys.argv[5]).num_rows
+    rows = relation(handle, where).to_arrow_table().num_rows
 done = time.perf_counter()
 print(json.dumps({"total_s": done - started, "read_s": done - imported, "rows": rows}))
 """
@@ -205,7 +216,10 @@ def _measure(name: str, conf: Path, paths: list[str], queries: list[tuple[str, s
             ("pyiceberg", "index warm"): (lambda w=where: indexed_scan(handle, w).to_arrow(), kept),
             ("pyiceberg", "limit"): (limit_pyiceberg, truth),
             ("duckdb", "own"): (lambda w=where: duckdb_read(con, paths, w, first), paths),
-            ("duckdb", "index warm"): (lambda w=where: duckdb_indexed(con, handle.lookup(w), w, first), kept),
+            ("duckdb", "index warm"): (
+                lambda w=where: duckdb_relation(handle, w, connection=con).to_arrow_table(),
+                kept,
+            ),
             ("duckdb", "limit"): (lambda t=truth, w=where: duckdb_read(con, t, w, first), truth),
         }
         for key, (action, read) in ways.items():
@@ -217,7 +231,7 @@ def _measure(name: str, conf: Path, paths: list[str], queries: list[tuple[str, s
         for engine in ENGINES:
             started = time.perf_counter()
             out = subprocess.run(
-                [sys.executable, "-c", COLD, str(conf), TABLE, engine, str(Path(__file__).parent), first],
+                [sys.executable, "-c", COLD, str(conf), TABLE, engine],
                 input=where,
                 capture_output=True,
                 text=True,
