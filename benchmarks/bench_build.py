@@ -147,14 +147,10 @@ def _registered(directory: Path, paths: list[str]) -> Path:
     return conf
 
 
-def end_to_end(make_table, title: str, per_file: bool = True) -> dict:
-    """`make_table(directory) -> (conf, paths)`; prints the side-by-side table for it."""
+def bench_spark():
+    """The benchmarks' SparkSession: local[2], no UI, no console progress, Spark's log at ERROR."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
-
-    from indexlib.config import load_config
-    from indexlib.indexing.build import build_index
 
     spark = (
         SparkSession.builder.master("local[2]")
@@ -163,6 +159,17 @@ def end_to_end(make_table, title: str, per_file: bool = True) -> dict:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def end_to_end(make_table, title: str, per_file: bool = True) -> dict:
+    """`make_table(directory) -> (conf, paths)`; prints the side-by-side table for it."""
+    from pyspark.sql import functions as F
+
+    from indexlib.config import load_config
+    from indexlib.indexing.build import build_index
+
+    spark = bench_spark()
     with tempfile.TemporaryDirectory() as tmp:
         conf, paths = make_table(Path(tmp))
         data_bytes = sum(Path(p).stat().st_size for p in paths)

@@ -14,14 +14,13 @@ Prints Markdown tables for docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench_build import _lineitem_table, _small_files_table
+from bench_build import _lineitem_table, _small_files_table, bench_spark
 
 SPARK = '[spark]\nmaster = "local[2]"\n[spark.options]\n"spark.ui.enabled" = "false"\n'
 
@@ -50,20 +49,11 @@ def driver_against_spark(make_table, title: str) -> str:
 
 def progress_cost(scale: float, files: int) -> list[str]:
     """One warm SparkSession: the same build planned for one task per core, then for progress."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
     from indexlib.config import load_config
     from indexlib.indexing import splits
     from indexlib.indexing.build import build_index
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = bench_spark()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         conf, paths = _lineitem_table(Path(tmp), scale, files)
