@@ -148,22 +148,45 @@ def position_delete_file(table: Any, data_file: DataFile, positions: list[int], 
     return delete
 
 
-def make_lake(config: Any, catalog: Any) -> Any:
+def make_lake(config: Any, catalog: Any, imported: bool = False) -> Any:
     """db.t through its whole history: copy-on-write deletes, a partition spec change, a renamed column, promoted
     columns, merge-on-read position delete files (file- and partition-scoped); returns the table at its last
-    snapshot, indexed there."""
+    snapshot, indexed there. `imported`: the batches before the last are Parquet files without field ids
+    registered with `add_files` (the table gets a name mapping; the rename adds the new name to it), as a table
+    migrated from Hive is; the last batch and the copy-on-write rewrite are written by pyiceberg, with field ids."""
     table = catalog.create_table("db.t", SCHEMA, properties={"format-version": "2"})
+
+    def add(data: pa.Table) -> None:
+        if not imported:
+            table.append(data)
+            return
+        path = f"{table.metadata.location}/data/imported-{uuid.uuid4()}.parquet"
+        with table.io.new_output(path).create() as out:
+            pq.write_table(data, out)  # pyarrow writes no field ids
+        table.add_files([path])
+
     for n in range(3):
-        table.append(batch(100 * n, 40, n % 2))
+        add(batch(100 * n, 40, n % 2))
     table.delete(ice.LessThan("id", 10))  # copy-on-write: rewrites the first file
     with table.update_spec() as spec:
         spec.add_identity("g")  # partition evolution: the files after this are split by g
     for n in range(3, 5):
-        table.append(batch(100 * n, 40, n % 3))
+        add(batch(100 * n, 40, n % 3))
     with table.update_schema() as update:
         update.rename_column("s", "name")
         update.update_column("k", LongType())
         update.update_column("f", DoubleType())
+    add(
+        pa.table(
+            {
+                "id": pa.array(range(450, 470), pa.int64()),
+                "g": pa.array([1] * 20, pa.int32()),
+                "k": pa.array([None if i % 3 else 2**40 + i for i in range(20)], pa.int64()),
+                "f": pa.array([FLOATS[i % len(FLOATS)] for i in range(20)], pa.float64()),
+                "name": pa.array([WORDS[(i + 1) % len(WORDS)] for i in range(20)], pa.string()),
+            }
+        )
+    )
     table.append(
         pa.table(
             {

@@ -7,15 +7,16 @@ the lookup answered for, reading only those files.
 
 Which path reads which file (README, "Reading rows through the index"):
 - Iceberg, a file without delete files or with position delete files in Parquet: DuckDB's own `read_parquet`, its
-  columns mapped to the current schema by Parquet field id (`schema=` parameter: renamed columns, promoted types,
-  columns added since are NULL), the deleted positions anti-joined on (file, row number) from the delete files' rows
-  for the data files they apply to (pyiceberg's DeleteFileIndex matched them). A table with a name mapping (files
-  imported without field ids), or with nested, uuid or fixed columns, reads every file the next way instead, and so
-  does a file that leaves an identity-partition column out (Iceberg allows it; pyiceberg fills it in from the
-  partition).
-- Iceberg, a file with deletion vectors (Puffin blobs DuckDB cannot read), and every file of the tables above:
-  pyiceberg's `ArrowScan` applies the deletes into Arrow (unfiltered; DuckDB filters), unioned in; equality delete files are refused with one line (the
-  lookup's `kept_files`).
+  columns mapped to the current schema as pyiceberg maps them: by Parquet field id (`schema=` parameter: renamed
+  columns, promoted types, columns added since are NULL), or, for files imported without field ids, through the
+  table's name mapping (each file column under the current name of the field it maps to); the deleted positions
+  anti-joined on (file, row number) from the delete files' rows for the data files they apply to (pyiceberg's
+  DeleteFileIndex matched them).
+- Everything else through pyiceberg's `ArrowScan`, which applies the deletes into Arrow (unfiltered; DuckDB
+  filters), unioned in: files with deletion vectors (Puffin blobs DuckDB cannot read), every file of a table with
+  nested, uuid or fixed columns, a file that leaves an identity-partition column out (Iceberg allows it; pyiceberg
+  fills it in from the partition), and a file without field ids the name mapping does not map one to one (`_Layouts`).
+  Equality delete files are refused with one line (the lookup's `kept_files`).
 - Delta: DuckDB's `read_parquet` over the kept files (`union_by_name`: a column added later is NULL in older
   files; no Hive partitioning guessed from directory names), joined by file name to each file's partition values
   from its add action (`file.partition`), typed by the table's schema. A table whose protocol enables deletion
@@ -32,7 +33,9 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -52,8 +55,6 @@ from indexlib.sources.base import KeptFile
 from indexlib.sources.delta import DeltaSource
 from indexlib.sources.iceberg import IcebergSource
 from indexlib.sources.iceberg_deletes import data_file_of
-
-_NAME_MAPPING = "schema.name-mapping.default"
 
 
 def relation(
@@ -155,32 +156,29 @@ def _iceberg(
     table = source.table  # the metadata the lookup loaded: the read stays at that snapshot
     schema = table.metadata.schema()
     types = {field.name: _duckdb_type(field.field_type) for field in schema.fields}
-    native_ok = all(types.values()) and _NAME_MAPPING not in table.metadata.properties
+    native_ok = all(types.values())
     columns = ", ".join(
         f"CAST({quote_name(name)} AS {kind}) AS {quote_name(name)}" if native_ok else quote_name(name)
         for name, kind in types.items()
     )
     kept = result.kept_files  # raises the one-line error for equality delete files
-    mapping = ", ".join(
-        f"{field.field_id}: {{name: {_string(field.name)}, type: {_string(str(types[field.name]))}, default_value: NULL}}"
-        for field in schema.fields
-    )
+    layouts = _Layouts(con, table, schema, types)
     # DuckDB's own columns of a read: a table column of the same name would be shadowed, so such tables' files
     # with deletes go through pyiceberg
-    anti_join_ok = not {name.lower() for name in types} & {"filename", "file_row_number"}
+    anti_join_ok = not {name.lower() for name in types} & _READ_COLUMNS
     parts = []
     for all_match in (False, True):
         group = [k for k in kept if k.all_match is all_match]
-        native = [k for k in group if native_ok and (not k.deletes or (anti_join_ok and _native_deletes(k)))]
-        native = _holding_identity_columns(con, table, native)
-        through = [k for k in group if k not in native]
+        candidates = [k for k in group if native_ok and (not k.deletes or (anti_join_ok and _native_deletes(k)))]
+        reads = layouts.native_reads(candidates)
+        read_natively = {id(k) for files in reads.values() for k in files}
+        through = [k for k in group if id(k) not in read_natively]
         where = "" if all_match else f" WHERE {filter_sql}"
-        if native:
-            paths = ", ".join(_string(_local(k.file.path)) for k in native)
-            read = f"read_parquet([{paths}], schema = MAP {{{mapping}}}, filename = true, file_row_number = true)"
-            deleted = _deleted_positions(con, native)
+        for projection, files in reads.items():
+            read = layouts.read_sql(files, projection)
+            deleted = _deleted_positions(con, files)
             if deleted:
-                read += f" d ANTI JOIN ({deleted}) x ON d.filename = x.file_path AND d.file_row_number = x.pos"
+                read += f" ANTI JOIN ({deleted}) x ON d.filename = x.file_path AND d.file_row_number = x.pos"
             parts.append(con.sql(f"SELECT {columns} FROM {read}{where}"))
         if through:
             arrow = _through_pyiceberg(table, schema, through)
@@ -191,24 +189,133 @@ def _iceberg(
     return _union(parts)
 
 
-def _holding_identity_columns(con: duckdb.DuckDBPyConnection, table: Any, kept: list[KeptFile]) -> list[KeptFile]:
-    """The files of `kept` that store every identity-partition source column. Iceberg lets a writer leave those
-    columns out of its data files (their values are in the partition); pyiceberg's reader fills them in, a native
-    read would give NULL, so the files without them are read through pyiceberg. Costs one footer read per file,
-    and only for tables with an identity partition field."""
-    identity = {
-        field.source_id
-        for spec in table.metadata.partition_specs
-        for field in spec.fields
-        if isinstance(field.transform, IdentityTransform)
-    }
-    if not identity or not kept:
-        return kept
-    paths = ", ".join(_string(_local(k.file.path)) for k in kept)
-    stored: dict[str, set[int]] = {}
-    for name, field_id in con.sql(f"SELECT file_name, field_id FROM parquet_schema([{paths}])").fetchall():
-        stored.setdefault(name, set()).add(field_id)
-    return [k for k in kept if identity <= stored.get(_local(k.file.path), set())]
+_READ_COLUMNS = {"filename", "file_row_number"}
+# a read by field id: DuckDB maps the file's columns itself (`schema =`)
+BY_FIELD_ID: tuple[str | None, ...] = ()
+
+
+class _Layouts:
+    """Which kept files DuckDB reads itself, and how their columns map to the current schema, as pyiceberg's
+    reader would map them: by Parquet field id when every column of the file carries one; otherwise (files
+    imported with `add_files`) through the table's name mapping, a file column taking the field id whose mapped
+    names include its name, a field no column maps to being NULL. A file pyiceberg would read differently goes
+    through pyiceberg: one with nested columns, a column the mapping does not name, two columns for one field or
+    names equal but for case (DuckDB's names are case-insensitive), or without an identity-partition source column
+    (pyiceberg fills it in from the partition; a native read would give NULL). Deciding needs each file's footer
+    schema, read only for tables with a name mapping or an identity partition, once per file per process (data
+    files never change)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, table: Any, schema: Any, types: dict[str, str | None]) -> None:
+        self._con = con
+        self._schema = schema
+        self._types = types
+        mapping = table.metadata.name_mapping()
+        self._mapped = (
+            {name: field.field_id for field in mapping for name in field.names if field.field_id is not None}
+            if mapping is not None
+            else None
+        )
+        self._identity = {
+            field.source_id
+            for spec in table.metadata.partition_specs
+            for field in spec.fields
+            if isinstance(field.transform, IdentityTransform)
+        }
+
+    def native_reads(self, kept: list[KeptFile]) -> dict[tuple[str | None, ...], list[KeptFile]]:
+        """The files DuckDB reads, grouped by how their columns map: `BY_FIELD_ID`, or per current field the file
+        column that holds it (None: NULL)."""
+        if not kept:
+            return {}
+        if self._mapped is None and not self._identity:
+            return {BY_FIELD_ID: kept}
+        footers = _footer_columns(self._con, [_local(k.file.path) for k in kept])
+        reads: dict[tuple[str | None, ...], list[KeptFile]] = {}
+        for k in kept:
+            projection = self._projection(footers[_local(k.file.path)])
+            if projection is not None:
+                reads.setdefault(projection, []).append(k)
+        return reads
+
+    def _projection(self, footer: _Footer | None) -> tuple[str | None, ...] | None:
+        if footer is None or footer.nested:
+            return None
+        if all(field_id is not None for field_id in footer.columns.values()):
+            stored = set(footer.columns.values())
+            return BY_FIELD_ID if self._identity <= stored else None
+        if self._mapped is None:
+            return None  # pyiceberg refuses a file without field ids in a table without a name mapping
+        names = list(footer.columns)
+        if len({n.lower() for n in names}) < len(names) or {n.lower() for n in names} & _READ_COLUMNS:
+            return None
+        by_id: dict[int, str] = {}
+        for name in names:
+            field_id = self._mapped.get(name)
+            if field_id is None or field_id in by_id:
+                return None
+            by_id[field_id] = name
+        if not self._identity <= by_id.keys():
+            return None
+        return tuple(by_id.get(field.field_id) for field in self._schema.fields)
+
+    def read_sql(self, files: list[KeptFile], projection: tuple[str | None, ...]) -> str:
+        """A FROM item `d` of the files' rows under the current column names, with `filename` and
+        `file_row_number` for the delete anti-join."""
+        paths = ", ".join(_string(_local(k.file.path)) for k in files)
+        if projection == BY_FIELD_ID:
+            mapping = ", ".join(
+                f"{field.field_id}: {{name: {_string(field.name)}, type: {_string(str(self._types[field.name]))}, "
+                "default_value: NULL}"
+                for field in self._schema.fields
+            )
+            return f"read_parquet([{paths}], schema = MAP {{{mapping}}}, filename = true, file_row_number = true) d"
+        columns = ", ".join(
+            f"CAST({'NULL' if stored is None else quote_name(stored)} AS {self._types[field.name]}) "
+            f"AS {quote_name(field.name)}"
+            for field, stored in zip(self._schema.fields, projection, strict=True)
+        )
+        return (
+            f"(SELECT {columns}, filename, file_row_number FROM read_parquet([{paths}], union_by_name = true, "
+            "filename = true, file_row_number = true)) d"
+        )
+
+
+@dataclass(frozen=True)
+class _Footer:
+    """A Parquet file's top-level columns (name -> field id, None where it has none) and whether any is nested."""
+
+    columns: dict[str, int | None]
+    nested: bool
+
+
+_FOOTERS: OrderedDict[str, _Footer] = OrderedDict()
+_FOOTERS_LOCK = threading.Lock()
+_FOOTERS_KEPT = 100_000  # a few hundred bytes each
+
+
+def _footer_columns(con: duckdb.DuckDBPyConnection, paths: list[str]) -> dict[str, _Footer | None]:
+    """Each file's footer schema, from this process's cache or one `parquet_schema` read of the missing ones."""
+    with _FOOTERS_LOCK:
+        known = {path: _FOOTERS[path] for path in paths if path in _FOOTERS}
+    missing = sorted(set(paths) - known.keys())
+    if missing:
+        rows: dict[str, list[tuple[str, int | None, int | None]]] = {}
+        listed = ", ".join(_string(path) for path in missing)
+        query = f"SELECT file_name, name, field_id, num_children FROM parquet_schema([{listed}])"
+        for file_name, name, field_id, children in con.sql(query).fetchall():
+            rows.setdefault(file_name, []).append((name, field_id, children))
+        with _FOOTERS_LOCK:
+            for path, elements in rows.items():
+                groups = [e for e in elements if e[2]]  # the root and any nested column
+                leaves = [e for e in elements if not e[2]]
+                footer = _Footer(
+                    columns={name: field_id for name, field_id, _ in leaves},
+                    nested=len(groups) != 1 or groups[0][2] != len(leaves),
+                )
+                known[path] = _FOOTERS[path] = footer
+                while len(_FOOTERS) > _FOOTERS_KEPT:
+                    _FOOTERS.popitem(last=False)
+    return {path: known.get(path) for path in paths}
 
 
 def _native_deletes(kept: KeptFile) -> bool:
