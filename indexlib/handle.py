@@ -29,6 +29,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pyiceberg.expressions import BooleanExpression
+
 from indexlib.config import DEFAULT_INDEX_NAMESPACE
 from indexlib.lookup import LookupResult, TableState, live_files, lookup_in
 from indexlib.query.model import Expr
@@ -125,9 +127,10 @@ class IndexHandle:
         """The sqlglot dialect lookups parse WHERE text in."""
         return self._dialect
 
-    def lookup(self, where: str | Expr, clock: Clock | None = None) -> LookupResult:
-        """Files that might hold a row matching `where` (SQL text, or a `query.model` tree such as
-        `In("k", keys)`: no parsing), as `lookup.lookup` answers, from the current snapshots."""
+    def lookup(self, where: str | Expr | BooleanExpression, clock: Clock | None = None) -> LookupResult:
+        """Files that might hold a row matching `where` (SQL text, a `query.model` tree such as `In("k", keys)`: no
+        parsing, or a pyiceberg row filter such as `EqualTo("k", 42)`), as `lookup.lookup` answers, from the current
+        snapshots."""
         state = self.current()
         return lookup_in(state, self.name, where, clock or Clock.system(self._time_zone), self._dialect)
 

@@ -13,13 +13,14 @@ every row of it matches the whole predicate.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyiceberg.expressions import BooleanExpression
 
 from indexlib.config import Config
 from indexlib.index_kinds.base import IndexKind
@@ -27,6 +28,7 @@ from indexlib.index_kinds.registry import registry
 from indexlib.pruning.minmax import Evaluation, statistics_used
 from indexlib.pruning.partitions import prune_partitions
 from indexlib.query.binding import bind
+from indexlib.query.from_iceberg import from_iceberg
 from indexlib.query.model import Expr, Pattern
 from indexlib.query.normalize import leaves, normalize, unusable_parts
 from indexlib.query.sql import Clock, parse_where, predicate_from_tree
@@ -225,7 +227,9 @@ def read_state(config: Config, table: str) -> TableState:
     return TableState(source, live_files(source, rows), rows, source.current_version())
 
 
-def lookup(config: Config, table: str, where: str | Expr, clock: Clock | None = None) -> LookupResult:
+def lookup(
+    config: Config, table: str, where: str | Expr | BooleanExpression, clock: Clock | None = None
+) -> LookupResult:
     """Files of `table` that might hold a row matching `where`, and the summary `skipindex explain` prints.
 
     `clock` fixes what CURRENT_DATE / CURRENT_TIMESTAMP / NOW() mean (default: now, in `[lookup] time_zone`).
@@ -237,10 +241,15 @@ def lookup(config: Config, table: str, where: str | Expr, clock: Clock | None = 
 
 
 def lookup_in(
-    state: TableState, table: str, where: str | Expr, clock: Clock, dialect: str | None = None
+    state: TableState, table: str, where: str | Expr | BooleanExpression, clock: Clock, dialect: str | None = None
 ) -> LookupResult:
-    """The lookup over one table state (see `lookup`). `where`: SQL text, or a predicate tree of `query.model`
-    nodes (`predicate_from_tree`)."""
+    """The lookup over one table state (see `lookup`). `where`: SQL text, a predicate tree of `query.model`
+    nodes (`predicate_from_tree`), or a pyiceberg row filter."""
+    if isinstance(where, BooleanExpression):
+        # pruned by a predicate TRUE for at least the rows pyiceberg's filter keeps (query/from_iceberg.py): it
+        # proves no file all-match for pyiceberg's filter
+        pruned = lookup_in(state, table, from_iceberg(where, state.source.schema), clock, dialect)
+        return replace(pruned, all_match=[])
     parsed = predicate_from_tree(where) if isinstance(where, Expr) else parse_where(where, clock, dialect)
     where = where if isinstance(where, str) else str(parsed)
     predicate = bind(normalize(parsed), state.source.schema, table)

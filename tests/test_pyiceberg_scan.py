@@ -16,11 +16,13 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
-from iceberg_tables import batch, commit_equality_delete, make_lake, predicate, rows
+from hypothesis import strategies as st
+from iceberg_tables import COLUMNS, WORDS, batch, commit_equality_delete, make_lake, predicate, rows
 from pyiceberg import expressions as ice
 
 from indexlib.errors import UserError
 from indexlib.handle import IndexHandle
+from indexlib.indexing.build import build_index
 from indexlib.scans.pyiceberg import scan
 
 
@@ -88,3 +90,91 @@ def test_equality_delete_files_are_refused_never_read(lake) -> None:
         lake.scan(row_filter="id = 105").to_arrow()  # pyiceberg itself cannot apply them
     with pytest.raises(UserError, match="equality delete file"):
         scan(lake, "id = 105").to_arrow()
+
+
+@st.composite
+def iceberg_filter(draw: Any) -> ice.BooleanExpression:
+    """A pyiceberg row filter as a user writes one for `table.scan(row_filter=...)`, with pyiceberg's own
+    semantics: NOT, `!=`, NOT IN (which keeps NULLs in pyiceberg), prefixes, NaN tests, constants."""
+    kind = draw(st.sampled_from(["compare", "in", "null", "prefix", "nan", "const", "not", "and", "or"]))
+    column = draw(st.sampled_from(sorted(COLUMNS)))
+    if kind == "compare":
+        op = draw(st.sampled_from([ice.EqualTo, ice.NotEqualTo, ice.LessThan, ice.GreaterThanOrEqual]))
+        return op(column, draw(COLUMNS[column]))
+    if kind == "in":
+        values = draw(st.lists(COLUMNS[column], min_size=1, max_size=4))
+        return (ice.In if draw(st.booleans()) else ice.NotIn)(column, values)
+    if kind == "null":
+        return (ice.IsNull if draw(st.booleans()) else ice.NotNull)(column)
+    if kind == "prefix":
+        prefix = draw(st.sampled_from([w for w in WORDS if w is not None]))
+        return (ice.StartsWith if draw(st.booleans()) else ice.NotStartsWith)("name", prefix)
+    if kind == "nan":
+        return (ice.IsNaN if draw(st.booleans()) else ice.NotNaN)("f")
+    if kind == "const":
+        return draw(st.sampled_from([ice.AlwaysTrue(), ice.AlwaysFalse()]))
+    if kind == "not":
+        return ice.Not(draw(iceberg_filter()))
+    return (ice.And if kind == "and" else ice.Or)(draw(iceberg_filter()), draw(iceberg_filter()))
+
+
+def test_a_pyiceberg_row_filter_returns_the_rows_of_pyicebergs_own_scan(lake) -> None:
+    """Given pyiceberg's own filter, the scan returns `table.scan(row_filter=...)`'s rows: the lookup prunes with a
+    predicate TRUE for at least those rows (query/from_iceberg.py), pyiceberg filters them."""
+    handle = IndexHandle.for_iceberg(lake)
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(iceberg_filter())
+    def check(row_filter: ice.BooleanExpression) -> None:
+        indexed = scan(handle, row_filter)
+        expected = lake.scan(row_filter=row_filter, snapshot_id=indexed.snapshot_id).to_arrow()
+        assert rows(indexed.to_arrow()) == rows(expected), f"{row_filter}: the rows of pyiceberg's own read"
+        assert not indexed.result.all_match, f"{row_filter}: no file is proven all-match for pyiceberg's filter"
+
+    check()
+
+
+def test_a_pyiceberg_row_filter_prunes_as_its_sql_does(lake) -> None:
+    handle = IndexHandle.for_iceberg(lake)
+    cases = [
+        (ice.EqualTo("id", 20), "id = 20"),
+        (ice.And(ice.GreaterThanOrEqual("id", 100), ice.LessThan("id", 120)), "id >= 100 AND id < 120"),
+        (ice.In("id", [20, 300]), "id IN (20, 300)"),
+        (ice.StartsWith("name", "zz"), "name LIKE 'zz%'"),
+    ]
+    for row_filter, where in cases:
+        assert handle.lookup(row_filter).files == handle.lookup(where).files, f"{row_filter}: pruned as {where}"
+    assert len(handle.lookup(ice.EqualTo("id", 20)).files) < handle.lookup("id >= 0").files_total, "it prunes"
+
+
+@pytest.mark.parametrize(
+    "row_filter",
+    [
+        ice.NotIn("k", [1]),
+        ice.NotEqualTo("k", 1),
+        ice.Not(ice.In("k", [1, 2])),
+        ice.Not(ice.EqualTo("k", 1)),
+        ice.NotStartsWith("name", "a"),
+        ice.NotNaN("f"),
+        ice.Or(ice.NotIn("k", [1]), ice.EqualTo("id", -1)),
+    ],
+    ids=str,
+)
+def test_a_file_of_only_nulls_is_kept_where_pyicebergs_negative_filter_keeps_null_rows(
+    config, lake, row_filter
+) -> None:
+    """pyiceberg's NOT IN keeps NULL rows (`~isin`); a file whose column is all NULL must not be pruned for it."""
+    nulls = pa.table(
+        {
+            "id": pa.array(range(900, 905), pa.int64()),
+            "g": pa.array([1] * 5, pa.int32()),
+            "k": pa.nulls(5, pa.int64()),
+            "f": pa.nulls(5, pa.float64()),
+            "name": pa.nulls(5, pa.string()),
+        }
+    )
+    lake.append(nulls)
+    build_index(config, "db.t")
+    indexed = scan(lake, row_filter)
+    expected = lake.scan(row_filter=row_filter, snapshot_id=indexed.snapshot_id).to_arrow()
+    assert rows(indexed.to_arrow()) == rows(expected), f"{row_filter}: pyiceberg's rows, the all-NULL file's included"

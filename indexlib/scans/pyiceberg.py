@@ -12,6 +12,8 @@ the lookup proved all-match are read without the filter.
 
 The filter is the SQL predicate translated to a pyiceberg row filter; a predicate that has no exact translation
 (a LIKE that is not a prefix, month(ts) = 3, a FLOAT column, ...) is refused with one line rather than read wrongly.
+A pyiceberg row filter is applied as given, so the rows are those of `table.scan(row_filter=...)`; the lookup prunes
+with a predicate that holds for at least those rows (query/from_iceberg.py) and proves no file all-match.
 """
 
 from __future__ import annotations
@@ -33,11 +35,15 @@ from indexlib.sources.iceberg import IcebergSource
 from indexlib.sources.iceberg_deletes import data_file_of
 
 
-def scan(table_or_handle: Any, where: str | Expr, *, selected_fields: tuple[str, ...] = ("*",)) -> IndexedScan:
-    """Look `where` up now (SQL text or a `query.model` tree) and return a scan of the kept files at that
-    snapshot. `table_or_handle`: a pyiceberg Table (its index in the same catalog) or an `IndexHandle`."""
+def scan(
+    table_or_handle: Any, where: str | Expr | ice.BooleanExpression, *, selected_fields: tuple[str, ...] = ("*",)
+) -> IndexedScan:
+    """Look `where` up now (SQL text, a `query.model` tree, or a pyiceberg row filter as `table.scan(row_filter=)`
+    takes) and return a scan of the kept files at that snapshot. `table_or_handle`: a pyiceberg Table (its index
+    in the same catalog) or an `IndexHandle`."""
     handle = table_or_handle if isinstance(table_or_handle, IndexHandle) else IndexHandle.for_iceberg(table_or_handle)
-    return IndexedScan(handle.lookup(where), selected_fields)
+    given = where if isinstance(where, ice.BooleanExpression) else None
+    return IndexedScan(handle.lookup(where), selected_fields, pyiceberg_filter=given)
 
 
 def row_filter(result: LookupResult) -> ice.BooleanExpression:
@@ -85,13 +91,20 @@ class IndexedScan:
     """Usable where a pyiceberg `DataScan` is read: `to_arrow`, `to_arrow_batch_reader`, `to_pandas`,
     `to_duckdb`, `to_polars`, `count`; `plan_files()` returns the tasks (no planning: they come from the lookup)."""
 
-    def __init__(self, result: LookupResult, selected_fields: tuple[str, ...] = ("*",)) -> None:
+    def __init__(
+        self,
+        result: LookupResult,
+        selected_fields: tuple[str, ...] = ("*",),
+        pyiceberg_filter: ice.BooleanExpression | None = None,
+    ) -> None:
+        """`pyiceberg_filter`: the pyiceberg filter the lookup was asked with, applied to the rows as given (pyiceberg's
+        own semantics); default: the lookup's SQL predicate translated exactly."""
         if not isinstance(result.source, IcebergSource):
             raise UserError(f"table {result.table}: the pyiceberg scan reads Iceberg tables only")
         self.result = result
         self.snapshot_id = result.source_version
         self.table = result.source.table  # the metadata the lookup loaded: the scan stays at that snapshot
-        self.row_filter = row_filter(result)
+        self.row_filter = pyiceberg_filter if pyiceberg_filter is not None else row_filter(result)
         self.selected_fields = selected_fields
 
     def projection(self) -> Any:
