@@ -9,6 +9,7 @@ import threading
 
 import pytest
 from lakes import PARTS, QUERIES, Lake, events_batch, live_rows
+from pyiceberg import expressions as ice
 
 from indexlib.handle import IndexHandle, open_handle
 from indexlib.indexing.build import build_index
@@ -119,3 +120,38 @@ def test_a_never_indexed_table_keeps_every_file_and_says_it_has_no_index(config,
             assert result.as_json()["summary"]["has_index"] is has_index, f"{step}: so does its JSON"
             if not has_index:
                 assert set(result.files) == live, f"{step}: with no index the {name} keeps every live file"
+
+
+# (pyiceberg row filter, the rows pyiceberg's own read keeps: its NotIn keeps NULLs, its `!=` does not)
+ICEBERG_FILTERS = [
+    (ice.EqualTo("id", 17), lambda r: r["id"] == 17),
+    (ice.In("service", ["mail", "queue"]), lambda r: r["service"] in ("mail", "queue")),
+    (ice.NotIn("service", ["auth", "web"]), lambda r: r["service"] not in ("auth", "web")),
+    (ice.Not(ice.EqualTo("part", "a")), lambda r: r["part"] is not None and r["part"] != "a"),
+    (
+        ice.And(ice.EqualTo("part", "b"), ice.StartsWith("service", "se")),
+        lambda r: r["part"] == "b" and (r["service"] or "").startswith("se"),
+    ),
+    (
+        ice.Or(ice.IsNull("service"), ice.GreaterThanOrEqual("id", 100)),
+        lambda r: r["service"] is None or r["id"] >= 100,
+    ),
+]
+
+
+def test_a_pyiceberg_row_filter_keeps_every_file_holding_a_row_pyiceberg_would_return(config, lake):
+    """`handle.lookup` takes pyiceberg's own filter, on Iceberg and Delta tables alike (query/from_iceberg.py)."""
+    rng = random.Random(3)
+    for n in range(6):
+        lake.append(events_batch(rng, n * 30, 30, PARTS[n % 3]))
+    build_index(config, lake.name)
+    handle = open_handle(config, lake.name)
+    rows = live_rows(config, lake.name)
+    pruned = False
+    for row_filter, matches in ICEBERG_FILTERS:
+        result = handle.lookup(row_filter, CLOCK)
+        truth = {path for path, file_rows in rows.items() if any(matches(r) for r in file_rows)}
+        assert truth <= set(result.files), f"{row_filter}: every file holding a row pyiceberg returns is kept"
+        assert not result.all_match, f"{row_filter}: no file is proven all-match for pyiceberg's filter"
+        pruned |= len(result.files) < len(rows)
+    assert pruned, "the filters prune (a rule that kept everything would pass the check above)"
