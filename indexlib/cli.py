@@ -50,7 +50,11 @@ def _parser() -> argparse.ArgumentParser:
         "index configuration, partition by partition; safe to rerun after a crash.",
     )
     backfill.add_argument("--table", required=True, help=table_help)
-    backfill.add_argument("--where", help="partition predicate, e.g. \"ts_day < DATE '2024-01-01'\" (default: all)")
+    backfill.add_argument(
+        "--where",
+        help="predicate on the columns the table is partitioned by (the source columns, not the partition field "
+        "names), e.g. \"ts < DATE '2024-01-01'\" when partitioned by day(ts) (default: all)",
+    )
     backfill.add_argument(
         "--partition",
         action="append",

@@ -255,3 +255,44 @@ def test_compact_without_a_table_goes_over_indexed_tables_only(conf_path, catalo
     assert (done.returncode, done.stdout, done.stderr) == (0, "", ""), (
         "compact of a never-indexed table leaves it without an index, so compact of every indexed table skips it"
     )
+
+
+# How to run an example the help of each command prints: the command line, the example's place taken by `{}`.
+EXAMPLE_RUNS = {
+    "backfill": ["backfill", "--table", "db.examples", "--plan", "--where", "{}"],
+    "explain": ["explain", "--table", "db.examples", "--json", "--where", "{}"],
+}
+
+
+def _help_examples() -> list[tuple[str, str]]:
+    """(command, example) for every `e.g. "..."` the help of any command prints."""
+    from indexlib.cli import _parser
+
+    [commands] = [a for a in _parser()._actions if a.choices]  # noqa: SLF001 (argparse's only record of them)
+    examples = []
+    for name, command in commands.choices.items():
+        for action in command._actions:  # noqa: SLF001
+            examples += [(name, example) for example in re.findall(r'e\.g\. "([^"]+)"', action.help or "")]
+    return examples
+
+
+def test_every_example_the_help_prints_is_accepted_by_its_command(conf_path, catalog):
+    """A table with the columns the examples name, partitioned as the backfill example says (day(ts)); each example
+    runs through the console script's entry point and exits 0."""
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import DayTransform
+    from pyiceberg.types import DateType, NestedField, TimestampType
+
+    from indexlib.cli import main
+
+    schema = Schema(NestedField(1, "ts", TimestampType()), NestedField(2, "l_shipdate", DateType()))
+    spec = PartitionSpec(PartitionField(1, 1000, DayTransform(), "ts_day"))
+    table = catalog.create_table("db.examples", schema=schema, partition_spec=spec)
+    day = pa.array([1_700_000_000_000_000], pa.timestamp("us"))
+    table.append(pa.table({"ts": day, "l_shipdate": pa.array([19000], pa.int32()).cast(pa.date32())}))
+    examples = _help_examples()
+    assert {command for command, _ in examples} == set(EXAMPLE_RUNS), f"every example has a way to run: {examples}"
+    for command, example in examples:
+        argv = [arg.replace("{}", example) for arg in EXAMPLE_RUNS[command]]
+        assert main([*argv, "--conf", str(conf_path)]) == 0, f"`skipindex {command}` accepts its example {example!r}"
