@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import subprocess
@@ -296,3 +297,32 @@ def test_every_example_the_help_prints_is_accepted_by_its_command(conf_path, cat
     for command, example in examples:
         argv = [arg.replace("{}", example) for arg in EXAMPLE_RUNS[command]]
         assert main([*argv, "--conf", str(conf_path)]) == 0, f"`skipindex {command}` accepts its example {example!r}"
+
+
+def test_the_jvm_output_relayed_to_a_task_log_keeps_each_records_level():
+    """What a Spark JVM printed (here: a healthy start, then a failed task), as `run_or_raise` relays it to a
+    scheduler's task log: WARN lines are warnings, notices are INFO, a stack stays with its ERROR line."""
+    from indexlib.indexing.spark import jvm_records
+
+    output = (
+        "WARNING: Using incubator modules: jdk.incubator.vector\n"
+        "Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties\n"
+        "26/11/24 02:16:38 WARN NativeCodeLoader: Unable to load native-hadoop library for your platform\n"
+        'Setting default log level to "WARN".\n'
+        "26/11/24 02:16:40 ERROR Executor: Exception in task 0.0 in stage 0.0 (TID 0)\n"
+        "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+        '  File "file_indexer.py", line 10, in index\n'
+        "ValueError: skipindex: cannot index data file x.parquet\n"
+        "\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(PythonRunner.scala:600)\n"
+        "26/11/24 02:16:41 INFO SparkContext: Successfully stopped SparkContext\n"
+    )
+    records = jvm_records(output)
+    assert [level for level, _ in records] == [
+        logging.WARNING,
+        logging.INFO,
+        logging.WARNING,
+        logging.INFO,
+        logging.ERROR,
+        logging.INFO,
+    ], records
+    assert records[4][1].endswith("(PythonRunner.scala:600)") and "ValueError" in records[4][1], "the stack, whole"
