@@ -164,7 +164,7 @@ def test_the_readme_deployment_runs_the_interval_build_and_tells_downstream_only
     conf_path.write_text(
         conf_path.read_text()
         + "[build]\nlocal_max_files = 0\n"  # on Spark: the task log must read right with a JVM in it
-        + '[airflow]\nretries = 0\n[airflow.builds."db.events"]\nevery_minutes = 60\n'
+        + '[airflow]\nretries = 0\npool = "skipindex"\n[airflow.builds."db.events"]\nevery_minutes = 60\n'
     )
     config = load_config(conf_path)
     uri = index_asset_uri(config.catalog_name, config.index_namespace, lake.name)
@@ -193,6 +193,7 @@ def test_the_readme_deployment_runs_the_interval_build_and_tells_downstream_only
         deployment.wait(_succeeded(deployment, "downstream_of_index", 1), 60, "the downstream DAG's run")
 
         [(run_id, _)] = deployment.runs(BUILD_DAG)
+        assert deployment.query("SELECT pool FROM task_instance WHERE dag_id = ?", BUILD_DAG) == [("skipindex",)]
         log = deployment.task_log(BUILD_DAG, run_id, "build")
         errors = [r for r in log if r.get("level") in ("error", "critical")]
         assert not errors, f"a healthy build's task log has no ERROR lines: {errors}"
