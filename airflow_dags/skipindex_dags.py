@@ -25,7 +25,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from airflow.sdk import DAG, Asset, AssetAlias, Param, Variable, task
+from airflow.sdk import DAG, Asset, AssetAlias, Context, Param, Variable, task
 
 from indexlib import jobs
 from indexlib.cli import run_or_raise
@@ -38,7 +38,7 @@ CONF_VARIABLE = "skipindex_conf"
 JOBS = Path(jobs.__file__).parent
 START = datetime(2024, 1, 1)
 JOB_SCRIPTS = {"build": "build_index.py", "backfill": "backfill.py", "verify": "verify.py"}
-log = logging.getLogger(__name__)
+log = logging.getLogger("skipindex.airflow")  # Airflow imports this file under a generated module name
 
 
 def _airflow_variable(key: str) -> str | None:
@@ -173,10 +173,10 @@ class IndexEvent:
     def _read(self) -> IndexState:
         return IndexState.read(self.config.load_catalog(), self.config.index_namespace, self.table)
 
-    def pre_execute(self, context) -> None:
+    def pre_execute(self, context: Context) -> None:
         self.before = self._read()
 
-    def post_execute(self, context, result=None) -> None:
+    def post_execute(self, context: Context, result: object = None) -> None:
         change = self._read().change_since(self.before)
         if change is None:
             log.info("%s: the index did not change; no event of %s", self.table, self.index.uri)

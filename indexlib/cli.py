@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from indexlib.config import CONF_ENV, LOCAL_CONF_PATH, Config, load_config
 from indexlib.errors import UserError
-from indexlib.indexing.spark import jvm_log_path, log_jvm_output, relay_jvm_output
+from indexlib.indexing.spark import jvm_log_path, log_jvm_output, relaying_jvm_output
 from indexlib.redaction import redact_text
 
 EXIT_USER_ERROR = 2
@@ -223,11 +223,10 @@ def run_or_raise(argv: Sequence[str]) -> None:
     try:
         config = load_config(args.conf)
         secrets = config.secrets()
-        code = run(args, config)
+        with relaying_jvm_output(logging.getLogger("spark.jvm")):
+            code = run(args, config)
     except UserError as exc:
         raise CommandFailed(redact_text(f"skipindex {args.command}: {exc}", secrets)) from None
-    finally:
-        relay_jvm_output(logging.getLogger("spark.jvm"))
     if code == EXIT_STALE:
         raise CommandFailed(f"skipindex {args.command} {args.table}: the index has stale entries (listed above)")
 

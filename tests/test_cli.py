@@ -326,3 +326,26 @@ def test_the_jvm_output_relayed_to_a_task_log_keeps_each_records_level():
         logging.INFO,
     ], records
     assert records[4][1].endswith("(PythonRunner.scala:600)") and "ValueError" in records[4][1], "the stack, whole"
+
+
+def test_a_record_being_written_is_relayed_whole_once_it_ends(tmp_path, monkeypatch, caplog):
+    """The relay runs every 2 s while a command runs: a Java stack half written when it looks must reach the log
+    as one ERROR record, not as an ERROR line and a stray INFO tail."""
+    from indexlib.indexing import spark
+
+    log_file = tmp_path / "skipindex-spark-test.log"
+    monkeypatch.setattr(spark, "_JVM", spark._JvmOutput(to_log=True, log_path=log_file, relayed=0))  # noqa: SLF001
+    logger = logging.getLogger("spark.jvm.test")
+    log_file.write_text(
+        "26/11/24 02:16:38 WARN NativeCodeLoader: Unable to load native-hadoop library\n"
+        "26/11/24 02:16:40 ERROR Executor: Exception in task 0.0 in stage 0.0 (TID 0)\n"
+        "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+    )
+    with caplog.at_level(logging.INFO, logger="spark.jvm.test"):
+        spark.relay_jvm_output(logger, final=False)
+        assert [r.levelno for r in caplog.records] == [logging.WARNING], "the ERROR record may go on: it waits"
+        with log_file.open("a") as out:
+            out.write("ValueError: skipindex: cannot index data file x.parquet\n")
+        spark.relay_jvm_output(logger)
+    assert [r.levelno for r in caplog.records] == [logging.WARNING, logging.ERROR]
+    assert caplog.records[1].getMessage().endswith("cannot index data file x.parquet"), "the stack, whole"

@@ -13,11 +13,14 @@ settings the cluster gave it: nothing changes.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import re
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -72,9 +75,30 @@ def jvm_records(text: str) -> list[tuple[int, str]]:
     return [(level, "\n".join(lines).rstrip()) for level, lines in records if "".join(lines).strip()]
 
 
-def relay_jvm_output(logger: logging.Logger) -> None:
+@contextlib.contextmanager
+def relaying_jvm_output(logger: logging.Logger, every: float = 2.0) -> Iterator[None]:
+    """While the block runs, and once more at its end, `relay_jvm_output` every `every` seconds: Spark's records
+    reach the log among the command's own, in the order they happened, not all after it."""
+    done = threading.Event()
+
+    def relay() -> None:
+        while not done.wait(every):
+            relay_jvm_output(logger, final=False)
+
+    thread = threading.Thread(target=relay, name="skipindex-jvm-relay", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        relay_jvm_output(logger)
+
+
+def relay_jvm_output(logger: logging.Logger, final: bool = True) -> None:
     """Log, at their own levels, the records the JVM this process started wrote to its log file since the last
-    call: Spark's WARN lines as warnings, not as the errors a task log makes of anything on stderr."""
+    call: Spark's WARN lines as warnings, not as the errors a task log makes of anything on stderr. Not `final`:
+    the last record waits, since lines may still be added to it."""
     if _JVM.log_path is None:
         return
     if _JVM.relayed is None:  # everything in it reaches the log: the file goes when this process ends
@@ -83,10 +107,18 @@ def relay_jvm_output(logger: logging.Logger) -> None:
     with open(_JVM.log_path, "rb") as log:
         log.seek(_JVM.relayed)
         data = log.read()
-    complete = data[: data.rfind(b"\n") + 1]  # a line still being written waits for the next call
-    _JVM.relayed += len(complete)
-    for level, message in jvm_records(complete.decode(errors="replace")):
+    lines = data[: data.rfind(b"\n") + 1].splitlines(keepends=True)  # a line being written waits
+    if not final:  # the last record may go on (a stack being written): it waits for a record after it
+        starts = [n for n, line in enumerate(lines) if _starts_record(line.decode(errors="replace"))]
+        lines = lines[: starts[-1]] if starts else []
+    text = b"".join(lines)
+    _JVM.relayed += len(text)
+    for level, message in jvm_records(text.decode(errors="replace")):
         logger.log(level, "%s", message)
+
+
+def _starts_record(line: str) -> bool:
+    return bool(_LOG4J_RECORD.match(line) or _JVM_NOTICE.match(line))
 
 
 def get_spark(config: Config) -> SparkSession:
