@@ -1,8 +1,9 @@
 """Skip-index DAGs for Airflow 3 (README, "Airflow"):
 
 - `skipindex_build__<index table>`: the incremental build of each table under `[airflow.builds]`, on its schedule
-  (cron or preset, interval, or the source table's Asset); a successful build updates the index's Asset,
-  `skipindex://<catalog>/<namespace>/<index table>`.
+  (cron or preset, interval, or the source table's Asset); a build that changed the index (files indexed or removed,
+  a new watermark) emits an event of the index's Asset, `skipindex://<catalog>/<namespace>/<index table>`, through
+  an AssetAlias: a run with nothing new emits none, so DAGs scheduled on the index do not run for nothing.
 - `skipindex_backfill`: triggered with params (table, partition predicate); plans the partitions still to do and
   runs one mapped task per batch of whole partitions, so a failure retries one batch. Batches commit safely side by
   side (store/table.py re-plans a commit that lost a race).
@@ -12,28 +13,32 @@
 No logic here: each task runs a `skipindex` command in its own process, or, when `[airflow] spark_conn_id` names a
 Spark connection, the Spark jobs run through `SparkSubmitOperator` with the scripts in indexlib/jobs/. The
 configuration file comes from the Airflow Variable `skipindex_conf`, else the environment variable `SKIPINDEX_CONF`,
-else skipindex's own default order (README, "Configuration").
+else skipindex's own default order (README, "Configuration"). A configuration Airflow cannot use is one import
+error: the line naming the setting.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from datetime import datetime
 from pathlib import Path
 
-from airflow.sdk import DAG, Asset, Param, Variable, task
+from airflow.sdk import DAG, Asset, AssetAlias, Context, Param, Variable, task
 
 from indexlib import jobs
 from indexlib.cli import run_or_raise
-from indexlib.config import Config, load_config
+from indexlib.config import BuildSchedule, Config, load_config
 from indexlib.errors import UserError
+from indexlib.store.changes import IndexState
 from indexlib.store.table import index_asset_uri, index_table_name
 
 CONF_VARIABLE = "skipindex_conf"
 JOBS = Path(jobs.__file__).parent
 START = datetime(2024, 1, 1)
 JOB_SCRIPTS = {"build": "build_index.py", "backfill": "backfill.py", "verify": "verify.py"}
+log = logging.getLogger("skipindex.airflow")  # Airflow imports this file under a generated module name
 
 
 def _airflow_variable(key: str) -> str | None:
@@ -67,7 +72,31 @@ def _load(path: str | None, source: str) -> Config:
     try:
         return load_config(path)
     except UserError as exc:
+        _one_line_import_error()
         raise UserError(f"{exc} (from {source})") from None
+
+
+def _one_line_import_error() -> None:
+    """Make the import error this parse is about to raise the error's line alone, not Airflow's default of the
+    traceback's last frames (which are this file's and say nothing the line does not).
+
+    Airflow reads `[core] dagbag_import_error_tracebacks` when it records the error, after this file raised; each
+    parse runs in its own process (the dag-processor's, `airflow dags list-import-errors --local`'s), so the
+    setting changes nothing else."""
+    from airflow.configuration import conf
+
+    conf.set("core", "dagbag_import_error_tracebacks", "False")
+
+
+def _checked(dag: DAG, config: Config, setting: str) -> DAG:
+    """`dag`, after Airflow's own checks (the schedule's cron expression is only checked when the DAG is stored):
+    a failure is one line naming the setting."""
+    try:
+        dag.validate()
+    except Exception as exc:  # Airflow's timetable errors have no common base worth naming
+        _one_line_import_error()
+        raise UserError(f"config file {config.path}: {setting}: {exc} (from {CONF_SOURCE})") from None
+    return dag
 
 
 def _dag(config: Config, dag_id: str, description: str, schedule, **kwargs) -> DAG:
@@ -130,14 +159,48 @@ def mapped_spark_job(config: Config, task_id: str, command: str, args_list, **kw
     return SparkSubmitOperator.partial(**_submit(config, task_id, command, **kwargs)).expand(application_args=args_list)
 
 
-def build_dag(config: Config, table: str, schedule) -> DAG:
+class IndexEvent:
+    """Pre- and post-execute hooks of a build task: read the index before and after the build (whichever way it
+    ran), and emit the index's Asset event through `alias` only if a reader would see a change
+    (indexlib/store/changes.py); the event's extra says what changed."""
+
+    def __init__(self, config: Config, table: str) -> None:
+        self.config, self.table = config, table
+        self.index = Asset(index_asset_uri(config.catalog_name, config.index_namespace, table))
+        self.alias = AssetAlias(f"skipindex_index__{index_table_name(table)}")
+        self.before = IndexState()
+
+    def _read(self) -> IndexState:
+        return IndexState.read(self.config.load_catalog(), self.config.index_namespace, self.table)
+
+    def pre_execute(self, context: Context) -> None:
+        self.before = self._read()
+
+    def post_execute(self, context: Context, result: object = None) -> None:
+        change = self._read().change_since(self.before)
+        if change is None:
+            log.info("%s: the index did not change; no event of %s", self.table, self.index.uri)
+            return
+        context["outlet_events"][self.alias].add(self.index, extra=change.as_extra())
+        log.info("%s: the index changed; event of %s with %s", self.table, self.index.uri, change.as_extra())
+
+
+def build_dag(config: Config, table: str, schedule, setting: str) -> DAG:
     name = index_table_name(table)
-    index = Asset(index_asset_uri(config.catalog_name, config.index_namespace, table))
+    event = IndexEvent(config, table)
     with _dag(
         config, f"skipindex_build__{name}", f"Incremental skip-index build of {table}", schedule, max_active_runs=1
     ) as dag:
-        spark_job(config, "build", "build", [*CONF_ARGS, "--table", table], outlets=[index])
-    return dag
+        spark_job(
+            config,
+            "build",
+            "build",
+            [*CONF_ARGS, "--table", table],
+            outlets=[event.alias],
+            pre_execute=event.pre_execute,
+            post_execute=event.post_execute,
+        )
+    return _checked(dag, config, setting)
 
 
 def backfill_dag(config: Config) -> DAG:
@@ -183,20 +246,24 @@ def upkeep_dag(config: Config) -> DAG:
             older = ["--older-than", str(settings.expire_older_than_hours)]
             expire = skipindex.override(task_id=f"expire__{name}")(command="expire", args=[*table, *older])
             compact >> verify >> expire
-    return dag
+    return _checked(dag, config, "airflow.upkeep_schedule")
 
 
-def _schedule(build):
+def _schedule(build: BuildSchedule) -> tuple[object, str]:
+    """The DAG's schedule, and the setting it came from (for the error if Airflow refuses it)."""
+    where = f'airflow.builds."{build.table}"'
     if build.asset is not None:
-        return [Asset(build.asset)]
-    return build.every if build.every is not None else build.cron
+        return [Asset(build.asset)], f"{where}.asset"
+    if build.every is not None:
+        return build.every, f"{where}.every_minutes"
+    return build.cron, f"{where}.schedule"
 
 
 CONF, CONF_SOURCE = _conf_source()
 CONF_ARGS = ["--conf", CONF] if CONF is not None else []  # none: the task's `skipindex` resolves its default
 _config = _load(CONF, CONF_SOURCE)
 for _build in _config.airflow.builds:
-    _build_dag = build_dag(_config, _build.table, _schedule(_build))
+    _build_dag = build_dag(_config, _build.table, *_schedule(_build))
     globals()[_build_dag.dag_id] = _build_dag
 skipindex_backfill = backfill_dag(_config)
 skipindex_upkeep = upkeep_dag(_config)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from indexlib.config import CONF_ENV, LOCAL_CONF_PATH, Config, load_config
 from indexlib.errors import UserError
-from indexlib.indexing.spark import jvm_log_path, log_jvm_output
+from indexlib.indexing.spark import jvm_log_path, log_jvm_output, relaying_jvm_output
 from indexlib.redaction import redact_text
 
 EXIT_USER_ERROR = 2
@@ -50,7 +50,11 @@ def _parser() -> argparse.ArgumentParser:
         "index configuration, partition by partition; safe to rerun after a crash.",
     )
     backfill.add_argument("--table", required=True, help=table_help)
-    backfill.add_argument("--where", help="partition predicate, e.g. \"ts_day < DATE '2024-01-01'\" (default: all)")
+    backfill.add_argument(
+        "--where",
+        help="predicate on the columns the table is partitioned by (the source columns, not the partition field "
+        "names), e.g. \"ts < DATE '2024-01-01'\" when partitioned by day(ts) (default: all)",
+    )
     backfill.add_argument(
         "--partition",
         action="append",
@@ -206,18 +210,31 @@ class CommandFailed(RuntimeError):
 
 
 def run_or_raise(argv: Sequence[str]) -> None:
-    """Run one `skipindex` command in this process, for a scheduler's task: its output goes to the task log, and a
-    failure (bad input, or stale entries found by `verify`) raises, so the task fails with a one-line reason."""
+    """Run one `skipindex` command in this process, for a scheduler's task: a failure (bad input, or stale entries
+    found by `verify`) raises, so the task fails with a one-line reason.
+
+    What it says reaches the task log at its level: the result on stdout and progress as log records, both INFO,
+    and the output of a Spark JVM it starts, which would land on stderr (a scheduler's task log shows stderr as
+    ERROR), relayed from the JVM's log file record by record, Spark's WARN lines as warnings (indexing/spark.py)."""
     args = _parser().parse_args(list(argv))
+    _quiet_libraries()
+    log_jvm_output()
     secrets: set[str] = set()
     try:
         config = load_config(args.conf)
         secrets = config.secrets()
-        code = run(args, config)
+        with relaying_jvm_output(logging.getLogger("spark.jvm")):
+            code = run(args, config)
     except UserError as exc:
         raise CommandFailed(redact_text(f"skipindex {args.command}: {exc}", secrets)) from None
     if code == EXIT_STALE:
         raise CommandFailed(f"skipindex {args.command} {args.table}: the index has stale entries (listed above)")
+
+
+def _quiet_libraries() -> None:
+    """py4j logs every connection it opens and closes, pyiceberg every catalog it loads: warnings only."""
+    for noisy in ("py4j", "pyiceberg"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 class _RedactingFilter(logging.Filter):
@@ -243,8 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     redacting = _RedactingFilter()
     for handler in logging.getLogger().handlers:
         handler.addFilter(redacting)
-    for noisy in ("py4j", "pyiceberg"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    _quiet_libraries()
     log_jvm_output(not args.verbose)
     try:
         config = load_config(args.conf)

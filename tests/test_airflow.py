@@ -67,14 +67,15 @@ def _states(run) -> dict[str, list[str]]:
     return states
 
 
-def _asset_events(uri: str) -> int:
+def _asset_events(uri: str) -> list[dict]:
+    """The extras of the Asset's events, oldest first."""
     from airflow.models.asset import AssetEvent, AssetModel
     from airflow.utils.session import create_session
-    from sqlalchemy import func, select
+    from sqlalchemy import select
 
     with create_session() as session:
-        query = select(func.count()).select_from(AssetEvent).join(AssetModel, AssetEvent.asset_id == AssetModel.id)
-        return session.scalar(query.where(AssetModel.name == uri))
+        query = select(AssetEvent.extra).join(AssetModel, AssetEvent.asset_id == AssetModel.id)
+        return list(session.scalars(query.where(AssetModel.name == uri).order_by(AssetEvent.id)))
 
 
 def _indexed(config, name: str) -> set[str]:
@@ -122,7 +123,10 @@ def test_one_build_dag_per_listed_table_on_its_schedule_plus_backfill_and_upkeep
     assert "Asset" in timetables["skipindex_build__db__orders"], "the source table's Asset"
     build = bag.get_dag("skipindex_build__db__events").get_task("build")
     assert (build.retries, build.execution_timeout.total_seconds()) == (0, 3 * 3600), "defaults from [airflow]"
-    assert [o.name for o in build.outlets] == [index_asset_uri("test", "skipindex", "db.events")]
+    [alias] = build.outlets
+    assert (type(alias).__name__, alias.name) == ("AssetAlias", "skipindex_index__db__events"), (
+        "the index's Asset is emitted through an alias: only when the build changed the index"
+    )
     upkeep = bag.get_dag("skipindex_upkeep")
     assert {t.task_id for t in upkeep.tasks} == {
         f"{step}__{name}"
@@ -131,22 +135,33 @@ def test_one_build_dag_per_listed_table_on_its_schedule_plus_backfill_and_upkeep
     }
 
 
-def test_the_build_dag_indexes_new_files_and_tells_downstream_dags_through_the_index_asset(
+def test_the_build_dag_tells_downstream_dags_through_the_index_asset_only_when_the_index_changed(
     airflow_home, conf_path, lake, spark
 ):
     bag = _dags(_conf(conf_path, '[airflow.builds."db.events"]\nschedule = "@hourly"\n'))
     config = load_config(conf_path)
     uri = index_asset_uri(config.catalog_name, config.index_namespace, lake.name)
-    before = _asset_events(uri)
+    before = len(_asset_events(uri))
     dag = bag.get_dag("skipindex_build__db__events")
     assert dag.test().state == "success"
     assert _indexed(config, lake.name) == set(live_rows(config, lake.name))
-    assert _asset_events(uri) == before + 1, "a build emits an event of the index's Asset"
+    events = _asset_events(uri)[before:]
+    assert [(e["files_indexed"], e["files_removed"]) for e in events] == [(7, 0)], "an event, saying what changed"
+    assert events[0]["source_version"] == lake.version()
+
+    assert dag.test().state == "success"
+    assert len(_asset_events(uri)) == before + 1, "a run with nothing new emits no event"
 
     lake.append(events_batch(random.Random(22), 900, 30, "b"))
     assert dag.test().state == "success"
     assert _indexed(config, lake.name) == set(live_rows(config, lake.name)), "the next run indexes the new file"
-    assert _asset_events(uri) == before + 2
+    assert [e["files_indexed"] for e in _asset_events(uri)[before:]] == [7, 1]
+
+    lake.delete("part = 'c'")
+    assert dag.test().state == "success"
+    assert [(e["files_indexed"], e["files_removed"]) for e in _asset_events(uri)[before + 2 :]] == [(0, 2)], (
+        "removed files are a change too"
+    )
     checked_answers(config, lake.name)
 
 
@@ -230,9 +245,11 @@ def test_with_a_spark_connection_the_build_runs_through_spark_submit(airflow_hom
     dag = bag.get_dag("skipindex_build__db__events")
     assert type(dag.get_task("build")).__name__ == "SparkSubmitOperator"
     uri = index_asset_uri(config.catalog_name, config.index_namespace, lake.name)
-    before = _asset_events(uri)
+    before = len(_asset_events(uri))
     run = dag.test()
     assert run.state == "success", _states(run)
     assert _indexed(config, lake.name) == set(live_rows(config, lake.name)), "spark-submit built the index"
-    assert _asset_events(uri) == before + 1
+    assert [e["files_indexed"] for e in _asset_events(uri)[before:]] == [7], "the event, whichever way Spark ran"
+    assert dag.test().state == "success"
+    assert len(_asset_events(uri)) == before + 1, "and none when nothing changed"
     checked_answers(config, lake.name)

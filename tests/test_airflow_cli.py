@@ -106,6 +106,27 @@ def test_a_variable_naming_a_missing_file_is_one_import_error_saying_where_the_p
     missing = tmp_path / "nowhere.toml"
     _set_variable(airflow, missing)
     [error] = [row["error"] for row in _rows(airflow, "dags", "list-import-errors", "--local")]
-    assert error.strip().splitlines()[-1] == (
-        f"indexlib.errors.UserError: config file not found: {missing} (from the Airflow Variable skipindex_conf)"
-    ), "the import error names the missing file and the Variable it came from"
+    assert error == f"config file not found: {missing} (from the Airflow Variable skipindex_conf)", (
+        "the import error is one line naming the missing file and the Variable it came from"
+    )
+
+
+@pytest.mark.parametrize(
+    ("airflow_table", "setting"),
+    [
+        ("[airflow]\nretrys = 3\n", "airflow.retrys: unknown setting (did you mean airflow.retries?)"),
+        ('[airflow.builds."db.events"]\nschedule = "@hourlyy"\n', 'airflow.builds."db.events".schedule: '),
+        ('[airflow]\nupkeep_schedule = "61 * * * *"\n', "airflow.upkeep_schedule: "),
+    ],
+)
+def test_the_check_before_deploying_shows_a_wrong_setting_as_one_line_naming_it(
+    airflow, conf_path, airflow_table, setting
+):
+    """`airflow dags list-import-errors --local`, the README's check: settings the configuration file refuses
+    and schedules only Airflow refuses (a cron expression) alike."""
+    conf_path.write_text(conf_path.read_text() + airflow_table)
+    _set_variable(airflow, conf_path)
+    [error] = [row["error"] for row in _rows(airflow, "dags", "list-import-errors", "--local")]
+    assert "\n" not in error.strip(), f"one line, no traceback: {error}"
+    assert error.startswith(f"config file {conf_path}: {setting}"), error
+    assert error.endswith("(from the Airflow Variable skipindex_conf)"), error

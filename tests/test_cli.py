@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import subprocess
@@ -255,3 +256,96 @@ def test_compact_without_a_table_goes_over_indexed_tables_only(conf_path, catalo
     assert (done.returncode, done.stdout, done.stderr) == (0, "", ""), (
         "compact of a never-indexed table leaves it without an index, so compact of every indexed table skips it"
     )
+
+
+# How to run an example the help of each command prints: the command line, the example's place taken by `{}`.
+EXAMPLE_RUNS = {
+    "backfill": ["backfill", "--table", "db.examples", "--plan", "--where", "{}"],
+    "explain": ["explain", "--table", "db.examples", "--json", "--where", "{}"],
+}
+
+
+def _help_examples() -> list[tuple[str, str]]:
+    """(command, example) for every `e.g. "..."` the help of any command prints."""
+    from indexlib.cli import _parser
+
+    [commands] = [a for a in _parser()._actions if a.choices]  # noqa: SLF001 (argparse's only record of them)
+    examples = []
+    for name, command in commands.choices.items():
+        for action in command._actions:  # noqa: SLF001
+            examples += [(name, example) for example in re.findall(r'e\.g\. "([^"]+)"', action.help or "")]
+    return examples
+
+
+def test_every_example_the_help_prints_is_accepted_by_its_command(conf_path, catalog):
+    """A table with the columns the examples name, partitioned as the backfill example says (day(ts)); each example
+    runs through the console script's entry point and exits 0."""
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import DayTransform
+    from pyiceberg.types import DateType, NestedField, TimestampType
+
+    from indexlib.cli import main
+
+    schema = Schema(NestedField(1, "ts", TimestampType()), NestedField(2, "l_shipdate", DateType()))
+    spec = PartitionSpec(PartitionField(1, 1000, DayTransform(), "ts_day"))
+    table = catalog.create_table("db.examples", schema=schema, partition_spec=spec)
+    day = pa.array([1_700_000_000_000_000], pa.timestamp("us"))
+    table.append(pa.table({"ts": day, "l_shipdate": pa.array([19000], pa.int32()).cast(pa.date32())}))
+    examples = _help_examples()
+    assert {command for command, _ in examples} == set(EXAMPLE_RUNS), f"every example has a way to run: {examples}"
+    for command, example in examples:
+        argv = [arg.replace("{}", example) for arg in EXAMPLE_RUNS[command]]
+        assert main([*argv, "--conf", str(conf_path)]) == 0, f"`skipindex {command}` accepts its example {example!r}"
+
+
+def test_the_jvm_output_relayed_to_a_task_log_keeps_each_records_level():
+    """What a Spark JVM printed (here: a healthy start, then a failed task), as `run_or_raise` relays it to a
+    scheduler's task log: WARN lines are warnings, notices are INFO, a stack stays with its ERROR line."""
+    from indexlib.indexing.spark import jvm_records
+
+    output = (
+        "WARNING: Using incubator modules: jdk.incubator.vector\n"
+        "Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties\n"
+        "26/11/24 02:16:38 WARN NativeCodeLoader: Unable to load native-hadoop library for your platform\n"
+        'Setting default log level to "WARN".\n'
+        "26/11/24 02:16:40 ERROR Executor: Exception in task 0.0 in stage 0.0 (TID 0)\n"
+        "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+        '  File "file_indexer.py", line 10, in index\n'
+        "ValueError: skipindex: cannot index data file x.parquet\n"
+        "\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(PythonRunner.scala:600)\n"
+        "26/11/24 02:16:41 INFO SparkContext: Successfully stopped SparkContext\n"
+    )
+    records = jvm_records(output)
+    assert [level for level, _ in records] == [
+        logging.WARNING,
+        logging.INFO,
+        logging.WARNING,
+        logging.INFO,
+        logging.ERROR,
+        logging.INFO,
+    ], records
+    assert records[4][1].endswith("(PythonRunner.scala:600)") and "ValueError" in records[4][1], "the stack, whole"
+
+
+def test_a_record_being_written_is_relayed_whole_once_it_ends(tmp_path, monkeypatch, caplog):
+    """The relay runs every 2 s while a command runs: a Java stack half written when it looks must reach the log
+    as one ERROR record, not as an ERROR line and a stray INFO tail."""
+    from indexlib.indexing import spark
+
+    log_file = tmp_path / "skipindex-spark-test.log"
+    monkeypatch.setattr(spark, "_JVM", spark._JvmOutput(to_log=True, log_path=log_file, relayed=0))  # noqa: SLF001
+    logger = logging.getLogger("spark.jvm.test")
+    log_file.write_text(
+        "26/11/24 02:16:38 WARN NativeCodeLoader: Unable to load native-hadoop library\n"
+        "26/11/24 02:16:40 ERROR Executor: Exception in task 0.0 in stage 0.0 (TID 0)\n"
+        "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+    )
+    with caplog.at_level(logging.INFO, logger="spark.jvm.test"):
+        spark.relay_jvm_output(logger, final=False)
+        assert [r.levelno for r in caplog.records] == [logging.WARNING], "the ERROR record may go on: it waits"
+        with log_file.open("a") as out:
+            out.write("ValueError: skipindex: cannot index data file x.parquet\n")
+        spark.relay_jvm_output(logger)
+    assert [r.levelno for r in caplog.records] == [logging.WARNING, logging.ERROR]
+    assert caplog.records[1].getMessage().endswith("cannot index data file x.parquet"), "the stack, whole"

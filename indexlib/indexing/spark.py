@@ -5,14 +5,22 @@ lines, the JVM's own notices ("Using incubator modules") and, when a task fails,
 traceback, which the JVM relays) would reach the terminal before our one-line reason, and could even land in the
 stdout of a `--json` command. After `log_jvm_output()` (what the CLI does unless `--verbose`), a JVM this process
 starts writes both streams to a log file instead (`jvm_log_path()`), which the CLI names when a command fails.
-Under spark-submit the JVM already runs, with the output and log4j settings the cluster gave it: nothing changes.
+A scheduler's task, whose stderr its log shows as errors, has the file's records relayed into Python logging at
+their own level instead (`relay_jvm_output`). Under spark-submit the JVM already runs, with the output and log4j
+settings the cluster gave it: nothing changes.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import logging
 import os
+import re
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +36,7 @@ if TYPE_CHECKING:
 class _JvmOutput:
     to_log: bool = False  # a JVM this process starts writes to a log file, not the terminal
     log_path: Path | None = None  # that file, once the JVM is started
+    relayed: int | None = None  # bytes of it already relayed to Python logging (None: never relayed)
 
 
 _JVM = _JvmOutput()
@@ -41,6 +50,75 @@ def log_jvm_output(enabled: bool = True) -> None:
 def jvm_log_path() -> Path | None:
     """The log file the JVM this process started writes to (None: no JVM started, or its output is inherited)."""
     return _JVM.log_path
+
+
+# A log4j record starts "26/11/24 02:16:38 WARN Utils: ..." (Spark's default pattern); the JVM's own notices start
+# "WARNING: ...". Other lines continue the record before them (a stack trace), or are notices of their own.
+_LOG4J_RECORD = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN|ERROR|FATAL) ")
+_JVM_NOTICE = re.compile(r"^(WARNING|ERROR): ")
+_LEVELS = {"TRACE": logging.DEBUG, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING}
+_LEVELS |= {"WARNING": logging.WARNING, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
+
+
+def jvm_records(text: str) -> list[tuple[int, str]]:
+    """(level, message) of each record in the JVM's output: a log4j line or a JVM notice at its own level, with
+    the lines that continue it (a Java stack, the Python worker's traceback after an ERROR); any other line is a
+    record at INFO (Spark's start-up notices)."""
+    records: list[tuple[int, list[str]]] = []
+    for line in text.splitlines():
+        if match := _LOG4J_RECORD.match(line) or _JVM_NOTICE.match(line):
+            records.append((_LEVELS[match.group(1)], [line]))
+        elif records and (line[:1].isspace() or records[-1][0] >= logging.ERROR or not line.strip()):
+            records[-1][1].append(line)
+        else:
+            records.append((logging.INFO, [line]))
+    return [(level, "\n".join(lines).rstrip()) for level, lines in records if "".join(lines).strip()]
+
+
+@contextlib.contextmanager
+def relaying_jvm_output(logger: logging.Logger, every: float = 2.0) -> Iterator[None]:
+    """While the block runs, and once more at its end, `relay_jvm_output` every `every` seconds: Spark's records
+    reach the log among the command's own, in the order they happened, not all after it."""
+    done = threading.Event()
+
+    def relay() -> None:
+        while not done.wait(every):
+            relay_jvm_output(logger, final=False)
+
+    thread = threading.Thread(target=relay, name="skipindex-jvm-relay", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        relay_jvm_output(logger)
+
+
+def relay_jvm_output(logger: logging.Logger, final: bool = True) -> None:
+    """Log, at their own levels, the records the JVM this process started wrote to its log file since the last
+    call: Spark's WARN lines as warnings, not as the errors a task log makes of anything on stderr. Not `final`:
+    the last record waits, since lines may still be added to it."""
+    if _JVM.log_path is None:
+        return
+    if _JVM.relayed is None:  # everything in it reaches the log: the file goes when this process ends
+        _JVM.relayed = 0
+        atexit.register(_JVM.log_path.unlink, missing_ok=True)
+    with open(_JVM.log_path, "rb") as log:
+        log.seek(_JVM.relayed)
+        data = log.read()
+    lines = data[: data.rfind(b"\n") + 1].splitlines(keepends=True)  # a line being written waits
+    if not final:  # the last record may go on (a stack being written): it waits for a record after it
+        starts = [n for n, line in enumerate(lines) if _starts_record(line.decode(errors="replace"))]
+        lines = lines[: starts[-1]] if starts else []
+    text = b"".join(lines)
+    _JVM.relayed += len(text)
+    for level, message in jvm_records(text.decode(errors="replace")):
+        logger.log(level, "%s", message)
+
+
+def _starts_record(line: str) -> bool:
+    return bool(_LOG4J_RECORD.match(line) or _JVM_NOTICE.match(line))
 
 
 def get_spark(config: Config) -> SparkSession:
