@@ -175,8 +175,8 @@ def _iceberg(
         through = [k for k in group if id(k) not in read_natively]
         where = "" if all_match else f" WHERE {filter_sql}"
         for projection, files in reads.items():
-            read = layouts.read_sql(files, projection)
             deleted = _deleted_positions(con, files)
+            read = layouts.read_sql(files, projection, positions=deleted is not None)
             if deleted:
                 read += f" ANTI JOIN ({deleted}) x ON d.filename = x.file_path AND d.file_row_number = x.pos"
             parts.append(con.sql(f"SELECT {columns} FROM {read}{where}"))
@@ -258,25 +258,26 @@ class _Layouts:
             return None
         return tuple(by_id.get(field.field_id) for field in self._schema.fields)
 
-    def read_sql(self, files: list[KeptFile], projection: tuple[str | None, ...]) -> str:
+    def read_sql(self, files: list[KeptFile], projection: tuple[str | None, ...], positions: bool) -> str:
         """A FROM item `d` of the files' rows under the current column names, with `filename` and
-        `file_row_number` for the delete anti-join."""
+        `file_row_number` when `positions` (for the delete anti-join; they cost binding and reading otherwise)."""
         paths = ", ".join(_string(_local(k.file.path)) for k in files)
+        virtual = ", filename = true, file_row_number = true" if positions else ""
         if projection == BY_FIELD_ID:
             mapping = ", ".join(
                 f"{field.field_id}: {{name: {_string(field.name)}, type: {_string(str(self._types[field.name]))}, "
                 "default_value: NULL}"
                 for field in self._schema.fields
             )
-            return f"read_parquet([{paths}], schema = MAP {{{mapping}}}, filename = true, file_row_number = true) d"
+            return f"read_parquet([{paths}], schema = MAP {{{mapping}}}{virtual}) d"
         columns = ", ".join(
             f"CAST({'NULL' if stored is None else quote_name(stored)} AS {self._types[field.name]}) "
             f"AS {quote_name(field.name)}"
             for field, stored in zip(self._schema.fields, projection, strict=True)
         )
         return (
-            f"(SELECT {columns}, filename, file_row_number FROM read_parquet([{paths}], union_by_name = true, "
-            "filename = true, file_row_number = true)) d"
+            f"(SELECT {columns}{', filename, file_row_number' if positions else ''} FROM read_parquet([{paths}], "
+            f"union_by_name = {'true' if len(files) > 1 else 'false'}{virtual})) d"
         )
 
 
