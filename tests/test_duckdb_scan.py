@@ -247,7 +247,7 @@ def delta_vectors(config, catalog, tmp_path: Path) -> str:
     of its file, one replaced by a second (more rows deleted), one across the row groups of a file with five, a
     file with a vector then rewritten by delta-rs's delete (which applies the vector: rows gone stay gone), one on a
     file written after a column was added; indexed at its last version."""
-    path = str(tmp_path / "vectors")
+    path = str(tmp_path / "vectors+dv")
     for n in range(3):
         write_deltalake(
             path,

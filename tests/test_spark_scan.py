@@ -162,9 +162,10 @@ ODD = "x+%é y"  # a partition value spelt differently as a path, a URI and Spar
 def delta_vectors(config, catalog, tmp_path) -> str:
     """A Delta table partitioned by `part` with deletion vectors as Spark's DELETE writes them
     (tests/delta_vectors.py): inline, 'u' and 'p' storage, a vector deleting every row of its file, one replaced by
-    a second, one across the row groups of a file with five (in partition ODD), a file with a vector rewritten by
-    delta-rs's delete; indexed at its last version."""
-    lake = Lake("delta", catalog, tmp_path, "vectors", partitioned=True)
+    a second, one across the row groups of a file with five (in partition ODD, a directory delta-rs percent-encodes),
+    a file with a vector rewritten by delta-rs's delete; indexed at its last version."""
+    # a '+' in the path: Spark leaves it as is in `_metadata.file_path`, URL decoding would read it as a space
+    lake = Lake("delta", catalog, tmp_path, "vectors", partitioned=True, location=str(tmp_path / "vectors+dv"))
     rng = random.Random(11)
     for n, part in enumerate([*PARTS, *PARTS]):
         write_deltalake(
