@@ -202,7 +202,8 @@ class DeltaSource:
                 )
         if not rows:
             return {}
-        keep = vectors.column("selection_vector").take(rows).combine_chunks()  # True: the row is kept
+        keep = vectors.column("selection_vector")  # True: the row is kept
+        keep = (keep if len(rows) == len(keys) else keep.take(rows)).combine_chunks()
         offsets = keep.offsets.to_numpy()
         deleted = np.flatnonzero(~keep.flatten().to_numpy(zero_copy_only=False)) + offsets[0]
         bounds = np.searchsorted(deleted, offsets)  # the deleted positions of vector n: deleted[bounds[n]:bounds[n+1]]
