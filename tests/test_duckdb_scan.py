@@ -6,8 +6,11 @@ hypothesis-drawn SQL predicates, on real tables:
   snapshot, filtered by DuckDB with the same SQL (predicates pyiceberg has no row filter for, LIKE '%b%' or a FLOAT
   comparison, included);
 - Delta (delta-rs): partitioned by a string and a date column (NULL partitions included), a delete (delta-rs
-  rewrites the files: it writes no deletion vectors, and refuses to delete from a table that enables them), a column
-  added later; the unpruned read is `DeltaTable.to_pyarrow_table()` filtered by DuckDB.
+  rewrites the files: it writes no deletion vectors), a column added later; the unpruned read is
+  `DeltaTable.to_pyarrow_table()` filtered by DuckDB;
+- Delta with deletion vectors (written as Spark writes them, tests/delta_vectors.py; delta-rs's `to_pyarrow_table()`
+  refuses such tables): the unpruned read is brute force, every row of each live data file minus the positions the
+  test deleted, checked against delta-rs's own `DeltaTable.scan()`, filtered by DuckDB.
 
 Real SQLite catalog, real Parquet files, the index built by the real build (in the driver: the tables are small).
 """
@@ -15,8 +18,10 @@ Real SQLite catalog, real Parquet files, the index built by the real build (in t
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import duckdb
 import polars as pl
@@ -24,7 +29,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import sqlglot
-from deltalake import DeltaTable, write_deltalake
+from delta_vectors import brute_force, commit_deletion_vectors, day, live_adds
+from deltalake import DeltaTable, WriterProperties, write_deltalake
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from iceberg_tables import WORDS, batch, commit_equality_delete, make_lake, predicate, rows
@@ -163,6 +169,7 @@ def test_the_where_is_read_in_the_lookup_dialect(lake, dialect, where) -> None:
 
 DAYS = [dt.date(2024, 1, 1), dt.date(2024, 1, 2), None]
 PARTS = ["a", "b c", None]
+ODD = "x+%é y"  # a partition value spelt differently as a path, a URI and a Spark file path
 
 
 def delta_batch(start: int, rows_: int, extra: bool = False) -> pa.Table:
@@ -198,7 +205,7 @@ def delta_predicate(draw: Any) -> str:
             st.sampled_from(
                 [
                     f"id {draw(st.sampled_from(['=', '<', '>=', '!=']))} {draw(st.integers(-5, 335))}",
-                    f"p = '{draw(st.sampled_from(['a', 'b c', 'z']))}'",
+                    f"p = '{draw(st.sampled_from(['a', 'b c', 'z', ODD]))}'",
                     "p IS NULL",
                     f"d = DATE '2024-01-0{draw(st.integers(1, 3))}'",
                     "d IS NULL",
@@ -233,16 +240,83 @@ def test_delta_rows_are_the_unpruned_rows_with_typed_partition_values(config, de
     assert (str(types["p"]), str(types["d"])) == ("VARCHAR", "DATE"), "partition columns keep the table's types"
 
 
-def test_delta_deletion_vectors_are_refused_never_read(config, catalog, tmp_path: Path) -> None:
-    path = str(tmp_path / "dv")
-    write_deltalake(path, delta_batch(0, 10), configuration={"delta.enableDeletionVectors": "true"})
-    build_index(config, path)
-    with pytest.raises(UserError, match="deletion vectors") as raised:
-        relation(open_handle(config, path), "id = 3").to_arrow_table()
-    assert "\n" not in str(raised.value), "one line"
-    assert relation(open_handle(config, path), "id = 1000").to_arrow_table().num_rows == 0, (
-        "nothing kept, nothing to refuse"
+@pytest.fixture
+def delta_vectors(config, catalog, tmp_path: Path) -> str:
+    """A Delta table partitioned by p and d with deletion vectors as Spark's DELETE writes them
+    (tests/delta_vectors.py), inline, in 'u' and in 'p' files: a vector deleting some rows, one deleting every row
+    of its file, one replaced by a second (more rows deleted), one across the row groups of a file with five, a
+    file with a vector then rewritten by delta-rs's delete (which applies the vector: rows gone stay gone), one on a
+    file written after a column was added; indexed at its last version."""
+    path = str(tmp_path / "vectors+dv")
+    for n in range(3):
+        write_deltalake(
+            path,
+            delta_batch(100 * n, 30),
+            mode="append",
+            partition_by=["p", "d"],
+            configuration={"delta.enableDeletionVectors": "true"} if n == 0 else None,
+        )
+    groups = delta_batch(400, 40).set_column(2, "p", pa.array([ODD] * 40)).set_column(3, "d", pa.array([DAYS[1]] * 40))
+    write_deltalake(
+        path, groups, mode="append", partition_by=["p", "d"], writer_properties=WriterProperties(max_row_group_size=8)
     )
+    adds = live_adds(path)
+    by_first = {pq.ParquetFile(Path(path) / unquote(f)).read().column("id")[0].as_py(): f for f in adds}
+    first = [by_first[i] for i in sorted(by_first)]
+    big = by_first[400]
+    assert pq.ParquetFile(Path(path) / unquote(big)).num_row_groups == 5, "the file of five row groups"
+    commit_deletion_vectors(
+        path, {first[0]: {0}, first[1]: set(range(json.loads(adds[first[1]]["stats"])["numRecords"]))}
+    )
+    commit_deletion_vectors(path, {first[0]: {2}, first[2]: {1}, big: {1, 9, 17, 30, 39}}, storage="u")
+    commit_deletion_vectors(path, {first[3]: {0, 1}, first[4]: {1}}, storage="p")
+    rewritten = pq.ParquetFile(Path(path) / unquote(first[4])).read().column("id")[0].as_py()
+    DeltaTable(path).delete(f"id = {rewritten}")  # rewrites first[4] without its rows 0 (deleted now) and 1 (vector)
+    write_deltalake(path, delta_batch(300, 30, extra=True), mode="append", partition_by=["p", "d"], schema_mode="merge")
+    later = next(f for f in live_adds(path) if f not in adds)
+    commit_deletion_vectors(path, {later: {0}})
+    build_index(config, path)
+    return path
+
+
+def vector_rows(path: str) -> pa.Table:
+    """The brute-force rows (tests/delta_vectors.py), checked once against delta-rs's own reader of vectors."""
+    schema = pa.schema(DeltaTable(path).schema().to_arrow())
+    brute = brute_force(path, schema, {"p": str, "d": day})
+    own = pa.table(DeltaTable(path).scan().read_all())
+    assert rows(own.cast(schema)) == rows(brute), "delta-rs's own scan drops the rows the test deleted"
+    return brute
+
+
+def test_delta_deletion_vectors_are_applied_in_every_storage_type(config, delta_vectors) -> None:
+    handle = open_handle(config, delta_vectors)
+    table = vector_rows(delta_vectors)
+    kept = handle.lookup("id >= 0").kept_files
+    vectors = [d for k in kept for d in k.deletes]
+    assert len(vectors) >= 6 and all(d.kind == "deletion_vector" for d in vectors), "kept files carry their vectors"
+    assert any(k.all_match and k.deletes for k in kept), "a file with a vector proven all-match (read unfiltered)"
+    assert any(d.record_count == k.file.record_count for k in kept for d in k.deletes), "a vector deleting every row"
+
+    @EXAMPLES
+    @given(delta_predicate())
+    def check(where: str) -> None:
+        got, frame, _ = read(where, handle)
+        expected = unpruned(table, where)
+        assert rows(got) == rows(expected), f"{where}: the DuckDB relation drops every deleted row, and only those"
+        assert rows(frame) == rows(expected), f"{where}: the Polars LazyFrame drops every deleted row"
+
+    check()
+    for where in ["id >= 0", f"p = '{ODD}'", "id = 409", "id = 410", "x IS NULL OR x >= 0"]:
+        got, frame, _ = read(where, handle)
+        assert rows(got) == rows(frame) == rows(unpruned(table, where)), f"{where}: the unpruned rows"
+
+
+def test_only_the_kept_files_vectors_are_read_and_none_without_the_feature(config, delta_vectors, delta) -> None:
+    handle = open_handle(config, delta_vectors)
+    result = handle.lookup(f"p = '{ODD}'")
+    assert [len(k.deletes) for k in result.kept_files] == [1], "the one kept file and its vector alone"
+    assert result.kept_files[0].deletes[0].positions.tolist() == [1, 9, 17, 30, 39], "the positions it deletes"
+    assert all(not k.deletes for k in open_handle(config, delta).lookup("id >= 0").kept_files), "no vectors: none"
 
 
 def test_the_frame_applies_what_polars_pushes_down_and_the_relation_joins_the_callers_tables(lake) -> None:

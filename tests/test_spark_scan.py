@@ -2,7 +2,9 @@
 version the lookup answered for (multiset, NULLs included), for hypothesis-drawn predicates: on the Iceberg table of
 tests/iceberg_tables.py (copy-on-write deletes, merge-on-read position delete files, partition evolution, a renamed and
 promoted columns) against pyiceberg's own `table.scan(row_filter).to_arrow()`, and on a partitioned Delta table with
-deletes against delta-rs's `to_pyarrow_table()` filtered by the same WHERE (in DuckDB). Spark is slow: few examples.
+deletes against delta-rs's `to_pyarrow_table()` filtered by the same WHERE (in DuckDB), and on one with deletion
+vectors (tests/delta_vectors.py) against brute-force rows (each live file's rows minus the positions the test deleted,
+checked against delta-rs's own `DeltaTable.scan()`). Spark is slow: few examples.
 
 Real shared SparkSession, real SQLite catalog, real Parquet files, the index built by the real build.
 """
@@ -10,17 +12,17 @@ Real shared SparkSession, real SQLite catalog, real Parquet files, the index bui
 from __future__ import annotations
 
 import datetime as dt
-import json
 import random
-import struct
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable, write_deltalake
+from delta_vectors import brute_force, commit_deletion_vectors, live_adds
+from deltalake import DeltaTable, WriterProperties, write_deltalake
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from iceberg_tables import batch, make_lake, predicate, rows
@@ -28,7 +30,6 @@ from lakes import EVENTS_SCHEMA, PARTS, SERVICES, Lake, events_batch
 from pyiceberg import expressions as ice
 from pyiceberg.table import FileScanTask
 
-from indexlib.errors import UserError
 from indexlib.handle import IndexHandle, open_handle
 from indexlib.indexing.build import build_index
 from indexlib.query.sql import Clock
@@ -154,63 +155,83 @@ def test_the_dataframe_holds_the_unpruned_delta_rows_with_partition_values(spark
     check()
 
 
-Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+ODD = "x+%é y"  # a partition value spelt differently as a path, a URI and Spark's `_metadata.file_path`
 
 
-def _z85(data: bytes) -> str:
-    data += b"\0" * (-len(data) % 4)
-    words = (int.from_bytes(data[i : i + 4], "big") for i in range(0, len(data), 4))
-    return "".join(Z85[(n // 85**k) % 85] for n in words for k in range(4, -1, -1))
-
-
-def _inline_deletion_vector(positions: list[int]) -> dict[str, Any]:
-    """A Delta deletion vector stored inline (protocol: magic number, a RoaringBitmapArray of one 32-bit portable
-    Roaring bitmap with one array container, Z85-encoded), as Spark writes small ones."""
-    values = sorted(positions)
-    bitmap = struct.pack("<IIHHI", 12346, 1, 0, len(values) - 1, 16) + struct.pack(f"<{len(values)}H", *values)
-    data = struct.pack("<iqi", 1681511377, 1, 0) + bitmap
-    return {"storageType": "i", "pathOrInlineDv": _z85(data), "sizeInBytes": len(data), "cardinality": len(values)}
-
-
-def _commit_deletion_vector(path: str, part: str, positions: list[int]) -> str:
-    """A Delta commit deleting rows of the first file of partition `part` with a deletion vector, as Spark's
-    DELETE on a table with `delta.enableDeletionVectors` does (delta-rs writes none: it rewrites files)."""
-    table = DeltaTable(path)
-    log = Path(path) / "_delta_log"
-    first = [json.loads(line) for line in (log / f"{0:020}.json").read_text().splitlines()]
-    add = next(a["add"] for a in first if "add" in a and a["add"]["partitionValues"]["part"] == part)
-    remove = {k: add[k] for k in ("path", "partitionValues", "size")} | {"deletionTimestamp": 1, "dataChange": True}
-    readded = add | {"dataChange": True, "deletionVector": _inline_deletion_vector(positions)}
-    commit = log / f"{table.version() + 1:020}.json"
-    commit.write_text(json.dumps({"remove": remove}) + "\n" + json.dumps({"add": readded}) + "\n")
-    return add["path"]
-
-
-def test_a_delta_kept_file_with_a_deletion_vector_is_refused_in_one_line(spark, config, catalog, tmp_path) -> None:
-    lake = Lake("delta", catalog, tmp_path, "vectors", partitioned=True)
-    rows_ = [{"id": i, "service": "web", "part": PARTS[i % 2]} for i in range(10)]
+@pytest.fixture
+def delta_vectors(config, catalog, tmp_path) -> str:
+    """A Delta table partitioned by `part` with deletion vectors as Spark's DELETE writes them
+    (tests/delta_vectors.py): inline, 'u' and 'p' storage, a vector deleting every row of its file, one replaced by
+    a second, one across the row groups of a file with five (in partition ODD, a directory delta-rs percent-encodes),
+    a file with a vector rewritten by delta-rs's delete; indexed at its last version."""
+    # a '+' in the path: Spark leaves it as is in `_metadata.file_path`, URL decoding would read it as a space
+    lake = Lake("delta", catalog, tmp_path, "vectors", partitioned=True, location=str(tmp_path / "vectors+dv"))
+    rng = random.Random(11)
+    for n, part in enumerate([*PARTS, *PARTS]):
+        write_deltalake(
+            lake.name,
+            events_batch(rng, 100 * n, 12, part),
+            mode="append",
+            partition_by=["part"],
+            configuration={"delta.enableDeletionVectors": "true"} if n == 0 else None,
+        )
     write_deltalake(
         lake.name,
-        pa.Table.from_pylist(rows_, schema=EVENTS_SCHEMA),
+        events_batch(rng, 700, 40, ODD),
+        mode="append",
         partition_by=["part"],
-        configuration={"delta.enableDeletionVectors": "true"},
+        writer_properties=WriterProperties(max_row_group_size=8),
     )
-    vectored = _commit_deletion_vector(lake.name, PARTS[0], [0, 2])
-    assert len(pa.table(DeltaTable(lake.name).deletion_vectors())) == 1, "delta-rs reads the deletion vector"
+    adds = live_adds(lake.name)
+    by_first = {pq.ParquetFile(Path(lake.name) / unquote(f)).read().column("id")[0].as_py(): f for f in adds}
+    first = [by_first[i] for i in sorted(by_first)]
+    assert pq.ParquetFile(Path(lake.name) / unquote(by_first[700])).num_row_groups == 5
+    commit_deletion_vectors(lake.name, {first[0]: {0, 5}, first[1]: set(range(12))})
+    commit_deletion_vectors(lake.name, {first[0]: {11}, first[2]: {3}, by_first[700]: {0, 9, 17, 31, 39}}, "u")
+    commit_deletion_vectors(lake.name, {first[3]: {1, 2}, first[4]: {0}}, "p")
+    lake.delete("id = 401")  # rewrites first[4] without its row 0 (vector) and row 1
     build_index(config, lake.name)
-    for where, refused in [(f"part = '{PARTS[0]}'", True), (f"part = '{PARTS[1]}'", False), ("id >= 0", True)]:
-        if refused:
-            with pytest.raises(UserError, match="has a deletion vector") as error:
-                dataframe(spark, config, lake.name, where).collect()
-            assert vectored.split("/")[-1] in str(error.value) and "\n" not in str(error.value), (
-                f"{where}: one line naming the kept file whose deleted rows cannot be dropped"
-            )
-        else:
-            got = dataframe(spark, config, lake.name, where).toArrow()
-            expected = [r for r in rows_ if r["part"] == PARTS[1]]
-            assert rows(got) == rows(pa.Table.from_pylist(expected, schema=EVENTS_SCHEMA)), (
-                f"{where}: no kept file has a deletion vector, so the rows are read"
-            )
+    return lake.name
+
+
+@st.composite
+def vector_predicate(draw: Any) -> str:
+    leaves = [
+        st.integers(-5, 745).map(lambda v: f"id >= {v}"),
+        st.integers(-5, 745).map(lambda v: f"id = {v}"),
+        st.sampled_from(SERVICES).map(lambda s: f"service = '{s}'"),
+        st.sampled_from([*PARTS, ODD]).map(lambda p: f"part = '{p}'"),
+        st.sampled_from([*PARTS, ODD]).map(lambda p: f"part <> '{p}'"),
+        st.just("service IS NULL"),
+    ]
+    text = draw(st.one_of(leaves))
+    for _ in range(draw(st.integers(0, 2))):
+        text = f"({text}) {draw(st.sampled_from(['AND', 'OR']))} ({draw(st.one_of(leaves))})"
+    return text
+
+
+def test_the_dataframe_drops_the_rows_delta_deletion_vectors_delete(spark, config, delta_vectors) -> None:
+    handle = open_handle(config, delta_vectors)
+    table = brute_force(delta_vectors, EVENTS_SCHEMA, {"part": str})
+    assert rows(pa.table(DeltaTable(delta_vectors).scan().read_all()).cast(EVENTS_SCHEMA)) == rows(table), (
+        "delta-rs's own scan drops the rows the test deleted"
+    )
+    kept = handle.lookup("id >= 0").kept_files
+    assert sum(len(k.deletes) for k in kept) == 5 and any(k.all_match and k.deletes for k in kept)
+
+    @EXAMPLES
+    @given(vector_predicate())
+    def check(where: str) -> None:
+        with duckdb.connect() as con:
+            con.register("unpruned", table)
+            expected = con.sql(f"SELECT * FROM unpruned WHERE {where}").to_arrow_table()
+        got = dataframe(spark, handle, None, where)
+        assert rows(got.toArrow()) == rows(expected), f"{where}: every deleted row dropped, and only those"
+
+    check()
+    for where in ["id >= 0", f"part = '{ODD}'", "id = 731 OR id = 730"]:
+        expected = duckdb.connect().from_arrow(table).query("t", f"SELECT * FROM t WHERE {where}").to_arrow_table()
+        assert rows(dataframe(spark, handle, None, where).toArrow()) == rows(expected), f"{where}: exact"
 
 
 @pytest.mark.parametrize(

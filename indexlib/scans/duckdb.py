@@ -19,8 +19,9 @@ Which path reads which file (README, "Reading rows through the index"):
   Equality delete files are refused with one line (the lookup's `kept_files`).
 - Delta: DuckDB's `read_parquet` over the kept files (`union_by_name`: a column added later is NULL in older
   files; no Hive partitioning guessed from directory names), joined by file name to each file's partition values
-  from its add action (`file.partition`), typed by the table's schema. A table whose protocol enables deletion
-  vectors is refused with one line when anything is kept (delta-rs cannot say which files have one).
+  from its add action (`file.partition`), typed by the table's schema. Deletion vectors (any storage delta-rs
+  reads) are read by delta-rs for the kept files (`kept_files`), and their deleted positions anti-joined on (file,
+  row number), all-match files included.
 
 The filter is the user's WHERE transpiled to DuckDB's dialect with sqlglot (read in `[lookup] dialect`), with
 CURRENT_DATE / CURRENT_TIMESTAMP / NOW() fixed to the clock the lookup pruned with; files the lookup proved all-match
@@ -39,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 from pyiceberg import expressions as ice
 from pyiceberg import types as it
@@ -364,10 +366,10 @@ def _delta(
     con: duckdb.DuckDBPyConnection, result: LookupResult, source: DeltaSource, filter_sql: str
 ) -> duckdb.DuckDBPyRelation:
     """DuckDB reads the kept files itself (`union_by_name`: a column added later is NULL in older files; no Hive
-    guessing from directory names) and joins each file's partition values, typed, from its add action."""
+    guessing from directory names), drops the rows their deletion vectors delete (an anti-join on file and row
+    number, as for Iceberg position deletes) and joins each file's partition values, typed, from its add action."""
     schema = pa.schema(source.table.schema().to_arrow())
-    kept = result.kept_files
-    _refuse_deletion_vectors(source, kept)
+    kept = result.kept_files  # each file's deletion vector, read by delta-rs for the kept files alone
     empty = _register(con, schema.empty_table())  # the table's columns and types, no rows
     partitions = set(source.partition_columns)
     data = [name for name in schema.names if name not in partitions]
@@ -390,10 +392,17 @@ def _delta(
             ),
         )
         paths = ", ".join(_string(k.file.path) for k in group)
+        deleted = _deletion_vector_positions(con, group)
         read = (
-            f"SELECT * FROM read_parquet([{paths}], union_by_name = true, hive_partitioning = false, filename = true) "
-            f"UNION ALL BY NAME SELECT {', '.join(map(quote_name, data))}, NULL::VARCHAR AS filename FROM {empty}"
+            f"SELECT * FROM read_parquet([{paths}], union_by_name = true, hive_partitioning = false, filename = true"
+            f"{', file_row_number = true' if deleted else ''}) "
+            f"UNION ALL BY NAME SELECT {', '.join(map(quote_name, data))}, NULL::VARCHAR AS filename"
+            f"{', NULL::BIGINT AS file_row_number' if deleted else ''} FROM {empty}"
         )
+        if deleted:
+            read = (
+                f"SELECT r.* FROM ({read}) r ANTI JOIN {deleted} x ON r.filename = x.file AND r.file_row_number = x.pos"
+            )
         where = "" if all_match else f" WHERE {filter_sql}"
         parts.append(
             con.sql(f"SELECT * FROM (SELECT {columns} FROM ({read}) f JOIN {files} v ON f.filename = v.__file){where}")
@@ -401,6 +410,22 @@ def _delta(
     if not parts:
         parts.append(con.sql(f"SELECT * FROM {empty}"))
     return _union(parts)
+
+
+def _deletion_vector_positions(con: duckdb.DuckDBPyConnection, kept: list[KeptFile]) -> str | None:
+    """A registered (file, pos) table of the rows the files' deletion vectors delete, `file` spelt as the file is
+    read (DuckDB's `filename`); None when none of them has one."""
+    vectors = [(k.file.path, d.positions) for k in kept for d in k.deletes if d.positions is not None]
+    if not vectors:
+        return None
+    counts = [len(positions) for _, positions in vectors]
+    table = pa.table(
+        {
+            "file": pa.array(np.repeat(np.array([path for path, _ in vectors], dtype=object), counts), pa.string()),
+            "pos": pa.array(np.concatenate([positions for _, positions in vectors]), pa.int64()),
+        }
+    )
+    return _register(con, table)
 
 
 def _register(con: duckdb.DuckDBPyConnection, table: pa.Table) -> str:
@@ -415,14 +440,3 @@ def _typed(value: Any) -> Any:
     if isinstance(value, dt.datetime) and value.tzinfo is None:
         return value.replace(tzinfo=dt.UTC)
     return value
-
-
-def _refuse_deletion_vectors(source: DeltaSource, kept: list[KeptFile]) -> None:
-    """delta-rs 1.x neither writes nor applies deletion vectors, nor lists them per add action: when the table's
-    protocol enables them, any kept file may have one, and reading it would return deleted rows."""
-    features = source.table.protocol().reader_features or []
-    if kept and "deletionVectors" in features:
-        raise UserError(
-            f"Delta table {source.name} version {source.current_version()}: the protocol enables deletion vectors, "
-            f"which cannot be applied here; {len(kept)} kept file(s) (e.g. {kept[0].file.path}) may have one"
-        )

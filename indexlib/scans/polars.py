@@ -4,9 +4,9 @@
     lf.select("id", "name").collect()
 
 The lookup runs now (the frame is pinned to the version it answered for); rows are read when the frame is collected,
-through the DuckDB relation, so Iceberg deletes, field-id mapping, Delta partition values and the all-match files
-are handled in one place, and the WHERE keeps its SQL meaning (a Polars expression would read `x NOT IN (...)`
-and NULLs differently). Projection and row limits reach DuckDB; a predicate Polars pushes down is applied to each
+through the DuckDB relation, so Iceberg deletes, field-id mapping, Delta partition values and deletion vectors, and
+the all-match files are handled in one place, and the WHERE keeps its SQL meaning (a Polars expression would read
+`x NOT IN (...)` and NULLs differently). Projection and row limits reach DuckDB; a predicate Polars pushes down is applied to each
 batch (Polars leaves it to the source).
 """
 

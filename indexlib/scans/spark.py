@@ -8,11 +8,12 @@ Two ways to read a kept file, chosen per file (`plan`):
 - plain `spark.read.parquet` where that is exact: an Iceberg file without delete files whose columns carry the
   current schema's field ids under the current names and types (a renamed or promoted column, a dropped and
   re-added name, a file without field ids or missing an identity partition column is not), and every Delta file
-  (its partition values added as typed literal columns, one read per partition);
+  (its partition values added as typed literal columns, one read per partition; rows its deletion vector deletes,
+  read by delta-rs on the driver, dropped by an anti-join on Spark's own `_metadata.file_path` and
+  `_metadata.row_index`, `_delta_vectors`);
 - otherwise (Iceberg delete files, schema evolution) pyiceberg's own reader, per file with its delete files, inside
   Spark tasks through PySpark's Python data source API (`_PyicebergFiles`): pyiceberg applies the field-id mapping,
   identity partition values and position deletes / deletion vectors, so no deleted row is returned.
-A Delta kept file with a deletion vector is refused with one line (neither path applies it).
 
 The filter is the user's WHERE, transpiled by sqlglot from the handle's dialect to Spark SQL, applied by Spark;
 files the lookup proved all-match are read without it. The pyiceberg reads also push the filter down when it has an
@@ -29,8 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
-from urllib.parse import unquote, urlparse
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg import expressions as ice
@@ -90,7 +91,6 @@ def plan(result: LookupResult) -> list[Read]:
     source = result.source
     kept = result.kept_files
     if isinstance(source, DeltaSource):
-        _refuse_deletion_vectors(source, kept)
         groups: dict[tuple[bool, tuple[tuple[str, Any], ...]], list[KeptFile]] = {}
         for k in kept:
             groups.setdefault((not k.all_match, tuple(k.file.partition or ())), []).append(k)
@@ -142,9 +142,9 @@ def _read(spark: SparkSession, result: LookupResult, read: Read, schema: StructT
         return _pyiceberg_frame(spark, result, read, schema)
     paths = [k.file.path for k in read.files]
     if not read.partition:
-        return spark.read.schema(schema).parquet(*paths)
+        return _delta_vectors(spark, spark.read.schema(schema).parquet(*paths), read.files)
     stored = StructType([f for f in schema.fields if f.name not in dict(read.partition)])
-    frame = spark.read.schema(stored).parquet(*paths)
+    frame = _delta_vectors(spark, spark.read.schema(stored).parquet(*paths), read.files)
     types = {f.name: f.dataType for f in schema.fields}
     for column, value in read.partition:
         frame = frame.withColumn(column, F.lit(value).cast(types[column]))
@@ -197,23 +197,38 @@ def _maps_by_name(arrow: pa.Schema, schema: Schema, identity_sources: set[int]) 
 # -- Delta deletion vectors -------------------------------------------------------------------------------------
 
 
-def _refuse_deletion_vectors(source: DeltaSource, kept: Sequence[KeptFile]) -> None:
-    """delta-rs 1.x lists no deletion vector per add action; `deletion_vectors()` materialises every one, so it
-    is read only when the table's protocol allows them."""
-    features = source.table.protocol().reader_features or []
-    if "deletionVectors" not in features or not kept:
-        return
-    with_vectors = {_local(p) for p in pa.table(source.table.deletion_vectors()).column("filepath").to_pylist()}
-    for k in kept:
-        if _local(k.file.path) in with_vectors:
-            raise UserError(
-                f"Delta table {source.name}: kept file {k.file.path} has a deletion vector, which the Spark "
-                "scan cannot apply; read it with Delta's own Spark reader, or purge it first (REORG TABLE ... APPLY (PURGE))"
-            )
+_FILE, _POS = "__skipindex_file", "__skipindex_pos"
+_BROADCAST_ROWS = 1_000_000  # deleted positions shipped to every task rather than shuffled (~30 MB)
 
 
-def _local(path: str) -> str:
-    return unquote(urlparse(path).path) if path.startswith("file:") else path
+def _delta_vectors(spark: SparkSession, frame: DataFrame, kept: Sequence[KeptFile]) -> DataFrame:
+    """`frame` (a plain Parquet read of `kept`) without the rows the files' deletion vectors delete: a left anti-join
+    of Spark's own (file, row index) against the deleted positions (`KeptFile.deletes`, read by delta-rs). Spark
+    percent-encodes `_metadata.file_path` (`file:/t/p=b%20c/f.parquet`, a '+' left as is); it is decoded back to the
+    path the kept file is read by ('+' protected from URL decoding's space), so the keys match exactly."""
+    vectors = [(k.file.path, d.positions) for k in kept for d in k.deletes if d.positions is not None]
+    if not vectors:
+        return frame
+    if {name.lower() for name in frame.columns} & {"_metadata", _FILE, _POS}:
+        raise UserError(
+            f"a Delta table with a column named _metadata: its deletion vectors (e.g. of {vectors[0][0]}) cannot be "
+            "applied, as Spark's `_metadata.row_index` is hidden by it"
+        )
+    counts = [len(positions) for _, positions in vectors]
+    deleted = spark.createDataFrame(
+        pa.table(
+            {
+                _FILE: pa.array(np.repeat(np.array([path for path, _ in vectors], dtype=object), counts), pa.string()),
+                _POS: pa.array(np.concatenate([positions for _, positions in vectors]), pa.int64()),
+            }
+        )
+    )
+    if sum(counts) <= _BROADCAST_ROWS:
+        deleted = F.broadcast(deleted)
+    encoded = F.regexp_replace(F.col("_metadata.file_path"), r"\+", "%2B")
+    path = F.regexp_replace(F.url_decode(encoded), "^file:/+", "/")
+    keyed = frame.withColumn(_FILE, path).withColumn(_POS, F.col("_metadata.row_index"))
+    return keyed.join(deleted, [_FILE, _POS], "left_anti").drop(_FILE, _POS)
 
 
 # -- pyiceberg inside Spark tasks -------------------------------------------------------------------------------

@@ -99,20 +99,26 @@ class LiveFiles(Sequence[DataFileRef]):
 class DeleteFileRef:
     """A delete file a reader must apply to a data file (Iceberg): `kind` is "position", "equality" or
     "deletion_vector" (a Puffin blob naming its data file). `data_file` is pyiceberg's own record of it, what its
-    reader (`ArrowScan`) takes; other engines read `path` by `kind`."""
+    reader (`ArrowScan`) takes; other engines read `path` by `kind`.
+
+    Delta: a deletion vector (`file_format` "DELTA", `path` the data file's URI as delta-rs names it), already
+    read by delta-rs: `positions` holds the deleted row positions (ascending int64 numpy array), `record_count`
+    how many."""
 
     path: str
     kind: str
     file_format: str
     record_count: int
     data_file: Any = field(default=None, compare=False, repr=False)
+    positions: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
 class KeptFile:
     """What a reader needs of one file a lookup kept, at the source version the lookup answered for: the data file
     (Iceberg: path, format, spec id, partition record, record count; Delta: `partition` holds the (column, value)
-    pairs the data file does not store), the delete files that apply to it (Iceberg), and whether every row of it
+    pairs the data file does not store), the delete files that apply to it (Iceberg; Delta: its deletion vector's
+    positions), and whether every row of it
     matches (then the filter need not be applied)."""
 
     file: DataFileRef
@@ -170,7 +176,7 @@ class Source(Protocol):
 
     def deletes_for(self, files: Sequence[DataFileRef]) -> list[tuple[DeleteFileRef, ...]]:
         """Per file, the delete files a reader must apply to it at the loaded version (Iceberg: from the
-        snapshot's delete manifests alone; Delta: none)."""
+        snapshot's delete manifests alone; Delta: its deletion vector, read by delta-rs)."""
         ...
 
     @property

@@ -10,6 +10,11 @@ kept). The partition stage reads the partition values of the add actions instead
 statistics (statistics/partition_values.py).
 
 Without column mapping Delta has no field ids; the index's ids are derived from the column names (`_ids_by_name`).
+
+Deletion vectors (Spark's DELETE / UPDATE / MERGE on a table with `delta.enableDeletionVectors`) are read by delta-rs
+(`DeltaTable.deletion_vectors()`: inline, relative 'u' and absolute 'p' storage) for a lookup's kept files only, and
+handed to the scans as each kept file's deleted row positions (`deletes_for`); the index itself ignores them (a
+file's statistics over all its rows hold for any subset, so pruning and all-match stay right).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+import numpy as np
 import pyarrow as pa
 from pyiceberg.io.pyarrow import _pyarrow_to_schema_without_ids
 from pyiceberg.schema import Schema, assign_fresh_schema_ids
@@ -55,6 +61,15 @@ def _ids_by_name(schema: Schema, table: str) -> Schema:
         seen[field_id] = field.name
         fields.append(NestedField(field_id, field.name, field.field_type, field.required, field.doc))
     return Schema(*fields)
+
+
+def _path_of_uri(uri: str) -> str:
+    """A data file URI as delta-rs gives it (`file:///t/p=b%20c/f.parquet`) spelt as `DeltaSource._absolute`
+    spells a live file (`/t/p=b c/f.parquet`)."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file"):
+        return unquote(parsed.path)
+    return f"{parsed.scheme}://{parsed.netloc}{unquote(parsed.path)}"
 
 
 def is_delta_name(name: str) -> bool:
@@ -161,8 +176,42 @@ class DeltaSource:
         return None
 
     def deletes_for(self, files: Sequence[DataFileRef]) -> list[tuple[DeleteFileRef, ...]]:
-        """None per file: Delta has no delete files (its deletion vectors are not read yet, see the README)."""
-        return [() for _ in files]
+        """Per file, its deletion vector as the positions it deletes (`DeleteFileRef.positions`), or none. delta-rs
+        lists no vector per add action, and `deletion_vectors()` materialises every vector of the table (README,
+        "Reading rows through the index"), so it is called only when the protocol enables them."""
+        features = self.table.protocol().reader_features or []
+        if not files or "deletionVectors" not in features:
+            return [() for _ in files]
+        vectors = self._deletion_vectors({f.path for f in files})
+        return [vectors.get(f.path, ()) for f in files]
+
+    def _deletion_vectors(self, paths: set[str]) -> dict[str, tuple[DeleteFileRef, ...]]:
+        """The vectors of the files at `paths` (spelt as `_absolute` spells them). A vector naming no live file
+        means the spellings disagree: refused, as reading on would return the rows it deletes."""
+        vectors = pa.table(self.table.deletion_vectors())
+        uris = vectors.column("filepath").to_pylist()
+        keys = [_path_of_uri(uri) for uri in uris]
+        rows = [i for i, key in enumerate(keys) if key in paths]
+        if len(rows) < len(keys):
+            live = {self._absolute(p) for p in pa.table(self.table.get_add_actions()).column("path").to_pylist()}
+            lost = [uri for key, uri in zip(keys, uris, strict=True) if key not in paths and key not in live]
+            if lost:
+                raise UserError(
+                    f"Delta table {self.name}: the deletion vector of {lost[0]} names no live file as delta-rs lists "
+                    "them, so its deleted rows could not be dropped"
+                )
+        if not rows:
+            return {}
+        keep = vectors.column("selection_vector")  # True: the row is kept
+        keep = (keep if len(rows) == len(keys) else keep.take(rows)).combine_chunks()
+        offsets = keep.offsets.to_numpy()
+        deleted = np.flatnonzero(~keep.flatten().to_numpy(zero_copy_only=False)) + offsets[0]
+        bounds = np.searchsorted(deleted, offsets)  # the deleted positions of vector n: deleted[bounds[n]:bounds[n+1]]
+        out = {}
+        for n, i in enumerate(rows):
+            positions = (deleted[bounds[n] : bounds[n + 1]] - offsets[n]).astype(np.int64)
+            out[keys[i]] = (DeleteFileRef(uris[i], "deletion_vector", "DELTA", len(positions), positions=positions),)
+        return out
 
     def partition_label(self, ref: DataFileRef) -> str:
         return "/".join(f"{c}={v}" for c, v in ref.partition or ()) or "(unpartitioned)"
