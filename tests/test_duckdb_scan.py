@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -42,6 +43,7 @@ from indexlib.query.sql import Clock
 from indexlib.scans import duckdb as duckdb_scan
 from indexlib.scans.duckdb import relation, relation_of
 from indexlib.scans.polars import lazy_frame
+from indexlib.sources import delta as delta_source
 
 pytestmark = pytest.mark.slow  # about 40 s of hypothesis examples: CI runs them, `make test-fast` does not
 EXAMPLES = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -317,6 +319,26 @@ def test_only_the_kept_files_vectors_are_read_and_none_without_the_feature(confi
     assert [len(k.deletes) for k in result.kept_files] == [1], "the one kept file and its vector alone"
     assert result.kept_files[0].deletes[0].positions.tolist() == [1, 9, 17, 30, 39], "the positions it deletes"
     assert all(not k.deletes for k in open_handle(config, delta).lookup("id >= 0").kept_files), "no vectors: none"
+
+
+def test_a_delta_rs_that_does_not_return_the_vectors_fails_the_lookup_in_one_line_not_hangs(
+    config, delta_vectors, monkeypatch
+) -> None:
+    """delta-rs 1.6.6 was seen hanging in `deletion_vectors()`; a lookup gives up after VECTORS_TIMEOUT_S (here a
+    delta-rs slowed down past it: the real call, after a sleep)."""
+    real = DeltaTable.deletion_vectors
+
+    def slow(self: DeltaTable) -> Any:
+        time.sleep(1.0)
+        return real(self)
+
+    monkeypatch.setattr(DeltaTable, "deletion_vectors", slow)
+    monkeypatch.setattr(delta_source, "VECTORS_TIMEOUT_S", 0.2)
+    with pytest.raises(UserError, match="did not return the table's deletion vectors within 0.2 s") as raised:
+        _ = open_handle(config, delta_vectors).lookup("id >= 0").kept_files
+    assert "\n" not in str(raised.value), "one line"
+    monkeypatch.setattr(delta_source, "VECTORS_TIMEOUT_S", 30.0)
+    assert open_handle(config, delta_vectors).lookup("id >= 0").kept_files, "in time, the vectors are read"
 
 
 def test_the_frame_applies_what_polars_pushes_down_and_the_relation_joins_the_callers_tables(lake) -> None:
