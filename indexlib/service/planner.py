@@ -125,7 +125,7 @@ class Planner:
     def _upstream(self, table: str, request: PlanTableScanRequest, row_filter: BooleanExpression) -> Plan:
         loaded = self.catalog.load_table(table)
         if request.snapshot_id is not None and loaded.metadata.snapshot_by_id(request.snapshot_id) is None:
-            raise Unplannable(f"table {table} has no snapshot {request.snapshot_id}")
+            raise ValueError(f"table {table} has no snapshot {request.snapshot_id}")
         _check_select(loaded, request)
         scan = loaded.scan(
             row_filter=row_filter,
@@ -141,7 +141,7 @@ class Planner:
         loaded = self.catalog.load_table(table)
         for snapshot_id in (request.start_snapshot_id, request.end_snapshot_id):
             if snapshot_id is not None and loaded.metadata.snapshot_by_id(snapshot_id) is None:
-                raise Unplannable(f"table {table} has no snapshot {snapshot_id}")
+                raise ValueError(f"table {table} has no snapshot {snapshot_id}")
         _check_select(loaded, request)
         scan = loaded.incremental_append_scan(
             from_snapshot_id_exclusive=request.start_snapshot_id,
