@@ -172,6 +172,13 @@ def test_duckdb_and_deletes(server, lake):
         assert got == expected
 
 
+def test_the_service_makes_server_side_planning_the_default(server):
+    plain = RestCatalog("plain", uri=server.url, token=TOKEN)  # no scan-planning-mode of its own
+    assert plain.supports_server_side_planning()
+    chosen = RestCatalog("chosen", uri=server.url, token=TOKEN, **{"scan-planning-mode": "client"})
+    assert not chosen.supports_server_side_planning()
+
+
 def test_the_index_prunes(server, lake):
     served = client(server).load_table("db.t")
     total = len(list(lake[1].load_table("db.t").scan().plan_files()))

@@ -55,6 +55,8 @@ SERVED = (
     Capability.V1_SUBMIT_TABLE_SCAN_PLAN,
     Capability.V1_TABLE_SCAN_PLAN_TASKS,
 )
+# server-side planning by default: pyiceberg's `scan-planning-mode`, Iceberg Java's `rest-scan-planning-enabled`
+PLANNING_DEFAULTS = {"scan-planning-mode": "server", "rest-scan-planning-enabled": "true"}
 _REQUEST_FIELDS = {
     info.alias or name for name, info in PlanTableScanRequest.model_fields.items()
 }  # a request naming anything else is refused: an ignored field could change what the client meant
@@ -173,7 +175,8 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
 
     @app.get("/v1/config")
     async def get_config() -> Response:
-        payload = {"defaults": {}, "overrides": {}, "endpoints": [str(e) for e in SERVED]}
+        # defaults, not overrides: a client that sets its own planning mode keeps it
+        payload = {"defaults": PLANNING_DEFAULTS, "overrides": {}, "endpoints": [str(e) for e in SERVED]}
         ConfigResponse.model_validate(payload)  # the specification's shape, by pyiceberg's model
         return JSONResponse(payload)
 
