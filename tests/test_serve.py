@@ -179,6 +179,15 @@ def test_the_service_makes_server_side_planning_the_default(server):
     assert not chosen.supports_server_side_planning()
 
 
+def test_case_insensitive_filters(server, lake):
+    served, upstream = client(server).load_table("db.t"), lake[1].load_table("db.t")
+    expression = ice.Or(ice.EqualTo("ID", 505), ice.IsNull("Name"))
+    got = served.scan(row_filter=expression, case_sensitive=False).to_arrow()
+    assert rows(got) == rows(upstream.scan(row_filter=expression, case_sensitive=False).to_arrow())
+    with pytest.raises(BadRequestError):
+        list(served.scan(row_filter=expression).plan_files())
+
+
 def test_the_index_prunes(server, lake):
     served = client(server).load_table("db.t")
     total = len(list(lake[1].load_table("db.t").scan().plan_files()))
