@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_automaton.py
 	$(BIN)/python benchmarks/bench_changes.py
 	$(BIN)/python benchmarks/bench_query.py --chart docs/query_bench.png
+	$(BIN)/python benchmarks/bench_serve.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check indexlib jobs tests benchmarks airflow_dags

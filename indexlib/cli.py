@@ -1,4 +1,4 @@
-"""`skipindex` command line: build, backfill, explain, stats, compact, verify, expire, demo.
+"""`skipindex` command line: build, backfill, explain, stats, compact, verify, expire, serve, demo.
 
 Bad input: one line on stderr, exit code 2. `verify` exits 1 when it finds stale entries. No configured secret is
 printed: error lines, log records and tracebacks go through `indexlib.redaction.redact_text` with the values the
@@ -106,6 +106,14 @@ def _parser() -> argparse.ArgumentParser:
         "--retain-last", type=int, default=1, help="newest snapshots always kept (default: %(default)s)"
     )
 
+    serve = command(
+        "serve",
+        "Serve an Iceberg REST catalog in front of the configured one whose scan planning comes from the index "
+        "(README, Deploying).",
+    )
+    serve.add_argument("--host", help="address to bind (default: [serve] host, 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default: [serve] port, 8181)")
+
     demo = command("demo", "Generate TPC-H lineitem as a multi-snapshot Iceberg table, index it, compare pruning.")
     demo.add_argument("--scale", type=float, default=0.1, help="TPC-H scale factor (default: %(default)s)")
     demo.add_argument("--snapshots", type=int, default=4, help="append snapshots to commit (default: %(default)s)")
@@ -198,11 +206,31 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
 
         report = table_stats(config, args.table, args.where)
         print(json.dumps(report.as_json()) if args.json else format_report(report))
+    elif args.command == "serve":
+        _serve(config, args.host, args.port)
     elif args.command == "demo":
         from indexlib.demo import run_demo
 
         run_demo(config, scale=args.scale, snapshots=args.snapshots, files_per_snapshot=args.files_per_snapshot)
     return 0
+
+
+def _serve(config: Config, host: str | None, port: int | None) -> None:
+    """uvicorn in this process until SIGTERM / SIGINT; its log records go through the root logger's redaction."""
+    import uvicorn
+
+    from indexlib.service.app import create_app
+
+    token = config.serve.resolve_token()
+    for handler in logging.getLogger().handlers:  # the token read from the environment is a secret too
+        for redacting in handler.filters:
+            if isinstance(redacting, _RedactingFilter):
+                redacting.secrets |= {token}
+    port = config.serve.port if port is None else port
+    if not 0 <= port <= 65535:
+        raise UserError(f"--port must be 0-65535, got {port}")
+    app = create_app(config, token)
+    uvicorn.run(app, host=host or config.serve.host, port=port, log_config=None, server_header=False)
 
 
 class CommandFailed(RuntimeError):

@@ -66,6 +66,43 @@ class AirflowSettings:
     expire_older_than_hours: float = 72.0
 
 
+DEFAULT_SERVE_PORT = 8181  # the port Iceberg REST catalogs conventionally use
+DEFAULT_TOKEN_ENV = "SKIPINDEX_SERVE_TOKEN"
+
+
+@dataclass(frozen=True, repr=False)
+class ServeSettings:
+    """`[serve]`: the planning service (`skipindex serve`, README "Deploying"). The bearer token comes from
+    `token` or, preferably, the environment variable named by `token_env`; it is a secret (never shown)."""
+
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_SERVE_PORT
+    token: str | None = None
+    token_env: str = DEFAULT_TOKEN_ENV
+    tasks_per_batch: int = 1000  # file scan tasks per response; the rest as plan tasks fetched from `tasks`
+    max_request_bytes: int = 1024 * 1024  # larger request bodies are refused (413)
+    plans_kept: int = 256  # plans whose further batches stay fetchable (the oldest forgotten first)
+
+    def __repr__(self) -> str:
+        return (
+            f"ServeSettings(host={self.host!r}, port={self.port}, token={'***' if self.token else None}, "
+            f"token_env={self.token_env!r}, tasks_per_batch={self.tasks_per_batch}, "
+            f"max_request_bytes={self.max_request_bytes}, plans_kept={self.plans_kept})"
+        )
+
+    def resolve_token(self) -> str:
+        """The token the service requires: `token`, else `$token_env`; refused when neither is set or it is short."""
+        token = self.token if self.token is not None else os.environ.get(self.token_env)
+        if not token:
+            raise UserError(
+                f"skipindex serve needs a bearer token: set ${self.token_env} (or [serve] token_env names another "
+                "variable, or [serve] token); requests without it are refused"
+            )
+        if len(token) < 16:
+            raise UserError("the serve token must be at least 16 characters (e.g. `openssl rand -hex 32`)")
+        return token
+
+
 @dataclass(frozen=True, repr=False)
 class Config:
     path: Path
@@ -89,6 +126,7 @@ class Config:
     # [index.tables."ns.name"]: table-wide settings, and per column under `columns` (validated at load)
     table_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     airflow: AirflowSettings = AirflowSettings()
+    serve: ServeSettings = ServeSettings()
 
     def __repr__(self) -> str:  # the property tables hold credentials: shown redacted (indexlib/redaction.py)
         shown = []
@@ -102,7 +140,8 @@ class Config:
     def secrets(self) -> set[str]:
         """The configured secret values (`[catalog]`, `[spark] options`, `[delta.storage_options]`), which no
         message may show: pass them to `indexlib.redaction.redact_text`."""
-        return set().union(*(secret_values(getattr(self, name)) for name in _PROPERTY_TABLES))
+        found = set().union(*(secret_values(getattr(self, name)) for name in _PROPERTY_TABLES))
+        return found | ({self.serve.token} if self.serve.token else set())
 
     def column_settings(self, table: str, schema: Any) -> dict[int, IndexSettings]:
         """Index settings per field id of `table`'s top-level columns; UserError naming the setting when the
@@ -212,6 +251,8 @@ _AIRFLOW_KEYS = (
     "expire_older_than_hours",
 )
 
+_SERVE_KEYS = ("host", "port", "token", "token_env", "tasks_per_batch", "max_request_bytes", "plans_kept")
+
 
 def _schema() -> dict[str, Any]:
     settings = dict.fromkeys(setting_names())  # index settings: declared by the index kinds (registry.py)
@@ -226,6 +267,7 @@ def _schema() -> dict[str, Any]:
             **dict.fromkeys(_AIRFLOW_KEYS),
             "builds": {_ANY: {"schedule": None, "every_minutes": None, "asset": None}},
         },
+        "serve": dict.fromkeys(_SERVE_KEYS),
     }
 
 
@@ -367,6 +409,27 @@ def load_config(path: str | Path | None = None) -> Config:
         index_defaults=defaults,
         table_settings=table_settings,
         airflow=_airflow_settings(raw.get("airflow", {}), conf_path),
+        serve=_serve_settings(raw.get("serve", {}), conf_path),
+    )
+
+
+def _serve_settings(raw: dict[str, Any], conf_path: Path) -> ServeSettings:
+    for name in ("host", "token", "token_env"):  # messages name the setting, never the token's value
+        value = raw.get(name)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise UserError(f"config file {conf_path}: serve.{name} must be a non-empty string")
+    defaults = ServeSettings()
+    port = _positive_int(raw, "port", defaults.port, conf_path, "serve", least=0)
+    if port > 65535:
+        raise UserError(f"config file {conf_path}: serve.port must be at most 65535, got {port}")
+    return ServeSettings(
+        host=str(raw.get("host", defaults.host)),
+        port=port,
+        token=raw.get("token"),
+        token_env=str(raw.get("token_env", defaults.token_env)),
+        tasks_per_batch=_positive_int(raw, "tasks_per_batch", defaults.tasks_per_batch, conf_path, "serve"),
+        max_request_bytes=_positive_int(raw, "max_request_bytes", defaults.max_request_bytes, conf_path, "serve"),
+        plans_kept=_positive_int(raw, "plans_kept", defaults.plans_kept, conf_path, "serve"),
     )
 
 

@@ -127,12 +127,15 @@ class IndexHandle:
         """The sqlglot dialect lookups parse WHERE text in."""
         return self._dialect
 
-    def lookup(self, where: str | Expr | BooleanExpression, clock: Clock | None = None) -> LookupResult:
+    def lookup(
+        self, where: str | Expr | BooleanExpression, clock: Clock | None = None, case_sensitive: bool = True
+    ) -> LookupResult:
         """Files that might hold a row matching `where` (SQL text, a `query.model` tree such as `In("k", keys)`: no
-        parsing, or a pyiceberg row filter such as `EqualTo("k", 42)`), as `lookup.lookup` answers, from the current
-        snapshots."""
+        parsing, or a pyiceberg row filter such as `EqualTo("k", 42)`, bound `case_sensitive` or not), as
+        `lookup.lookup` answers, from the current snapshots."""
         state = self.current()
-        return lookup_in(state, self.name, where, clock or Clock.system(self._time_zone), self._dialect)
+        clock = clock or Clock.system(self._time_zone)
+        return lookup_in(state, self.name, where, clock, self._dialect, case_sensitive)
 
     def current(self) -> TableState:
         """The state at the current state of the source and snapshot of the index, updated from the cached one."""

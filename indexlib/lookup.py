@@ -241,14 +241,20 @@ def lookup(
 
 
 def lookup_in(
-    state: TableState, table: str, where: str | Expr | BooleanExpression, clock: Clock, dialect: str | None = None
+    state: TableState,
+    table: str,
+    where: str | Expr | BooleanExpression,
+    clock: Clock,
+    dialect: str | None = None,
+    case_sensitive: bool = True,
 ) -> LookupResult:
     """The lookup over one table state (see `lookup`). `where`: SQL text, a predicate tree of `query.model`
-    nodes (`predicate_from_tree`), or a pyiceberg row filter."""
+    nodes (`predicate_from_tree`), or a pyiceberg row filter (bound to the schema as pyiceberg would bind it,
+    `case_sensitive` or not)."""
     if isinstance(where, BooleanExpression):
         # pruned by a predicate TRUE for at least the rows pyiceberg's filter keeps (query/from_iceberg.py): it
         # proves no file all-match for pyiceberg's filter
-        pruned = lookup_in(state, table, from_iceberg(where, state.source.schema), clock, dialect)
+        pruned = lookup_in(state, table, from_iceberg(where, state.source.schema, case_sensitive), clock, dialect)
         return replace(pruned, all_match=[])
     parsed = predicate_from_tree(where) if isinstance(where, Expr) else parse_where(where, clock, dialect)
     where = where if isinstance(where, str) else str(parsed)

@@ -1,0 +1,184 @@
+"""How a plan request is answered. The rule: a plan never leaves out a file the upstream's own planning would
+return with a matching row; where the index cannot answer, pyiceberg's own planning does.
+
+- The index answers a plan of the table's current snapshot (no `snapshot-id`, or the one the index's handle just
+  read): the lookup's kept files (files committed after the last build are kept, unindexed), each with its delete
+  files, the residual being the request's filter (the rows are filtered by the client's reader with it).
+- pyiceberg's own planning (`table.scan(...).plan_files()` here, in the service) answers a plan pinned to another
+  snapshot, an incremental scan (`start-snapshot-id` / `end-snapshot-id`: `incremental_append_scan`, appends only,
+  as pyiceberg and Java's IncrementalAppendScan define it), and a table the index cannot plan (a file whose
+  partition values the index rows do not carry).
+
+One `IndexHandle` per table, shared by every request (handles are thread-safe and cache by snapshot). Further
+batches are kept in memory under an unguessable plan id (`PlanStore`): a `tasks` call after a restart, or for a
+plan evicted as newer ones arrived, is answered 404, so a client fails rather than reads part of a plan.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyiceberg.catalog.rest.scan_planning import PlanCompleted, PlanTableScanRequest, ScanTasks
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.table import FileScanTask
+
+from indexlib.config import Config
+from indexlib.handle import IndexHandle
+from indexlib.lookup import LookupResult
+from indexlib.service.wire import Task, Unplannable, scan_tasks
+from indexlib.sources.iceberg_deletes import data_file_of
+
+
+class NoSuchPlanTask(LookupError):
+    """A plan-task token this process does not know (restarted, evicted, or never issued)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one plan request produced: its tasks, how (`route`: "index" or "upstream"), and the file counts."""
+
+    tasks: list[Task]
+    route: str
+    files_total: int | None  # the live files the index chose from (None: upstream planning, not counted)
+    snapshot_id: int | None
+    metadata: Any  # the table metadata the plan was made from (its partition specs and schema)
+
+
+class PlanStore:
+    """Batches of recent plans for `tasks`, the oldest plans forgotten first."""
+
+    def __init__(self, plans_kept: int) -> None:
+        self._plans: OrderedDict[str, tuple[str, list[ScanTasks]]] = OrderedDict()
+        self._kept = plans_kept
+        self._lock = threading.Lock()
+
+    def add(self, table: str, batches: list[ScanTasks]) -> str:
+        plan_id = secrets.token_urlsafe(18)
+        with self._lock:
+            self._plans[plan_id] = (table, batches)
+            while len(self._plans) > self._kept:
+                self._plans.popitem(last=False)
+        return plan_id
+
+    def batch(self, table: str, token: str) -> ScanTasks:
+        plan_id, _, number = token.rpartition(":")
+        with self._lock:
+            found = self._plans.get(plan_id)
+        if found is None or found[0] != table or not number.isdigit() or not 0 < int(number) < len(found[1]):
+            raise NoSuchPlanTask(f"no plan task {token!r} for table {table} (expired, or the service restarted)")
+        return found[1][int(number)]
+
+
+class Planner:
+    """Plans for every table of one catalog (module docstring)."""
+
+    def __init__(self, config: Config, catalog: Any) -> None:
+        self.config = config
+        self.catalog = catalog
+        self.store = PlanStore(config.serve.plans_kept)
+        self._handles: dict[str, IndexHandle] = {}
+        self._lock = threading.Lock()
+
+    def handle(self, table: str) -> IndexHandle:
+        with self._lock:
+            handle = self._handles.get(table)
+        if handle is None:
+            loaded = self.catalog.load_table(table)  # NoSuchTableError: a 404
+            handle = IndexHandle.for_iceberg(
+                loaded,
+                index_namespace=self.config.index_namespace,
+                time_zone=self.config.time_zone,
+                dialect=self.config.dialect,
+            )
+            with self._lock:
+                handle = self._handles.setdefault(table, handle)
+        return handle
+
+    def plan(self, table: str, request: PlanTableScanRequest) -> Plan:
+        row_filter = request.filter if request.filter is not None else AlwaysTrue()
+        if request.start_snapshot_id is not None or request.end_snapshot_id is not None:
+            return self._incremental(table, request, row_filter)
+        result = self.handle(table).lookup(row_filter, case_sensitive=request.case_sensitive)
+        if request.snapshot_id is not None and request.snapshot_id != result.source_version:
+            return self._upstream(table, request, row_filter)
+        _check_select(result.source.table, request)  # type: ignore[union-attr]
+        try:
+            return self._from_index(result, row_filter)
+        except Unplannable:
+            return self._upstream(table, request, row_filter)
+
+    def _from_index(self, result: LookupResult, row_filter: BooleanExpression) -> Plan:
+        tasks = []
+        for kept in result.kept_files:
+            if kept.file.partition is None:  # the index rows did not carry it: plan as the upstream would
+                raise Unplannable(f"{kept.file.path}: partition unknown")
+            residual = AlwaysTrue() if kept.all_match else row_filter
+            tasks.append(Task(data_file_of(kept.file), tuple(d.data_file for d in kept.deletes), residual))
+        metadata = result.source.table.metadata  # type: ignore[union-attr]
+        return Plan(tasks, "index", result.files_total, result.source_version, metadata)
+
+    def _upstream(self, table: str, request: PlanTableScanRequest, row_filter: BooleanExpression) -> Plan:
+        loaded = self.catalog.load_table(table)
+        if request.snapshot_id is not None and loaded.metadata.snapshot_by_id(request.snapshot_id) is None:
+            raise ValueError(f"table {table} has no snapshot {request.snapshot_id}")
+        _check_select(loaded, request)
+        scan = loaded.scan(
+            row_filter=row_filter,
+            selected_fields=tuple(request.select or ("*",)),
+            case_sensitive=request.case_sensitive,
+            snapshot_id=request.snapshot_id,
+        )
+        snapshot = scan.snapshot()
+        snapshot_id = snapshot.snapshot_id if snapshot else None
+        return Plan(_tasks(scan.plan_files(), row_filter), "upstream", None, snapshot_id, loaded.metadata)
+
+    def _incremental(self, table: str, request: PlanTableScanRequest, row_filter: BooleanExpression) -> Plan:
+        loaded = self.catalog.load_table(table)
+        for snapshot_id in (request.start_snapshot_id, request.end_snapshot_id):
+            if snapshot_id is not None and loaded.metadata.snapshot_by_id(snapshot_id) is None:
+                raise ValueError(f"table {table} has no snapshot {snapshot_id}")
+        _check_select(loaded, request)
+        scan = loaded.incremental_append_scan(
+            from_snapshot_id_exclusive=request.start_snapshot_id,
+            to_snapshot_id_inclusive=request.end_snapshot_id,
+            row_filter=row_filter,
+            selected_fields=tuple(request.select or ("*",)),
+            case_sensitive=request.case_sensitive,
+        )
+        return Plan(_tasks(scan.plan_files(), row_filter), "upstream", None, request.end_snapshot_id, loaded.metadata)
+
+    def respond(self, table: str, plan: Plan) -> PlanCompleted:
+        """The `plan` response: the first batch inline, the others as plan tasks for `tasks`."""
+        size = self.config.serve.tasks_per_batch
+        chunks: Sequence[list[Task]] = [plan.tasks[i : i + size] for i in range(0, len(plan.tasks), size)] or [[]]
+        specs, schema = plan.metadata.specs(), plan.metadata.schema()
+        batches = [scan_tasks(chunk, specs, schema) for chunk in chunks]
+        plan_id = self.store.add(table, batches) if len(batches) > 1 else None
+        first = batches[0]
+        return PlanCompleted(
+            plan_id=plan_id,
+            delete_files=first.delete_files,
+            file_scan_tasks=first.file_scan_tasks,
+            plan_tasks=[f"{plan_id}:{n}" for n in range(1, len(batches))],
+        )
+
+
+def _tasks(planned: Any, row_filter: BooleanExpression) -> list[Task]:
+    """pyiceberg's own tasks, the request's filter as residual (pyiceberg's residuals are bound expressions; the
+    whole filter is always a valid residual)."""
+    tasks: list[FileScanTask] = list(planned)
+    return [Task(t.file, tuple(t.delete_files), row_filter) for t in tasks]
+
+
+def _check_select(table: Any, request: PlanTableScanRequest) -> None:
+    """Unknown `select` columns are a bad request (the plan itself does not depend on the projection)."""
+    if request.select:
+        try:
+            table.metadata.schema().select(*request.select, case_sensitive=request.case_sensitive)
+        except ValueError as exc:
+            raise ValueError(f"select: {exc}") from None

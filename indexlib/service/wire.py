@@ -1,0 +1,146 @@
+"""Data and delete files as the REST specification's content-file objects, built with pyiceberg's own models
+(`pyiceberg.catalog.rest.scan_planning`), so a response is what pyiceberg's client parses and, by the same models,
+what the specification defines.
+
+Partition values use Iceberg's JSON single-value serialisation (the form Java's `SingleValueParser` writes and
+reads): numbers and booleans as JSON numbers and booleans, dates, times and timestamps as ISO-8601 text, decimals as
+text, binary and fixed as upper-case hex, UUIDs as text. Column statistics are not sent: they are optional and the
+client's reader needs none.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from pyiceberg import types as it
+from pyiceberg.catalog.rest.scan_planning import (
+    RESTDataFile,
+    RESTDeleteFile,
+    RESTEqualityDeleteFile,
+    RESTFileScanTask,
+    RESTPositionDeleteFile,
+    ScanTasks,
+)
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.manifest import DataFile, DataFileContent
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.utils.datetime import (
+    days_to_date,
+    micros_to_time,
+    micros_to_timestamp,
+    micros_to_timestamptz,
+)
+
+from indexlib.errors import UserError
+
+
+class Unplannable(UserError):
+    """A file the wire format (or this service) cannot carry faithfully: the plan is refused, never altered."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One file scan task before it is put on the wire: the data file, its delete files, the residual filter."""
+
+    data_file: DataFile
+    deletes: tuple[DataFile, ...]
+    residual: BooleanExpression
+
+
+def partition_value(field_type: it.IcebergType, value: Any) -> Any:
+    """One partition value in Iceberg's JSON single-value form (module docstring)."""
+    if value is None or isinstance(field_type, it.BooleanType | it.IntegerType | it.LongType | it.StringType):
+        return value
+    if isinstance(field_type, it.FloatType | it.DoubleType):
+        return float(value)
+    if isinstance(field_type, it.DateType):
+        return days_to_date(value).isoformat() if isinstance(value, int) else value.isoformat()
+    if isinstance(field_type, it.TimeType):
+        return micros_to_time(value).isoformat() if isinstance(value, int) else value.isoformat()
+    if isinstance(field_type, it.TimestamptzType):
+        return micros_to_timestamptz(value).isoformat() if isinstance(value, int) else value.isoformat()
+    if isinstance(field_type, it.TimestampType):
+        return micros_to_timestamp(value).isoformat() if isinstance(value, int) else value.isoformat()
+    if isinstance(field_type, it.DecimalType):
+        return str(Decimal(value))
+    if isinstance(field_type, it.UUIDType):
+        return str(value if isinstance(value, uuid.UUID) else uuid.UUID(bytes=bytes(value)))
+    if isinstance(field_type, it.BinaryType | it.FixedType):
+        return bytes(value).hex().upper()
+    raise Unplannable(f"a partition value of type {field_type} has no JSON form here")
+
+
+def partition_values(data_file: DataFile, specs: dict[int, PartitionSpec], schema: Schema) -> list[Any]:
+    spec = specs.get(data_file.spec_id)
+    if spec is None:
+        raise Unplannable(f"{data_file.file_path}: partition spec {data_file.spec_id} is not in the table metadata")
+    if spec.is_unpartitioned():
+        return []
+    partition = data_file.partition
+    fields = spec.partition_type(schema).fields
+    if partition is None or len(partition) != len(fields):
+        raise Unplannable(f"{data_file.file_path}: its partition values are not known")
+    return [partition_value(f.field_type, partition[i]) for i, f in enumerate(fields)]
+
+
+def _common(data_file: DataFile, specs: dict[int, PartitionSpec], schema: Schema) -> dict[str, Any]:
+    if data_file.key_metadata:
+        raise Unplannable(f"{data_file.file_path} is encrypted (key metadata): not served")
+    return {
+        "spec_id": data_file.spec_id,
+        "partition": partition_values(data_file, specs, schema),
+        "file_path": data_file.file_path,
+        "file_format": data_file.file_format,
+        "file_size_in_bytes": data_file.file_size_in_bytes,
+        "record_count": data_file.record_count,
+        "split_offsets": list(data_file.split_offsets) if data_file.split_offsets else None,
+        "sort_order_id": data_file.sort_order_id,
+    }
+
+
+def data_file(data: DataFile, specs: dict[int, PartitionSpec], schema: Schema) -> RESTDataFile:
+    return RESTDataFile(**_common(data, specs, schema))
+
+
+def delete_file(delete: DataFile, specs: dict[int, PartitionSpec], schema: Schema) -> RESTDeleteFile:
+    common = _common(delete, specs, schema)
+    if delete.content == DataFileContent.EQUALITY_DELETES:
+        return RESTEqualityDeleteFile(**common, equality_ids=list(delete.equality_ids or []) or None)
+    return RESTPositionDeleteFile(
+        **common,
+        # pyiceberg 0.12's DataFile record has no v3 fields (referenced file, deletion-vector offsets)
+        referenced_data_file=getattr(delete, "referenced_data_file", None),
+        content_offset=getattr(delete, "content_offset", None),
+        content_size_in_bytes=getattr(delete, "content_size_in_bytes", None),
+    )
+
+
+def scan_tasks(
+    tasks: Sequence[Task], specs: dict[int, PartitionSpec], schema: Schema, plan_tasks: Sequence[str] = ()
+) -> ScanTasks:
+    """One batch: its file scan tasks, each naming its delete files by position in the batch's own `delete-files`
+    list (a delete file shared by several tasks is listed once), and tokens of further batches."""
+    deletes: list[RESTDeleteFile] = []
+    position: dict[str, int] = {}
+    file_tasks = []
+    for task in tasks:
+        references = []
+        for delete in sorted(task.deletes, key=lambda d: d.file_path):
+            if delete.file_path not in position:
+                position[delete.file_path] = len(deletes)
+                deletes.append(delete_file(delete, specs, schema))
+            references.append(position[delete.file_path])
+        residual = None if task.residual == AlwaysTrue() else task.residual
+        file_tasks.append(
+            RESTFileScanTask(
+                data_file=data_file(task.data_file, specs, schema),
+                delete_file_references=references or None,
+                residual_filter=residual,
+            )
+        )
+    return ScanTasks(delete_files=deletes, file_scan_tasks=file_tasks, plan_tasks=list(plan_tasks))

@@ -1,0 +1,355 @@
+"""`skipindex serve` end to end: a real uvicorn server on 127.0.0.1 (started here, stopped by pid) and a stock
+pyiceberg `RestCatalog` with `scan-planning-mode = server`. Rows read through the service equal pyiceberg's own
+scan of the upstream catalog (multiset, NULLs included) over a table with merge-on-read position deletes, schema
+and partition evolution (tests/iceberg_tables.py); every response parses with pyiceberg's REST models and writes
+back to the same JSON (no unknown or missing field); bad requests, bad tokens and oversized bodies get ErrorModels;
+concurrent clients while builds commit see some committed state; a killed server gives errors, never wrong plans.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from iceberg_tables import batch, make_lake, predicate, rows
+from pydantic import TypeAdapter
+from pyiceberg import expressions as ice
+from pyiceberg.catalog.rest import ConfigResponse, ListNamespaceResponse, ListTablesResponse, RestCatalog, TableResponse
+from pyiceberg.catalog.rest.response import ErrorResponse
+from pyiceberg.catalog.rest.scan_planning import PlanningResponse, ScanTasks
+from pyiceberg.exceptions import BadRequestError, NoSuchTableError, UnauthorizedError
+from servers import HOST, Process, free_port
+
+from indexlib.config import load_config
+from indexlib.indexing.build import build_index
+
+pytestmark = pytest.mark.servers
+
+TOKEN = "test-token-0123456789abcdef"
+SECRET = "NOT-FOR-ANY-RESPONSE-7f3a9c"  # a catalog credential in the configuration
+PLANNING = TypeAdapter(PlanningResponse)
+
+
+class Serve:
+    """`skipindex serve` as a process on a free port of 127.0.0.1."""
+
+    def __init__(self, conf: Path, port: int | None = None) -> None:
+        self.conf, self.port = conf, port or free_port()
+        self.log = conf.parent / f"serve-{self.port}.log"
+        self.process: Process | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    def start(self) -> Serve:
+        env = {**os.environ, "SKIPINDEX_SERVE_TOKEN": TOKEN, "PYTHONPATH": str(Path(__file__).parents[1])}
+        command = [sys.executable, "-m", "indexlib.cli", "serve", "--conf", str(self.conf), "--port", str(self.port)]
+        self.process = Process("skipindex serve", command, self.log, env=env)
+        self.process.wait_until(lambda: _status(f"{self.url}/health") == 200, 60, "an answer on /health")
+        return self
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process is not None:
+            self.process.stop(sig)
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def call(
+    server: Serve, method: str, path: str, body: Any = None, token: str | None = TOKEN, raw: bytes | None = None
+) -> tuple[int, Any]:
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    request = urllib.request.Request(f"{server.url}{path}", data=data, method=method)
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            text = response.read()
+            return response.status, json.loads(text) if text else None
+    except urllib.error.HTTPError as exc:
+        text = exc.read()
+        return exc.code, json.loads(text) if text else None
+
+
+def strictly(model: Any, payload: dict) -> Any:
+    """Parse with pyiceberg's model and require the model to write back the same JSON: a field the model does not
+    know would be dropped, a missing required one fails the parse."""
+    adapter = model if isinstance(model, TypeAdapter) else TypeAdapter(model)
+    parsed = adapter.validate_python(payload)
+    again = json.loads(adapter.dump_json(parsed, by_alias=True, exclude_none=True, serialize_as_any=True))
+    assert again == payload, f"{payload} is not exactly a {model}"
+    return parsed
+
+
+def error_of(status: int, payload: Any, expected_status: int, expected_type: str) -> str:
+    assert status == expected_status, payload
+    error = strictly(ErrorResponse, payload).error
+    assert (error.code, error.type) == (expected_status, expected_type), payload
+    assert "\n" not in error.message and SECRET not in error.message and TOKEN not in error.message
+    return error.message
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory) -> tuple[Path, Any]:
+    root = tmp_path_factory.mktemp("serve")
+    conf = root / "conf.toml"
+    conf.write_text(
+        '[catalog]\nname = "test"\ntype = "sql"\nuri = "sqlite:///catalog.db"\nwarehouse = "warehouse"\n'
+        f'"s3.secret-access-key" = "{SECRET}"\n[serve]\ntasks_per_batch = 3\nmax_request_bytes = 65536\n'
+    )
+    config = load_config(conf)
+    catalog = config.load_catalog()
+    catalog.create_namespace("db")
+    make_lake(config, catalog)
+    return conf, catalog
+
+
+@pytest.fixture(scope="module")
+def server(lake) -> Serve:
+    serve = Serve(lake[0]).start()
+    yield serve
+    serve.stop()
+    log = serve.log.read_text()
+    assert TOKEN not in log and SECRET not in log, "a secret reached the service's log"
+
+
+def client(server: Serve) -> RestCatalog:
+    return RestCatalog("served", uri=server.url, token=TOKEN, **{"scan-planning-mode": "server"})
+
+
+def test_config_and_catalog_reads_match_the_specification(server, lake):
+    status, payload = call(server, "GET", "/v1/config")
+    assert status == 200
+    assert set(payload) == {"defaults", "overrides", "endpoints"}  # pyiceberg's model writes endpoints as objects
+    endpoints = ConfigResponse.model_validate(payload).endpoints
+    assert "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan" in {str(e) for e in endpoints}
+    strictly(ListNamespaceResponse, call(server, "GET", "/v1/namespaces")[1])
+    tables = strictly(ListTablesResponse, call(server, "GET", "/v1/namespaces/db/tables")[1])
+    assert [(t.namespace, t.name) for t in tables.identifiers] == [(("db",), "t")]
+    loaded = strictly(TableResponse, call(server, "GET", "/v1/namespaces/db/tables/t")[1])
+    upstream = lake[1].load_table("db.t")
+    assert loaded.metadata_location == upstream.metadata_location and loaded.metadata == upstream.metadata
+    assert SECRET not in json.dumps(payload)
+    rest = client(server)
+    assert rest.table_exists("db.t") and not rest.table_exists("db.nope") and rest.namespace_exists("db")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(drawn=predicate())
+def test_rows_through_the_service_equal_the_upstream_scan(server, lake, drawn):
+    _, expression = drawn
+    served = client(server).load_table("db.t")
+    upstream = lake[1].load_table("db.t")
+    assert rows(served.scan(row_filter=expression).to_arrow()) == rows(upstream.scan(row_filter=expression).to_arrow())
+
+
+def test_duckdb_and_deletes(server, lake):
+    served, upstream = client(server).load_table("db.t"), lake[1].load_table("db.t")
+    tasks = list(served.scan().plan_files())
+    assert sum(len(t.delete_files) for t in tasks) >= 3, "the merge-on-read delete files reach the client"
+    for expression in (ice.AlwaysTrue(), ice.GreaterThan("id", 100), ice.IsNull("k")):
+        con = served.scan(row_filter=expression).to_duckdb("t")
+        got = Counter(con.execute("SELECT * FROM t").fetchall())
+        expected = Counter(tuple(r.values()) for r in upstream.scan(row_filter=expression).to_arrow().to_pylist())
+        assert got == expected
+
+
+def test_the_service_makes_server_side_planning_the_default(server):
+    plain = RestCatalog("plain", uri=server.url, token=TOKEN)  # no scan-planning-mode of its own
+    assert plain.supports_server_side_planning()
+    chosen = RestCatalog("chosen", uri=server.url, token=TOKEN, **{"scan-planning-mode": "client"})
+    assert not chosen.supports_server_side_planning()
+
+
+def test_case_insensitive_filters(server, lake):
+    served, upstream = client(server).load_table("db.t"), lake[1].load_table("db.t")
+    expression = ice.Or(ice.EqualTo("ID", 505), ice.IsNull("Name"))
+    got = served.scan(row_filter=expression, case_sensitive=False).to_arrow()
+    assert rows(got) == rows(upstream.scan(row_filter=expression, case_sensitive=False).to_arrow())
+    with pytest.raises(BadRequestError):
+        list(served.scan(row_filter=expression).plan_files())
+
+
+def test_the_index_prunes(server, lake):
+    served = client(server).load_table("db.t")
+    total = len(list(lake[1].load_table("db.t").scan().plan_files()))
+    kept = list(served.scan(row_filter=ice.EqualTo("id", 505)).plan_files())
+    assert 0 < len(kept) < total
+    status, text = _metrics(server)
+    assert status == 200 and 'skipindex_plans_total{route="index"}' in text
+
+
+def _metrics(server: Serve) -> tuple[int, str]:
+    request = urllib.request.Request(f"{server.url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.status, response.read().decode()
+
+
+def test_plans_pinned_to_older_snapshots(server, lake):
+    served, upstream = client(server).load_table("db.t"), lake[1].load_table("db.t")
+    for snapshot in upstream.snapshots():
+        for expression in (ice.AlwaysTrue(), ice.LessThan("id", 250)):
+            got = served.scan(row_filter=expression, snapshot_id=snapshot.snapshot_id).to_arrow()
+            expected = upstream.scan(row_filter=expression, snapshot_id=snapshot.snapshot_id).to_arrow()
+            assert rows(got) == rows(expected), snapshot.snapshot_id
+
+
+def test_incremental_scan_is_pyiceberg_own(server, lake):
+    upstream = lake[1].load_table("db.t")
+    first, last = upstream.snapshots()[0].snapshot_id, upstream.current_snapshot().snapshot_id
+    body = {"start-snapshot-id": first, "end-snapshot-id": last, "filter": {"type": "gt", "term": "id", "value": 5}}
+    status, payload = call(server, "POST", "/v1/namespaces/db/tables/t/plan", body)
+    assert status == 200
+    plan = strictly(PLANNING, payload)
+    paths = {t.data_file.file_path for t in plan.file_scan_tasks}
+    for token in plan.plan_tasks:
+        paths |= {t.data_file.file_path for t in _batch(server, token).file_scan_tasks}
+    scan = upstream.incremental_append_scan(
+        from_snapshot_id_exclusive=first, to_snapshot_id_inclusive=last, row_filter=ice.GreaterThan("id", 5)
+    )
+    assert paths == {t.file.file_path for t in scan.plan_files()}
+
+
+def _batch(server: Serve, token: str) -> ScanTasks:
+    status, payload = call(server, "POST", "/v1/namespaces/db/tables/t/tasks", {"plan-task": token})
+    assert status == 200, payload
+    return strictly(ScanTasks, payload)
+
+
+def test_plan_and_task_responses_are_exactly_the_models(server):
+    status, payload = call(
+        server, "POST", "/v1/namespaces/db/tables/t/plan", {"filter": {"type": "not-null", "term": "k"}}
+    )
+    assert status == 200
+    plan = strictly(PLANNING, payload)
+    assert plan.status == "completed" and plan.plan_tasks, "8 files in batches of 3: further batches as plan tasks"
+    batches = [plan, *(_batch(server, token) for token in plan.plan_tasks)]
+    assert [len(b.file_scan_tasks) for b in batches] == [3, 3, 2]
+    for b in batches:
+        for task in b.file_scan_tasks:
+            assert task.residual_filter == ice.NotNull("k")
+
+
+def test_bad_requests_tokens_and_sizes(server):
+    plan = "/v1/namespaces/db/tables/t/plan"
+    error_of(*call(server, "GET", "/v1/config", token=None), 401, "NotAuthorizedException")
+    error_of(*call(server, "POST", plan, {}, token="wrong-token-0123456789"), 401, "NotAuthorizedException")
+    error_of(*call(server, "POST", plan, raw=b"{not json"), 400, "BadRequestException")
+    error_of(*call(server, "POST", plan, {"snapshot-id": "x"}), 400, "BadRequestException")
+    assert "frobnicate" in error_of(*call(server, "POST", plan, {"frobnicate": 1}), 400, "BadRequestException")
+    missing = {"filter": {"type": "eq", "term": "no_such_column", "value": 1}}
+    assert "no_such_column" in error_of(*call(server, "POST", plan, missing), 400, "BadRequestException")
+    error_of(*call(server, "POST", plan, {"snapshot-id": 12345}), 400, "BadRequestException")
+    error_of(*call(server, "POST", plan, {"select": ["nope"]}), 400, "BadRequestException")
+    error_of(*call(server, "POST", "/v1/namespaces/db/tables/nope/plan", {}), 404, "NoSuchTableException")
+    tasks = "/v1/namespaces/db/tables/t/tasks"
+    error_of(*call(server, "POST", tasks, {"plan-task": "forged:1"}), 404, "NoSuchPlanTaskException")
+    huge = {"filter": {"type": "in", "term": "id", "values": list(range(20000))}}
+    error_of(*call(server, "POST", plan, huge), 413, "BadRequestException")
+    error_of(*call(server, "POST", "/v1/namespaces/db/tables", {"name": "x"}), 501, "NotImplementedException")
+    error_of(*call(server, "DELETE", "/v1/namespaces/db/tables/t"), 501, "NotImplementedException")
+    with pytest.raises(UnauthorizedError):
+        RestCatalog("bad", uri=server.url, token="wrong-token-0123456789")
+    rest = client(server)
+    with pytest.raises(NoSuchTableError):
+        rest.load_table("db.nope")
+    with pytest.raises(NotImplementedError):
+        rest.drop_table("db.t")
+    with pytest.raises(BadRequestError):
+        list(rest.load_table("db.t").scan(row_filter=ice.EqualTo("nope", 1)).plan_files())
+    assert _status(f"{server.url}/health") == 200
+
+
+def test_a_killed_server_gives_errors_never_wrong_plans(lake):
+    conf, catalog = lake
+    expected = rows(catalog.load_table("db.t").scan(row_filter=ice.GreaterThan("id", 20)).to_arrow())
+    serve = Serve(conf).start()
+    outcomes: Counter[str] = Counter()
+    stop = threading.Event()
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                table = client(serve).load_table("db.t")
+                got = rows(table.scan(row_filter=ice.GreaterThan("id", 20)).to_arrow())
+            except Exception:  # refused connections, a plan task the restarted server never issued, ...
+                outcomes["error"] += 1
+                continue
+            outcomes["right" if got == expected else "wrong"] += 1
+
+    threads = [threading.Thread(target=reader) for _ in range(3)]
+    try:
+        for thread in threads:
+            thread.start()
+        time.sleep(2)
+        serve.stop(signal.SIGKILL)
+        time.sleep(1)
+        serve.start()  # the same port
+        time.sleep(2)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(60)
+        serve.stop()
+    assert outcomes["wrong"] == 0 and outcomes["error"] > 0 and outcomes["right"] > 0, outcomes
+
+
+def test_concurrent_clients_while_builds_commit(server, lake):
+    """Readers plan and read while the table gets appends and the index is rebuilt: every answer equals the
+    upstream's rows at one of the table's committed snapshots, and none fails."""
+    conf, catalog = lake
+    config = load_config(conf)
+    expression = ice.GreaterThanOrEqual("id", 460)
+    answers: list[Counter] = []
+    failures: list[str] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        rest = client(server)
+        while not stop.is_set():
+            try:
+                answers.append(rows(rest.load_table("db.t").scan(row_filter=expression).to_arrow()))
+            except Exception as exc:
+                failures.append(repr(exc))
+
+    threads = [threading.Thread(target=reader) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    try:
+        table = catalog.load_table("db.t")
+        for n in range(3):
+            data = batch(1000 + 100 * n, 10, 1)
+            data = data.rename_columns(["id", "g", "k", "f", "name"]).cast(table.schema().as_arrow())
+            table.append(data)
+            build_index(config, "db.t")
+            table = catalog.load_table("db.t")
+            time.sleep(0.5)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(60)
+    table = catalog.load_table("db.t")
+    committed = [
+        rows(table.scan(row_filter=expression, snapshot_id=s.snapshot_id).to_arrow()) for s in table.snapshots()
+    ]
+    assert not failures, failures[:3]
+    assert answers and all(answer in committed for answer in answers)
+    assert len({tuple(sorted(a.items())) for a in answers}) > 1, "the readers saw the table change"
