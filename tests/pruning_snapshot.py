@@ -223,9 +223,12 @@ def partition_wheres(count: int = 400, seed: int = 28) -> list[str]:
     return [*PARTITION_LEAVES, *(tree(3) for _ in range(count))]
 
 
-def partition_answers(stage: Callable[[Any, list, Any], Any] | None = None) -> dict[str, Any]:
+def partition_answers(
+    stage: Callable[[Any, list, Any], Any] | None = None, directory: str | None = None
+) -> dict[str, Any]:
     """Per table of test_partition_pruning and predicate: the partition stage's (might, all-match) over its files,
-    in the order the source lists them (sorted by path here, so the order is stable)."""
+    ordered by their labels. With `directory` the tables stay there, and each table's entry has the `paths` of its
+    files in that order (for brute force)."""
     import test_partition_pruning as parts
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.partitioning import PartitionField, PartitionSpec
@@ -236,7 +239,8 @@ def partition_answers(stage: Callable[[Any, list, Any], Any] | None = None) -> d
     if stage is None:
         stage = _partition_stage()
     out: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = directory or scratch
         catalog = SqlCatalog("snap", uri=f"sqlite:///{tmp}/catalog.db", warehouse=f"file://{tmp}/warehouse")
         catalog.create_namespace("db")
         wheres = partition_wheres()
@@ -261,6 +265,8 @@ def partition_answers(stage: Callable[[Any, list, Any], Any] | None = None) -> d
                     f"{_bits(np.asarray(might, dtype=bool)[order])}:{_bits(np.asarray(all_match, dtype=bool)[order])}"
                 )
             out[name] = {"files": [labels[i] for i in order], "answers": per_where}
+            if directory is not None:
+                out[name]["paths"] = [files[i].path for i in order]
     out["wheres"] = _fingerprint(wheres)
     return out
 

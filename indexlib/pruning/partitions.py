@@ -48,8 +48,9 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.types import DateType
 
+from indexlib.pruning.evaluator import Evidence, evaluate
 from indexlib.pruning.iceberg_filter import to_iceberg_filter, to_strict_iceberg_filter
-from indexlib.pruning.minmax import evaluate
+from indexlib.pruning.minmax import MinMaxEvidence
 from indexlib.query.model import COMPARE, And, BoundField, Const, Expr, Or, Widened
 from indexlib.query.normalize import leaves
 from indexlib.query.visitor import ExprVisitor
@@ -79,33 +80,72 @@ class PartitionPruning:
 
 
 def prune_partitions(source: Source, files: Sequence[DataFileRef], predicate: Expr) -> PartitionPruning:
-    """The partition stage over `files` of `source` for a bound predicate; never fails a lookup (a stage that
-    cannot run proves nothing: every file is kept)."""
-    partitioning = source.partitioning
-    if isinstance(partitioning, IcebergPartitioning):
-        return _iceberg_stage(source.name, partitioning.table, files, predicate)
-    if isinstance(partitioning, IdentityPartitioning):
-        return _identity_stage(partitioning, files, predicate)
-    raise TypeError(f"unknown partitioning {partitioning!r} of {source.name}")
+    """The partition evidence alone over `files` of `source` for a bound predicate (what a backfill selects its
+    files by); never fails (evidence that cannot run proves nothing: every file is kept)."""
+    evidence = PartitionEvidence(source, files)
+    verdict = evaluate(predicate, [evidence], len(files))[-1].verdict
+    return PartitionPruning(verdict.might, verdict.all_match, evidence.lifted(predicate))
 
 
-def _iceberg_stage(name: str, table: Any, files: Sequence[DataFileRef], predicate: Expr) -> PartitionPruning:
-    """Lift the bound predicate through each file's partition spec (pyiceberg inclusive / strict projection)."""
-    sources = {field.source_id for spec in table.specs().values() for field in spec.fields}
-    if not sources & _columns_named(predicate):
-        return PartitionPruning.unknown(len(files))  # no partition is derived from a column the predicate names
-    inclusive = to_iceberg_filter(predicate, sources)
-    try:
-        might, all_match = partition_verdict(
-            table, files, inclusive, case_sensitive=True, strict_filter=to_strict_iceberg_filter(predicate, sources)
-        )
-        field_might, field_all_match = calendar_field_verdict(table, files, predicate)
-        might, all_match = might & field_might, all_match | field_all_match
-        lifted = lifted_fields(table, inclusive, case_sensitive=True)
-    except Exception:  # never fail a lookup over the partition stage: it proves nothing, every file is kept
-        log.warning("partition stage skipped for %s (filter %s)", name, inclusive, exc_info=True)
-        return PartitionPruning.unknown(len(files))
-    return PartitionPruning(might, all_match, lifted)
+class PartitionEvidence(Evidence):
+    """What each file's partition values prove about one leaf. Iceberg: the leaf lifted through the file's spec
+    (pyiceberg projections, see the module docstring), and calendar-field leaves decided by time partitions
+    (`calendar_field_verdict`). Delta (identity partitions): each file's partition value read as its column's
+    bounds and counts, judged by the min/max rules (statistics/partition_values.py)."""
+
+    name = "partition"
+
+    def __init__(self, source: Source, files: Sequence[DataFileRef]) -> None:
+        self.source_name, self.files = source.name, files
+        partitioning = source.partitioning
+        self.table: Any = None
+        self.identity: MinMaxEvidence | None = None
+        if isinstance(partitioning, IcebergPartitioning):
+            self.table = partitioning.table
+            self.sources = {field.source_id for spec in self.table.specs().values() for field in spec.fields}
+        elif isinstance(partitioning, IdentityPartitioning):
+            self.sources = {column.field_id for column in partitioning.columns}
+            self.columns = partitioning.columns
+            names = {column.name for column in partitioning.columns}
+            values = [{c: v for c, v in ref.partition or () if c in names} for ref in files]
+            statistics = PartitionValueStatistics(values, [ref.record_count for ref in files])
+            self.identity = MinMaxEvidence(statistics, name=self.name)
+        else:
+            raise TypeError(f"unknown partitioning {partitioning!r} of {source.name}")
+
+    def answer(self, leaf: Expr, candidates: np.ndarray) -> Verdict | None:
+        column = getattr(leaf, "column", None)
+        if column is None or column.field_id not in self.sources or not self.files:
+            return None  # no partition is derived from the column this leaf reads
+        if self.identity is not None:
+            return self.identity.answer(leaf, candidates)
+        try:
+            might, all_match = partition_verdict(
+                self.table,
+                self.files,
+                to_iceberg_filter(leaf, self.sources),
+                case_sensitive=True,
+                strict_filter=to_strict_iceberg_filter(leaf, self.sources),
+            )
+            if isinstance(leaf, BoundField):
+                field_might, field_all_match = calendar_field_verdict(self.table, self.files, leaf)
+                might, all_match = might & field_might, all_match | field_all_match
+        except Exception:  # never fail a lookup over partition values: they prove nothing, every file is kept
+            log.warning("partition values not used for %s (leaf %s)", self.source_name, leaf, exc_info=True)
+            return None
+        return Verdict(might, all_match)
+
+    def lifted(self, predicate: Expr) -> list[str]:
+        """For explain: the partition fields the predicate is lifted to."""
+        used = _columns_named(predicate)
+        if self.identity is not None:
+            return [f"{c.name} (identity)" for c in self.columns if c.field_id in used] if self.files else []
+        if not self.sources & used:
+            return []
+        try:
+            return lifted_fields(self.table, to_iceberg_filter(predicate, self.sources), case_sensitive=True)
+        except Exception:  # explain only
+            return []
 
 
 def _columns_named(predicate: Expr) -> set[int]:
@@ -117,21 +157,6 @@ def _columns_named(predicate: Expr) -> set[int]:
         elif (column := getattr(leaf, "column", None)) is not None:
             named.add(column.field_id)
     return named
-
-
-def _identity_stage(
-    partitioning: IdentityPartitioning, files: Sequence[DataFileRef], predicate: Expr
-) -> PartitionPruning:
-    """Identity partitions: each file's partition value is its column's min and max (NULL: every row NULL), so the
-    min/max rules decide the predicate on them (statistics/partition_values.py)."""
-    used = _columns_named(predicate)
-    columns = [f for f in partitioning.columns if f.field_id in used]
-    if not columns or not files:
-        return PartitionPruning.unknown(len(files))
-    names = {f.name for f in columns}
-    values = [{c: v for c, v in ref.partition or () if c in names} for ref in files]
-    verdict = evaluate(predicate, PartitionValueStatistics(values, [ref.record_count for ref in files]))
-    return PartitionPruning(verdict.might, verdict.all_match, [f"{f.name} (identity)" for f in columns])
 
 
 def partition_verdict(
