@@ -680,15 +680,17 @@ CALENDAR_CASES = [
 @pytest.mark.parametrize(("name", "where"), CALENDAR_CASES, ids=[f"{t}:{w}" for t, w in CALENDAR_CASES])
 def test_calendar_fields_decided_by_partition_values(tables, ice_catalog, name, where):
     """month/day/hour(c) op N is fixed for every row of a file partitioned by a fine enough transform of c."""
-    from indexlib.pruning.partitions import calendar_field_verdict
+    from indexlib.pruning.partitions import prune_partitions
     from indexlib.query.binding import bound_predicate
 
-    table = tables(name)
+    tables(name)
     column = "d" if name.endswith("_d") else "ts"
     where = where.format(c=column)
     predicate = bound_predicate(where, SCHEMA, f"db.{name}")
-    files = _live(ice_catalog, name)
-    might, every = calendar_field_verdict(table, files, predicate)
+    source = IcebergSource(ice_catalog, f"db.{name}")
+    files = source.live_files()
+    pruning = prune_partitions(source, files, predicate)
+    might, every = pruning.might, pruning.all_match
     field, op, value = where.replace("(", " ").replace(")", " ").split()[0], where.split()[1], int(where.split()[2])
     compare = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, ">=": pc.greater_equal}[op]
     for i, ref in enumerate(files):

@@ -50,8 +50,10 @@ def test_rule_tables_answer_as_recorded(recorded):
 def test_partition_stage_answers_as_recorded_or_narrower_and_sound(recorded, tmp_path):
     """The partition stage answers as recorded, except where it is now more precise: a file the old stage kept may
     be skipped, a file may be newly proven all-match, each such change checked against the files' rows (DuckDB,
-    SQL three-valued logic). The old stage combined the projection and the calendar-field rule after evaluating the
-    whole tree with each; one evaluator combines them per leaf, which prunes more under OR."""
+    SQL three-valued logic). 142 of the 7,744 answers are narrower: the recorded stage combined pyiceberg's
+    projection and a calendar-field rule after evaluating the whole tree with each (one evaluator combines evidence
+    per leaf, which prunes more under OR), and projected identity and time partitions, where the min/max rules on the
+    partition value's interval decide more (a NULL partition refutes `!=`, a NaN-free identity proves NOT isnan)."""
     now = partition_answers(directory=str(tmp_path))
     assert now["wheres"] == recorded["partitions"]["wheres"], "the generated predicates changed"
     wheres = partition_wheres()
@@ -75,7 +77,7 @@ def test_partition_stage_answers_as_recorded_or_narrower_and_sound(recorded, tmp
                 assert new_kept[i] == "1" or matched[i] == 0, f"{table}: skipped {label} with a row matching {where}"
                 assert new_all[i] == "0" or matched[i] == total[i], f"{table}: {label} not all-match for {where}"
             narrower += 1
-    assert narrower < 50, f"{narrower} answers changed: more than the OR-of-calendar-field cases expected"
+    assert narrower, "the partition stage was expected to prune more than the recorded one (see the docstring)"
 
 
 def _truth(paths: list[str], where: str) -> tuple[list[int], list[int]]:
