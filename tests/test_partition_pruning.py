@@ -709,3 +709,65 @@ def test_calendar_fields_decided_by_partition_values(tables, ice_catalog, name, 
     for i, ref in enumerate(files):
         if ref.partition[0] is None:
             assert not might[i], f"{name}: a NULL partition value means {column} is NULL in every row: skip"
+
+
+# --- the lookup's partition evidence on SQL predicates, against brute force ------------------------------------------
+
+# Literals at the edges of the batches' periods (the last microsecond of a day, month and year, the first of the
+# next, before and after 1970) and of the identity values, where an interval one unit too short or too long shows.
+EDGE_LEAVES = [
+    f"{column} {op} {literal}"
+    for column, literals in {
+        "ts": [
+            "TIMESTAMP '2024-02-29 23:59:59.999999'",
+            "TIMESTAMP '2024-03-01 00:00:00'",
+            "TIMESTAMP '1969-12-31 23:59:59.999999'",
+            "TIMESTAMP '1970-01-01 00:00:00'",
+            "TIMESTAMP '2024-03-31 23:59:59'",
+            "TIMESTAMP '2024-04-01 00:00:00'",
+            "TIMESTAMP '2023-06-15 10:00:00'",
+        ],
+        "d": ["DATE '2024-02-29'", "DATE '2024-03-01'", "DATE '1969-12-31'", "DATE '1970-01-01'", "DATE '2023-12-31'"],
+        "n": ["-11", "-15", "9", "10", "19", "20"],
+        "x": ["-1.5", "0.0", "1e300"],
+    }.items()
+    for literal in literals
+    for op in ("=", "!=", "<", "<=", ">", ">=")
+] + ["hour(ts) = 23", "day(ts) = 1", "month(d) = 2", "day(d) = 31", "year(ts) = 1969", "year(d) = 1970"]
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_partition_evidence_never_skips_a_matching_file_and_never_overclaims(tables, ice_catalog, name):
+    """The partition stage of a lookup (`prune_partitions`: intervals for identity and time partitions, pyiceberg's
+    projection for bucket and truncate) on SQL predicates: every file with a TRUE row kept, all-match only where every
+    row is TRUE, by DuckDB over the files' rows (SQL three-valued logic)."""
+    import duckdb
+    import sqlglot
+    from pruning_snapshot import partition_wheres
+
+    from indexlib.pruning.partitions import prune_partitions
+    from indexlib.query.binding import bound_predicate
+
+    tables(name)
+    source = IcebergSource(ice_catalog, f"db.{name}")
+    files = source.live_files()
+    wheres = [*partition_wheres(200), *EDGE_LEAVES]
+    rows = pa.concat_tables(
+        [
+            pq.read_table(urlparse(f.path).path).append_column("file", pa.array([n] * f.record_count, pa.int32()))
+            for n, f in enumerate(files)
+        ]
+    )
+    con = duckdb.connect()
+    con.register("t", rows)
+    counts = ", ".join(f"count(*) FILTER (WHERE {sqlglot.transpile(w, write='duckdb')[0]})" for w in wheres)
+    truth = {row[0]: row[1:] for row in con.execute(f"SELECT file, count(*), {counts} FROM t GROUP BY file").fetchall()}
+    con.close()
+    for k, where in enumerate(wheres):
+        pruning = prune_partitions(source, files, bound_predicate(where, SCHEMA, f"db.{name}"))
+        for n, label in enumerate(_labels(files)):
+            total, *matched = truth[n]
+            if label == "big" and "1e300" in where:
+                continue  # pyiceberg 0.12 records 1e300's identity partition as inf (its own scan skips the row too)
+            assert pruning.might[n] or matched[k] == 0, f"{name}: skipped {label} with {matched[k]} rows TRUE: {where}"
+            assert not pruning.all_match[n] or matched[k] == total, f"{name}: {label} not all TRUE for {where}"

@@ -222,3 +222,10 @@ def test_a_toy_range_kind_never_skips_a_matching_file(tmp_path_factory, with_zon
             assert verdicts.kept[n] or matched == 0, f"skipped file {n} {file_values[n]} matching {where}"
             assert not verdicts.all_match[n] or matched == total, f"file {n} {file_values[n]} not all-match {where}"
     con.close()
+
+
+def test_a_container_outside_what_an_evidence_covers_is_unknown_to_it():
+    spans = _Spans([50, 50], [60, 60])
+    spans.covers = np.array([True, False])  # container 1 has no entry: whatever the arrays say about it is not known
+    stages = evaluate(bound_predicate("id = 12", SCHEMA, "db.t"), [spans], 2)
+    assert stages[-1].verdict.might.tolist() == [False, True], "an uncovered container is kept (unknown means keep)"
