@@ -119,17 +119,15 @@ class PartitionEvidence(Evidence):
             pairs = _identity_pairs(partitioning, files)
         else:
             raise TypeError(f"unknown partitioning {partitioning!r} of {source.name}")
-        self.bounds: MinMaxEvidence | None = None
-        if self.bounded:  # read the files' record counts only for a table partitioned by an interval
-            statistics = PartitionValueStatistics(pairs, [ref.record_count for ref in files])
-            self.bounds = MinMaxEvidence(statistics, name=self.name)
+        statistics = PartitionValueStatistics(len(files), pairs, lambda: [ref.record_count for ref in files])
+        self.bounds = MinMaxEvidence(statistics, name=self.name)
 
     def answer(self, leaf: Expr, candidates: np.ndarray) -> Verdict | None:
         column = getattr(leaf, "column", None)
         if column is None or not self.files:
             return None
         verdicts = []
-        if self.bounds is not None and column.field_id in self.bounded:
+        if column.field_id in self.bounded:
             verdicts.append(self.bounds.answer(leaf, candidates))
         if column.field_id in self.projected:
             verdicts.append(self._projected(leaf))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -53,14 +54,19 @@ _ALL_NULL = object()
 
 
 class PartitionValueStatistics(StatisticsProvider):
-    """`pairs(field_id)`: per file, its partition values on that column (see `Pairs`); `record_counts[i]` is -1 where
-    unknown."""
+    """`pairs(field_id)`: per file, its partition values on that column (see `Pairs`); `record_counts()`: per file,
+    its row count, -1 where unknown. Both are asked for only when a leaf names a partitioned column (a lookup over
+    100,000 files whose predicate names none never reads the files' partition records)."""
 
-    def __init__(self, pairs: Pairs, record_counts: Sequence[int]) -> None:
+    def __init__(self, num_files: int, pairs: Pairs, record_counts: Callable[[], Sequence[int]]) -> None:
+        self.num_files = num_files
         self.pairs = pairs
-        self.record_counts = np.asarray(record_counts, dtype=np.int64)
-        self.num_files = len(self.record_counts)
+        self._record_counts = record_counts
         self._columns: dict[int, ColumnStatistics] = {}
+
+    @cached_property
+    def record_counts(self) -> np.ndarray:
+        return np.asarray(self._record_counts(), dtype=np.int64)
 
     def column(self, column: ColumnRef) -> ColumnStatistics:
         if column.field_id not in self._columns:
