@@ -47,13 +47,21 @@ def test_rule_tables_answer_as_recorded(recorded):
         assert not changed, f"{settings}: " + "\n".join(changed)
 
 
+# Tables whose recorded answers were unsound in principle, so the stage may now keep more (each answer still checked)
+WIDER = {
+    "identity_x": "pyiceberg 0.12 records identity partition values of doubles as floats, so a value is read as every"
+    " double that rounds to it (the recorded stage skipped the file of 0.0 for x > 0.0; a row of 1e-50 would be there)"
+}
+
+
 def test_partition_stage_answers_as_recorded_or_narrower_and_sound(recorded, tmp_path):
     """The partition stage answers as recorded, except where it is now more precise: a file the old stage kept may
     be skipped, a file may be newly proven all-match, each such change checked against the files' rows (DuckDB,
-    SQL three-valued logic). 142 of the 7,744 answers are narrower: the recorded stage combined pyiceberg's
+    SQL three-valued logic). 131 of the 7,744 answers are narrower: the recorded stage combined pyiceberg's
     projection and a calendar-field rule after evaluating the whole tree with each (one evaluator combines evidence
     per leaf, which prunes more under OR), and projected identity and time partitions, where the min/max rules on the
-    partition value's interval decide more (a NULL partition refutes `!=`, a NaN-free identity proves NOT isnan)."""
+    partition value's interval decide more (a NULL partition refutes `!=`, a NaN-free identity proves NOT isnan).
+    The tables in WIDER may keep more, for the reason given there (42 answers of identity_x changed)."""
     now = partition_answers(directory=str(tmp_path))
     assert now["wheres"] == recorded["partitions"]["wheres"], "the generated predicates changed"
     wheres = partition_wheres()
@@ -66,17 +74,19 @@ def test_partition_stage_answers_as_recorded_or_narrower_and_sound(recorded, tmp
             if old == new:
                 continue
             (old_kept, old_all), (new_kept, new_all) = old.split(":"), new.split(":")
+            matched, total = _truth(now[table]["paths"], where)
+            for i, label in enumerate(before["files"]):
+                assert new_kept[i] == "1" or matched[i] == 0, f"{table}: skipped {label} with a row matching {where}"
+                assert new_all[i] == "0" or matched[i] == total[i], f"{table}: {label} not all-match for {where}"
+            if table in WIDER:
+                continue
+            narrower += 1
             assert all(n <= o for n, o in zip(new_kept, old_kept, strict=True)), (
                 f"{table}: {where} keeps a file the recorded stage skipped ({old} -> {new})"
             )
             assert all(n >= o for n, o in zip(new_all, old_all, strict=True)), (
                 f"{table}: {where} no longer proves a file all-match ({old} -> {new})"
             )
-            matched, total = _truth(now[table]["paths"], where)
-            for i, label in enumerate(before["files"]):
-                assert new_kept[i] == "1" or matched[i] == 0, f"{table}: skipped {label} with a row matching {where}"
-                assert new_all[i] == "0" or matched[i] == total[i], f"{table}: {label} not all-match for {where}"
-            narrower += 1
     assert narrower, "the partition stage was expected to prune more than the recorded one (see the docstring)"
 
 

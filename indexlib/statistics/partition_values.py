@@ -144,7 +144,7 @@ def _identity(column: ColumnRef, value: Any) -> tuple[Any, Any, bool] | None:
     if type(value) is str and isinstance(column.type, StringType):
         return (value, value, False)
     if type(value) is float and isinstance(column.type, DoubleType) and value == value:
-        return (value, value, False)
+        return (*_double_partition(value), False)
     stats = _single_value_stats(column, value)
     if stats is None:
         return None
@@ -181,6 +181,20 @@ def _period(column: ColumnRef, transform: str, value: Any) -> tuple[int, int, bo
     if is_date:
         return (first, following - 1, False)
     return (first * _MICROS_PER_DAY, following * _MICROS_PER_DAY - 1, False)
+
+
+def _double_partition(value: float) -> tuple[float, float]:
+    """The doubles an identity partition value of a double column may stand for. pyiceberg 0.12 writes these values
+    to the manifest as floats (0.1 is recorded as 0.10000000149011612, 1e300 as inf; its own scan then skips the row
+    for `x = 0.1`), so a value a float can hold is widened to the doubles that round to it: [the float below, the
+    float above] (inf: every double above the largest float). A value no float holds was written as a double."""
+    single = np.float32(value)
+    if float(single) != value:
+        return value, value
+    if np.isinf(single):
+        largest = float(np.finfo(np.float32).max)
+        return (largest, value) if value > 0 else (value, -largest)
+    return float(np.nextafter(single, np.float32(-np.inf))), float(np.nextafter(single, np.float32(np.inf)))
 
 
 def _single_value_stats(column: ColumnRef, value: Any) -> ColumnStats | None:
