@@ -1,11 +1,13 @@
 """The planner-facing lookup: which live data files might hold rows matching a SQL predicate.
 
 Stages run in order over the live files of the source's current snapshot, each over the files the previous one
-kept: "partition" (the source's own partition values, lifted through the partition transforms; covers every live
-file), "minmax" (bounds and counts of the index entries), then one stage per index kind ("bloom", "automaton").
-Each index stage evaluates the whole predicate with everything known so far (a leaf's verdict combines min/max and
-every kind up to that stage), so the stages report how many files each kind removed. A live file with no index
-entry (committed after the last build) passes the index stages: it is kept and counted in `files_unindexed`.
+kept, one per source of evidence handed to the one evaluator (pruning/evaluator.py): "partition" (the source's own
+partition values; covers every live file), "minmax" (bounds and counts of the index entries), then one stage per
+index kind ("bloom", "automaton"). Each stage evaluates the whole predicate with everything known so far (a leaf's
+verdict combines the evidence up to that stage), so the stages report how many files each removed. A live file with
+no index entry (committed after the last build) is unknown to the index stages: it is kept and counted in
+`files_unindexed` (unless the predicate is FALSE on every row, as `x NOT IN (1, NULL)` is: the first stage then
+keeps no file).
 Index entries of files that are no longer live are never returned. A file is in `all_match` when any stage proves
 every row of it matches the whole predicate.
 """
@@ -25,14 +27,15 @@ from pyiceberg.expressions import BooleanExpression
 from indexlib.config import Config
 from indexlib.index_kinds.base import IndexKind
 from indexlib.index_kinds.registry import registry
-from indexlib.pruning.minmax import Evaluation, statistics_used
-from indexlib.pruning.partitions import prune_partitions
+from indexlib.pruning.evaluator import Evidence, describe, evaluate
+from indexlib.pruning.kinds import KindEvidence
+from indexlib.pruning.minmax import MinMaxEvidence
+from indexlib.pruning.partitions import PartitionEvidence
 from indexlib.query.binding import bind
 from indexlib.query.from_iceberg import from_iceberg
-from indexlib.query.model import Expr, Pattern
+from indexlib.query.model import Expr
 from indexlib.query.normalize import leaves, normalize, unusable_parts
 from indexlib.query.sql import Clock, parse_where, predicate_from_tree
-from indexlib.query.value_set import value_set
 from indexlib.sources.base import DataFileRef, KeptFile, Source, paths_of, pick
 from indexlib.sources.registry import open_source
 from indexlib.statistics.verdict import Verdict
@@ -155,34 +158,30 @@ def prune(
     return prune_aligned(predicate, AlignedEntries.of(live_paths, IndexRows.of_entries(entries)), kinds)
 
 
-def prune_aligned(
-    predicate: Expr, aligned: AlignedEntries, kinds: list[IndexKind] | None = None, scope: np.ndarray | None = None
-) -> IndexVerdicts:
-    """`scope`: the files an earlier stage kept (default: all); the kinds read payloads of only those that min/max
-    keeps too."""
+def index_evidence(aligned: AlignedEntries, kinds: list[IndexKind] | None = None) -> list[Evidence]:
+    """The index's evidence over the aligned files, cheap first: min/max and counts, then each kind in lookup order
+    (default: every kind). A file without an index entry is outside what they cover: unknown, so kept."""
     kinds = list(registry().values()) if kinds is None else kinds
-    names = ["minmax", *(kind.name for kind in kinds)]
     if aligned.stats is None:
-        unknown = Verdict.unknown(len(aligned.indexed))
-        return IndexVerdicts(aligned.indexed, [(name, unknown.might, unknown.all_match) for name in names])
-    evaluation = Evaluation(aligned.stats)
-    stages = []
-    for used, name in enumerate(names):
-        verdict = evaluation.evaluate(predicate, kinds[:used])
-        kept = ~aligned.indexed | verdict.might
-        stages.append((name, kept, aligned.indexed & verdict.all_match & kept))
-        if used == 0:
-            evaluation.scope = kept if scope is None else kept & scope
-    return IndexVerdicts(aligned.indexed, stages)
+        return [_Unindexed(name) for name in ("minmax", *(kind.name for kind in kinds))]
+    covers = aligned.indexed
+    return [MinMaxEvidence(aligned.stats, covers), *(KindEvidence(kind, aligned.stats, covers) for kind in kinds)]
 
 
-def leaf_statistics(leaf: Expr, kinds: list[IndexKind]) -> str:
-    """For explain: what min/max and each index kind read for one bound leaf."""
-    used = [statistics_used(leaf)]
-    target = value_set(leaf) or (leaf if isinstance(leaf, Pattern) else None)
-    if target is not None:
-        used += [reads for kind in kinds if (reads := kind.reads(target)) is not None]
-    return "; ".join(used)
+class _Unindexed(Evidence):
+    """An index stage of a table with no index entries among its live files: it knows nothing."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def answer(self, leaf: Expr, candidates: np.ndarray) -> Verdict | None:
+        return None
+
+
+def prune_aligned(predicate: Expr, aligned: AlignedEntries, kinds: list[IndexKind] | None = None) -> IndexVerdicts:
+    """`prune` over entries already aligned with the live files."""
+    stages = evaluate(predicate, index_evidence(aligned, kinds), len(aligned.indexed))
+    return IndexVerdicts(aligned.indexed, [(s.name, s.verdict.might, s.verdict.all_match) for s in stages])
 
 
 @dataclass
@@ -260,19 +259,17 @@ def lookup_in(
     where = where if isinstance(where, str) else str(parsed)
     predicate = bind(normalize(parsed), state.source.schema, table)
     live_paths = state.live_paths
-    partitions = prune_partitions(state.source, state.live, predicate)
-    after_partition = np.asarray(partitions.might, dtype=bool)
     kinds = list(registry().values())
-    verdicts = prune_aligned(predicate, state.aligned, kinds, scope=after_partition)
-    stages = [Stage("partition", len(live_paths), int(after_partition.sum()))]
-    all_match = np.asarray(partitions.all_match, dtype=bool)
-    kept = after_partition
-    for name, stage_kept, stage_all_match in verdicts.stages:
-        stage_kept = stage_kept & after_partition
-        stages.append(Stage(name, int(kept.sum()), int(stage_kept.sum())))
-        kept, all_match = stage_kept, all_match | stage_all_match
-    indexed = verdicts.indexed
-    all_match = kept & all_match
+    partitions = PartitionEvidence(state.source, state.live)
+    evidence = [partitions, *index_evidence(state.aligned, kinds)]
+    results = evaluate(predicate, evidence, len(live_paths))
+    stages, files_in = [], len(live_paths)
+    for result in results:
+        stages.append(Stage(result.name, files_in, int(result.verdict.might.sum())))
+        files_in = stages[-1].files_out
+    kept = results[-1].verdict.might
+    all_match = kept & results[-1].verdict.all_match  # stages only narrow: the last knows what every one proved
+    indexed = state.aligned.indexed
     return LookupResult(
         table=table,
         where=where,
@@ -284,8 +281,8 @@ def lookup_in(
         parsed=str(parsed),
         predicate=str(predicate),
         unused=[f"{part.sql}: {part.reason}" for part in unusable_parts(predicate)],
-        leaves=[(str(leaf), leaf_statistics(leaf, kinds)) for leaf in leaves(predicate)],
-        partition_fields=partitions.lifted,
+        leaves=[(str(leaf), describe(leaf, evidence)) for leaf in leaves(predicate)],
+        partition_fields=partitions.lifted(predicate),
         has_index=state.rows is not None,
         source_version=state.source_version,
         bound=predicate,

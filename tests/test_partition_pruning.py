@@ -680,15 +680,17 @@ CALENDAR_CASES = [
 @pytest.mark.parametrize(("name", "where"), CALENDAR_CASES, ids=[f"{t}:{w}" for t, w in CALENDAR_CASES])
 def test_calendar_fields_decided_by_partition_values(tables, ice_catalog, name, where):
     """month/day/hour(c) op N is fixed for every row of a file partitioned by a fine enough transform of c."""
-    from indexlib.pruning.partitions import calendar_field_verdict
+    from indexlib.pruning.partitions import prune_partitions
     from indexlib.query.binding import bound_predicate
 
-    table = tables(name)
+    tables(name)
     column = "d" if name.endswith("_d") else "ts"
     where = where.format(c=column)
     predicate = bound_predicate(where, SCHEMA, f"db.{name}")
-    files = _live(ice_catalog, name)
-    might, every = calendar_field_verdict(table, files, predicate)
+    source = IcebergSource(ice_catalog, f"db.{name}")
+    files = source.live_files()
+    pruning = prune_partitions(source, files, predicate)
+    might, every = pruning.might, pruning.all_match
     field, op, value = where.replace("(", " ").replace(")", " ").split()[0], where.split()[1], int(where.split()[2])
     compare = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, ">=": pc.greater_equal}[op]
     for i, ref in enumerate(files):
@@ -707,3 +709,93 @@ def test_calendar_fields_decided_by_partition_values(tables, ice_catalog, name, 
     for i, ref in enumerate(files):
         if ref.partition[0] is None:
             assert not might[i], f"{name}: a NULL partition value means {column} is NULL in every row: skip"
+
+
+# --- the lookup's partition evidence on SQL predicates, against brute force ------------------------------------------
+
+# Literals at the edges of the batches' periods (the last microsecond of a day, month and year, the first of the
+# next, before and after 1970) and of the identity values, where an interval one unit too short or too long shows.
+EDGE_LEAVES = [
+    f"{column} {op} {literal}"
+    for column, literals in {
+        "ts": [
+            "TIMESTAMP '2024-02-29 23:59:59.999999'",
+            "TIMESTAMP '2024-03-01 00:00:00'",
+            "TIMESTAMP '1969-12-31 23:59:59.999999'",
+            "TIMESTAMP '1970-01-01 00:00:00'",
+            "TIMESTAMP '2024-03-31 23:59:59'",
+            "TIMESTAMP '2024-04-01 00:00:00'",
+            "TIMESTAMP '2023-06-15 10:00:00'",
+        ],
+        "d": ["DATE '2024-02-29'", "DATE '2024-03-01'", "DATE '1969-12-31'", "DATE '1970-01-01'", "DATE '2023-12-31'"],
+        "n": ["-11", "-15", "9", "10", "19", "20"],
+        "x": ["-1.5", "0.0", "1e300"],
+    }.items()
+    for literal in literals
+    for op in ("=", "!=", "<", "<=", ">", ">=")
+] + ["hour(ts) = 23", "day(ts) = 1", "month(d) = 2", "day(d) = 31", "year(ts) = 1969", "year(d) = 1970"]
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_partition_evidence_never_skips_a_matching_file_and_never_overclaims(tables, ice_catalog, name):
+    """The partition stage of a lookup (`prune_partitions`: intervals for identity and time partitions, pyiceberg's
+    projection for bucket and truncate) on SQL predicates: every file with a TRUE row kept, all-match only where every
+    row is TRUE, by DuckDB over the files' rows (SQL three-valued logic)."""
+    import duckdb
+    import sqlglot
+    from pruning_snapshot import partition_wheres
+
+    from indexlib.pruning.partitions import prune_partitions
+    from indexlib.query.binding import bound_predicate
+
+    tables(name)
+    source = IcebergSource(ice_catalog, f"db.{name}")
+    files = source.live_files()
+    wheres = [*partition_wheres(200), *EDGE_LEAVES]
+    rows = pa.concat_tables(
+        [
+            pq.read_table(urlparse(f.path).path).append_column("file", pa.array([n] * f.record_count, pa.int32()))
+            for n, f in enumerate(files)
+        ]
+    )
+    con = duckdb.connect()
+    con.register("t", rows)
+    counts = ", ".join(f"count(*) FILTER (WHERE {sqlglot.transpile(w, write='duckdb')[0]})" for w in wheres)
+    truth = {row[0]: row[1:] for row in con.execute(f"SELECT file, count(*), {counts} FROM t GROUP BY file").fetchall()}
+    con.close()
+    for k, where in enumerate(wheres):
+        pruning = prune_partitions(source, files, bound_predicate(where, SCHEMA, f"db.{name}"))
+        for n, label in enumerate(_labels(files)):
+            total, *matched = truth[n]
+            assert pruning.might[n] or matched[k] == 0, f"{name}: skipped {label} with {matched[k]} rows TRUE: {where}"
+            assert not pruning.all_match[n] or matched[k] == total, f"{name}: {label} not all TRUE for {where}"
+
+
+def test_identity_double_partitions_written_as_floats_keep_their_rows(ice_catalog):
+    """pyiceberg 0.12 records identity partition values of a double column as floats (0.1 as 0.10000000149011612,
+    1e300 as inf): the partition stage reads each as every double that rounds to it, so no file with a matching
+    row is skipped (pyiceberg's own scan skips them)."""
+    from indexlib.pruning.partitions import prune_partitions
+    from indexlib.query.binding import bound_predicate
+
+    schema = Schema(NestedField(1, "x", DoubleType()))
+    spec = PartitionSpec(PartitionField(1, 1000, IdentityTransform(), "x"))
+    table = ice_catalog.create_table("db.float_identity", schema=schema, partition_spec=spec)
+    values = [0.1, 1e300, -1e300, 0.5, 1.0000000000000002]
+    for value in values:
+        table.append(pa.table({"x": pa.array([value], pa.float64())}))
+    source = IcebergSource(ice_catalog, "db.float_identity")
+    files = source.live_files()
+    held = [pq.read_table(urlparse(f.path).path).column("x")[0].as_py() for f in files]
+    assert sorted(held) == sorted(values)
+    for value in values:
+        for op, holds in (("=", operator.eq), ("<=", operator.le), (">=", operator.ge), ("!=", operator.ne)):
+            where = f"x {op} {value!r}"
+            pruning = prune_partitions(source, files, bound_predicate(where, schema, "db.float_identity"))
+            for n, row in enumerate(held):
+                if holds(row, value):
+                    assert pruning.might[n], f"the file holding {row!r} matches {where}: keep it"
+                else:
+                    assert not pruning.all_match[n], f"the file holding {row!r} does not match {where}"
+    pruning = prune_partitions(source, files, bound_predicate("x = 0.25", schema, "db.float_identity"))
+    assert not pruning.might.any(), "0.25 is none of the values, nor rounds to any of their floats: every file skipped"

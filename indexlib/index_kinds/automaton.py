@@ -128,7 +128,7 @@ class AutomatonIndex(IndexKind):
 def _load(payload: bytes) -> TagAutomaton:
     """The automaton of one payload. Raises ValueError when the payload is not one this kind wrote (not JSON, no
     string "regex", or a regex emit.py cannot have written): the lookup then reads the file's automaton as unknown
-    (pruning/minmax.py `Evaluation.kind_verdict`), never as the language of whatever the damaged regex still parses to."""
+    (pruning/kinds.py `KindEvidence`), never as the language of whatever the damaged regex still parses to."""
     try:
         regex = json.loads(payload)["regex"]
     except (ValueError, KeyError, TypeError) as error:

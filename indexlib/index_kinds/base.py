@@ -6,10 +6,12 @@ its format version in the entry's `indexes` list, and answers, for all files at 
 all rows match (True only when proven). A file without a payload of the kind, with a payload of a newer version, or
 written for a column type of another physical domain, answers "might match, not proven": unknown means keep.
 A payload the kind cannot read (damaged) makes `verdict` raise ValueError rather than guess; the lookup then reads
-that one file's payload as unknown and warns (pruning/minmax.py `Evaluation.kind_verdict`).
+that one file's payload as unknown and warns (pruning/kinds.py). A kind is one peer among the evidence of the
+pruning framework (pruning/evaluator.py): it judges leaves, the evaluator combines them over the predicate tree.
 
-Leaves a kind sees: `ValueSet` (`=`, `!=`, IN, NOT IN on one column, gathered from the predicate tree so that NOT IN
-can be answered as a whole) and `Pattern` (LIKE, starts_with, RLIKE).
+Leaves a kind sees (`KindLeaf`): `ValueSet` (`=`, `!=`, IN, NOT IN on one column, gathered from the predicate tree so
+that NOT IN can be answered as a whole), `Pattern` (LIKE, starts_with, RLIKE), and, for a kind whose `answers` says
+so, any other bound leaf of query/model.py (a range `BoundCompare`, `IsNull`, `IsNaN`, `BoundField`).
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from typing import ClassVar
 from pyiceberg.types import IcebergType
 
 from indexlib.index_kinds.settings import IndexSettings, Setting
-from indexlib.query.model import Pattern
+from indexlib.query.model import Expr, Pattern
 from indexlib.query.value_set import ValueSet
 from indexlib.statistics.canonical import Keys
 from indexlib.statistics.provider import ColumnStatistics
 from indexlib.statistics.verdict import Verdict
+
+KindLeaf = ValueSet | Pattern | Expr  # what `verdict` is asked about (see the module docstring)
 
 
 @dataclass(frozen=True)
@@ -72,13 +76,16 @@ class IndexKind(ABC):
         """The payload for one file's column (`keys`: its distinct values, see statistics/canonical.py `Keys`), or None
         when it could not prune anything (e.g. an automaton generalised to every string)."""
 
+    def answers(self, leaf: KindLeaf) -> bool:
+        """Whether `verdict` and `reads` may be asked about `leaf`: value sets and patterns, unless the kind says
+        more (a kind that answers ranges or IS NULL overrides this)."""
+        return isinstance(leaf, (ValueSet, Pattern))
+
     @abstractmethod
-    def verdict(
-        self, leaf: ValueSet | Pattern, payloads: Sequence[bytes | None], stats: ColumnStatistics
-    ) -> Verdict | None:
+    def verdict(self, leaf: KindLeaf, payloads: Sequence[bytes | None], stats: ColumnStatistics) -> Verdict | None:
         """Per-file verdict from `payloads` (None where a file has none), or None when the kind cannot use `leaf`.
         Raises when a payload is not one this kind wrote."""
 
     @abstractmethod
-    def reads(self, leaf: ValueSet | Pattern) -> str | None:
+    def reads(self, leaf: KindLeaf) -> str | None:
         """For explain: what the kind checks for `leaf`, or None when it does not answer it."""

@@ -15,7 +15,7 @@ count, bits per slice, capacity, count, then the bit array), over the UTF-8 of t
 in place (`might_contain_each`) with pybloom-live's own hash functions, cached per filter shape; tested to agree with
 `key in BloomFilter.fromfile(...)`. The two versions are told apart by their first byte (a split-block header is
 Thrift field 1, 0x15; a pybloom-live header is validated field by field). A payload of neither shape raises
-ValueError (the lookup then reads that file's filter as unknown, see pruning/minmax.py).
+ValueError (the lookup then reads that file's filter as unknown, see pruning/kinds.py).
 """
 
 from __future__ import annotations

@@ -1,2 +1,4 @@
-"""Pruning: the min/max rules and the combination of index kinds (`minmax`), the partition stage (`partitions`) and
-the translation to pyiceberg row filters (`iceberg_filter`). Every rule keeps a file unless it proves no row matches."""
+"""Pruning: one framework (`evaluator`: evidence answers leaves, one evaluator combines them over the predicate tree)
+and its evidence: partition values (`partitions`, with the translation to pyiceberg row filters in `iceberg_filter`),
+min/max and counts (`minmax`), the payloads of each index kind (`kinds`). Every rule keeps a container unless it proves
+no row matches."""

@@ -125,7 +125,7 @@ class _ToIceberg(ExprVisitor[ice.BooleanExpression]):
         return (ice.NotIn if expr.negated else ice.In)(expr.column.name, expr.values)
 
     def visit_bound_field(self, expr: BoundField) -> ice.BooleanExpression:
-        return self.unknown  # month/day/hour of a column: no pyiceberg term (see partitions.calendar_field_verdict)
+        return self.unknown  # month/day/hour of a column: no pyiceberg term (partition intervals decide it: statistics/partition_values.py)
 
     def visit_unusable(self, expr: Unusable) -> ice.BooleanExpression:
         return self.unknown

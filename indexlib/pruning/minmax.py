@@ -1,4 +1,5 @@
-"""Min/max/null-count pruning over all files at once.
+"""Min/max/null-count pruning over all files at once: the rules, and `MinMaxEvidence`, their place among the peers
+of the pruning framework (pruning/evaluator.py).
 
 The rules read a `StatisticsProvider` (statistics/provider.py): per column, arrays over N files of lower/upper
 bounds, value, null and NaN counts; missing numbers are "unknown". `evaluate` answers, per file, two questions about
@@ -25,15 +26,14 @@ comparison with NaN false but !=). NaN rows are treated as matching `>`, `>=`, `
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.types import DateType, LongType
 
+from indexlib.pruning.evaluator import Evidence
 from indexlib.query.model import (
     And,
     BoundColumn,
@@ -44,22 +44,17 @@ from indexlib.query.model import (
     Expr,
     IsNaN,
     IsNull,
-    Or,
+    Not,
     Pattern,
     Unusable,
     Widened,
 )
 from indexlib.query.patterns import pattern_shape
-from indexlib.query.value_set import ValueSet, value_set
+from indexlib.query.value_set import ValueSet
 from indexlib.query.visitor import ExprVisitor
 from indexlib.statistics.column_stats import physical_arrow_type
-from indexlib.statistics.provider import ColumnStatistics, StatisticsProvider, isolate_damage
+from indexlib.statistics.provider import ColumnStatistics, StatisticsProvider
 from indexlib.statistics.verdict import Verdict
-
-if TYPE_CHECKING:
-    from indexlib.index_kinds.base import IndexKind
-
-log = logging.getLogger(__name__)
 
 
 def literal_scalar(leaf: BoundCompare) -> Any:
@@ -220,86 +215,25 @@ def _any_within(values: list[Any], lower: pa.Array, upper: pa.Array) -> np.ndarr
     return positions(upper, "right", len(values)) > positions(lower, "left", 0)
 
 
-def evaluate(expr: Expr, stats: StatisticsProvider, kinds: Sequence[IndexKind] = ()) -> Verdict:
-    """Per-file verdict on a bound, normalised predicate (see module docstring), from min/max and the payloads of
-    `kinds`. One-off; a lookup that evaluates the predicate once per stage keeps one `Evaluation`."""
-    return Evaluation(stats).evaluate(expr, kinds)
+class MinMaxEvidence(Evidence):
+    """The min/max rules above as evidence over the containers of a `StatisticsProvider` (index entries, or
+    partition values read as statistics)."""
+
+    name = "minmax"
+
+    def __init__(self, stats: StatisticsProvider, covers: np.ndarray | None = None, name: str = "minmax") -> None:
+        self.stats, self.covers, self.name = stats, covers, name
+
+    def answer(self, leaf: Expr, candidates: np.ndarray) -> Verdict | None:
+        return _LeafRules(self.stats).visit(leaf)  # bounds are decoded once per column, for every container
+
+    def describe(self, leaf: Expr) -> str | None:
+        return statistics_used(leaf)
 
 
-class Evaluation:
-    """The verdicts of one predicate over one provider's files, stage by stage: each kind's verdict on a value set or
-    pattern is computed once and reused by every later stage."""
-
+class _LeafRules(ExprVisitor[Verdict | None]):
     def __init__(self, stats: StatisticsProvider) -> None:
         self.stats = stats
-        # The files still in play (an earlier stage dropped the others; None: all). Payloads are read only for files
-        # in scope; the others answer "might match" to every kind, which changes no file that is kept.
-        self.scope: np.ndarray | None = None
-        self._kind_verdicts: dict[tuple[str, Any], Verdict | None] = {}
-
-    def evaluate(self, expr: Expr, kinds: Sequence[IndexKind] = ()) -> Verdict:
-        """Min/max, then for a value set or a pattern each kind that can answer narrows `might` (both verdicts are
-        sound, so their conjunction is) and may prove `all_match`."""
-        return _Evaluator(self, tuple(kinds)).visit(expr)
-
-    def kind_verdict(
-        self, kind: IndexKind, target: ValueSet | Pattern, column: ColumnStatistics, candidates: np.ndarray
-    ) -> Verdict | None:
-        """`kind`'s verdict on `target`, reading payloads only of `candidates` (files not ruled out yet; the others
-        answer "might match", which is sound whatever the candidates were, so the answer is cached). A payload the
-        kind cannot read is isolated and read as unknown (`isolate_damage`)."""
-        key = (kind.name, target)
-        if key not in self._kind_verdicts:
-            if self.scope is not None:
-                candidates = candidates & self.scope
-            payloads = self.stats.payloads(target.column, kind.name, kind.version, candidates)
-            try:
-                self._kind_verdicts[key] = kind.verdict(target, payloads, column)
-            except Exception as error:  # a damaged payload: isolate it
-
-                def judge(start: int, stop: int) -> Verdict:
-                    answer = kind.verdict(target, payloads[start:stop], column.window(start, stop))
-                    return answer if answer is not None else Verdict.unknown(stop - start)
-
-                parts, bad, error = isolate_damage(self.stats.num_files, judge, Verdict.unknown, error)
-                self.stats.damaged(target.column, kind.name, np.flatnonzero(bad), error)
-                self._kind_verdicts[key] = Verdict(
-                    np.concatenate([part.might for part in parts]), np.concatenate([part.all_match for part in parts])
-                )
-        return self._kind_verdicts[key]
-
-
-class _Evaluator(ExprVisitor[Verdict]):
-    def __init__(self, evaluation: Evaluation, kinds: tuple[IndexKind, ...]) -> None:
-        self.evaluation, self.kinds = evaluation, kinds
-        self.stats = evaluation.stats
-
-    def visit(self, expr: Expr) -> Verdict:
-        target = (value_set(expr) or (expr if isinstance(expr, Pattern) else None)) if self.kinds else None
-        verdict = super().visit(expr)  # a leaf's min/max verdict first; AND / OR combine their children's
-        if target is None:
-            return verdict
-        column = self.stats.column(target.column)
-        for kind in self.kinds:
-            answer = self.evaluation.kind_verdict(kind, target, column, verdict.might)
-            if answer is not None:
-                verdict = verdict.narrowed_by(answer)
-        return verdict
-
-    def visit_const(self, expr: Const) -> Verdict:
-        return Verdict.constant(self.stats.num_files, bool(expr.value))
-
-    def visit_unusable(self, expr: Unusable) -> Verdict:
-        return Verdict.unknown(self.stats.num_files)  # not evaluable: might match, unproven
-
-    def visit_widened(self, expr: Widened) -> Verdict:
-        return self.visit(expr.child).never_proven()
-
-    def visit_and(self, expr: And) -> Verdict:
-        return self.visit(expr.left) & self.visit(expr.right)
-
-    def visit_or(self, expr: Or) -> Verdict:
-        return self.visit(expr.left) | self.visit(expr.right)
 
     def visit_bound_compare(self, expr: BoundCompare) -> Verdict:
         return _compare(expr, self.stats.column(expr.column))
@@ -318,6 +252,9 @@ class _Evaluator(ExprVisitor[Verdict]):
 
     def visit_bound_field(self, expr: BoundField) -> Verdict:
         return _field(expr, self.stats.column(expr.column))
+
+    def visit_not(self, expr: Not) -> None:
+        return None  # the normalised tree has none; were one left, it is unknown
 
 
 def statistics_used(leaf: Expr) -> str:

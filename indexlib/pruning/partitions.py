@@ -1,8 +1,14 @@
-"""Partition stage: what a data file's partition values alone prove about a row filter.
+"""Partition evidence: what a data file's partition values alone prove about a leaf of the predicate.
 
 Iceberg records, for every data file, the spec it was written under and one partition tuple (e.g. `day(ts)`,
 `bucket[16](id)`, `truncate[4](name)`), read from the manifests the planner lists anyway. It needs no index entry,
 so it also covers files committed after the last build, and a bucket proves `id = 42` absent where min/max cannot.
+
+Two readings, one per kind of transform. A partition value that is an interval of its column (identity, year,
+month, day, hour; Delta's identity partitions) is read as the column's bounds and counts and judged by the min/max
+rules like an index entry (statistics/partition_values.py has its safety argument). Bucket and truncate (and void or
+any later transform) are not intervals the rules can use, so the leaf is lifted through pyiceberg's projections onto
+those fields of the file's spec; the argument for that reading follows.
 
 Safety argument, once for the whole module. Every row of a file maps to the file's partition tuple.
 - might: pyiceberg's inclusive projection turns the filter into a predicate on partition tuples that every matching
@@ -26,7 +32,6 @@ still widens its projections for such files (ProjectionUtil.fixInclusiveTimeProj
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -44,17 +49,18 @@ from pyiceberg.expressions.visitors import (
     strict_projection,
     visit,
 )
-from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.types import DateType
+from pyiceberg.transforms import DayTransform, HourTransform, IdentityTransform, MonthTransform, YearTransform
+from pyiceberg.typedef import Record
 
+from indexlib.pruning.evaluator import Evidence, evaluate
 from indexlib.pruning.iceberg_filter import to_iceberg_filter, to_strict_iceberg_filter
-from indexlib.pruning.minmax import evaluate
-from indexlib.query.model import COMPARE, And, BoundField, Const, Expr, Or, Widened
+from indexlib.pruning.minmax import MinMaxEvidence
+from indexlib.query.model import Expr, Widened
 from indexlib.query.normalize import leaves
-from indexlib.query.visitor import ExprVisitor
 from indexlib.sources.base import DataFileRef, IcebergPartitioning, IdentityPartitioning, Source
-from indexlib.statistics.partition_values import PartitionValueStatistics
+from indexlib.statistics.partition_values import BOUNDING_TRANSFORMS, Pairs, PartitionValueStatistics
 from indexlib.statistics.verdict import Verdict
 
 log = logging.getLogger(__name__)
@@ -79,33 +85,143 @@ class PartitionPruning:
 
 
 def prune_partitions(source: Source, files: Sequence[DataFileRef], predicate: Expr) -> PartitionPruning:
-    """The partition stage over `files` of `source` for a bound predicate; never fails a lookup (a stage that
-    cannot run proves nothing: every file is kept)."""
-    partitioning = source.partitioning
-    if isinstance(partitioning, IcebergPartitioning):
-        return _iceberg_stage(source.name, partitioning.table, files, predicate)
-    if isinstance(partitioning, IdentityPartitioning):
-        return _identity_stage(partitioning, files, predicate)
-    raise TypeError(f"unknown partitioning {partitioning!r} of {source.name}")
+    """The partition evidence alone over `files` of `source` for a bound predicate (what a backfill selects its
+    files by); never fails (evidence that cannot run proves nothing: every file is kept)."""
+    evidence = PartitionEvidence(source, files)
+    verdict = evaluate(predicate, [evidence], len(files))[-1].verdict
+    return PartitionPruning(verdict.might, verdict.all_match, evidence.lifted(predicate))
 
 
-def _iceberg_stage(name: str, table: Any, files: Sequence[DataFileRef], predicate: Expr) -> PartitionPruning:
-    """Lift the bound predicate through each file's partition spec (pyiceberg inclusive / strict projection)."""
-    sources = {field.source_id for spec in table.specs().values() for field in spec.fields}
-    if not sources & _columns_named(predicate):
-        return PartitionPruning.unknown(len(files))  # no partition is derived from a column the predicate names
-    inclusive = to_iceberg_filter(predicate, sources)
-    try:
-        might, all_match = partition_verdict(
-            table, files, inclusive, case_sensitive=True, strict_filter=to_strict_iceberg_filter(predicate, sources)
-        )
-        field_might, field_all_match = calendar_field_verdict(table, files, predicate)
-        might, all_match = might & field_might, all_match | field_all_match
-        lifted = lifted_fields(table, inclusive, case_sensitive=True)
-    except Exception:  # never fail a lookup over the partition stage: it proves nothing, every file is kept
-        log.warning("partition stage skipped for %s (filter %s)", name, inclusive, exc_info=True)
-        return PartitionPruning.unknown(len(files))
-    return PartitionPruning(might, all_match, lifted)
+class PartitionEvidence(Evidence):
+    """What each file's partition values prove about one leaf. A partition value that is an interval of its column
+    (identity, year, month, day, hour) is read as the column's bounds and counts and judged by the min/max rules
+    (statistics/partition_values.py): the same rules as the index's, for every leaf, calendar fields included. Only
+    bucket and truncate (and any transform not named there) are lifted through pyiceberg's projections, per file
+    spec (`partition_verdict`, safety argument in the module docstring). Delta's identity partitions are intervals."""
+
+    name = "partition"
+
+    def __init__(self, source: Source, files: Sequence[DataFileRef]) -> None:
+        self.source_name, self.files = source.name, files
+        partitioning = source.partitioning
+        self.table: Any = None
+        self.projected: set[int] = set()  # source columns of fields left to pyiceberg's projection
+        if isinstance(partitioning, IcebergPartitioning):
+            self.table = partitioning.table
+            specs = self.table.specs()
+            fields = [field for spec in specs.values() for field in spec.fields]
+            self.projected = {f.source_id for f in fields if _transform_name(f.transform) not in BOUNDING_TRANSFORMS}
+            self.bounded = {f.source_id for f in fields if _transform_name(f.transform) in BOUNDING_TRANSFORMS}
+            pairs = _iceberg_pairs(specs, files)
+        elif isinstance(partitioning, IdentityPartitioning):
+            self.columns = partitioning.columns
+            self.bounded = {column.field_id for column in partitioning.columns}
+            pairs = _identity_pairs(partitioning, files)
+        else:
+            raise TypeError(f"unknown partitioning {partitioning!r} of {source.name}")
+        statistics = PartitionValueStatistics(len(files), pairs, lambda: [ref.record_count for ref in files])
+        self.bounds = MinMaxEvidence(statistics, name=self.name)
+
+    def answer(self, leaf: Expr, candidates: np.ndarray) -> Verdict | None:
+        column = getattr(leaf, "column", None)
+        if column is None or not self.files:
+            return None
+        verdicts = []
+        if column.field_id in self.bounded:
+            verdicts.append(self.bounds.answer(leaf, candidates))
+        if column.field_id in self.projected:
+            verdicts.append(self._projected(leaf))
+        found = [verdict for verdict in verdicts if verdict is not None]
+        if not found:
+            return None  # no partition is derived from the column this leaf reads
+        return found[0] if len(found) == 1 else found[0].narrowed_by(found[1])
+
+    def _projected(self, leaf: Expr) -> Verdict | None:
+        try:
+            might, all_match = partition_verdict(
+                self.table,
+                self.files,
+                to_iceberg_filter(leaf, self.projected),
+                case_sensitive=True,
+                strict_filter=to_strict_iceberg_filter(leaf, self.projected),
+                projected=_is_projected,
+            )
+        except Exception:  # never fail a lookup over partition values: they prove nothing, every file is kept
+            log.warning("partition values not used for %s (leaf %s)", self.source_name, leaf, exc_info=True)
+            return None
+        return Verdict(might, all_match)
+
+    def lifted(self, predicate: Expr) -> list[str]:
+        """For explain: the partition fields the predicate is lifted to."""
+        used = _columns_named(predicate)
+        if self.table is None:
+            return [f"{c.name} (identity)" for c in self.columns if c.field_id in used] if self.files else []
+        if not (self.projected | self.bounded) & used:
+            return []
+        try:
+            sources = self.projected | self.bounded
+            return lifted_fields(self.table, to_iceberg_filter(predicate, sources), case_sensitive=True)
+        except Exception:  # explain only
+            return []
+
+
+def _transform_name(transform: Any) -> str | None:
+    """The name statistics/partition_values.py knows a transform by, or None (bucket, truncate, void, others)."""
+    for kind, name in _BOUNDING:
+        if isinstance(transform, kind):
+            return name
+    return None
+
+
+_BOUNDING = (
+    (IdentityTransform, "identity"),
+    (YearTransform, "year"),
+    (MonthTransform, "month"),
+    (DayTransform, "day"),
+    (HourTransform, "hour"),
+)
+
+
+def _is_projected(field: PartitionField) -> bool:
+    return _transform_name(field.transform) is None
+
+
+def _iceberg_pairs(specs: dict[int, PartitionSpec], files: Sequence[DataFileRef]) -> Pairs:
+    """Per file, the (transform, value) pairs of its spec's fields on a column; none for a file without a partition
+    record or with an unknown spec (unknown: kept)."""
+
+    def pairs(field_id: int) -> list[list[tuple[str, Any]] | None]:
+        positions: dict[int, list[tuple[int, str]]] = {}
+        for spec_id, spec in specs.items():
+            positions[spec_id] = [
+                (position, name)
+                for position, field in enumerate(spec.fields)
+                if field.source_id == field_id and (name := _transform_name(field.transform)) is not None
+            ]
+        out: list[list[tuple[str, Any]] | None] = []
+        for ref in files:
+            at = positions.get(ref.spec_id) if ref.partition is not None else None
+            try:
+                out.append([(name, ref.partition[position]) for position, name in at] if at else None)
+            except (IndexError, TypeError):  # a record that does not fit its spec proves nothing
+                out.append(None)
+        return out
+
+    return pairs
+
+
+def _identity_pairs(partitioning: IdentityPartitioning, files: Sequence[DataFileRef]) -> Pairs:
+    names = {column.field_id: column.name for column in partitioning.columns}
+
+    def pairs(field_id: int) -> list[list[tuple[str, Any]] | None]:
+        name = names.get(field_id)
+        out: list[list[tuple[str, Any]] | None] = []
+        for ref in files:
+            values = dict(ref.partition or ())
+            out.append([("identity", values[name])] if name in values else None)
+        return out
+
+    return pairs
 
 
 def _columns_named(predicate: Expr) -> set[int]:
@@ -119,29 +235,18 @@ def _columns_named(predicate: Expr) -> set[int]:
     return named
 
 
-def _identity_stage(
-    partitioning: IdentityPartitioning, files: Sequence[DataFileRef], predicate: Expr
-) -> PartitionPruning:
-    """Identity partitions: each file's partition value is its column's min and max (NULL: every row NULL), so the
-    min/max rules decide the predicate on them (statistics/partition_values.py)."""
-    used = _columns_named(predicate)
-    columns = [f for f in partitioning.columns if f.field_id in used]
-    if not columns or not files:
-        return PartitionPruning.unknown(len(files))
-    names = {f.name for f in columns}
-    values = [{c: v for c, v in ref.partition or () if c in names} for ref in files]
-    verdict = evaluate(predicate, PartitionValueStatistics(values, [ref.record_count for ref in files]))
-    return PartitionPruning(verdict.might, verdict.all_match, [f"{f.name} (identity)" for f in columns])
-
-
 def partition_verdict(
     table: Any,
     files: Sequence[DataFileRef],
     row_filter: ice.BooleanExpression,
     case_sensitive: bool = False,
     strict_filter: ice.BooleanExpression | None = None,
+    projected: Callable[[PartitionField], bool] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(might, all) boolean arrays over `files` for the unbound pyiceberg `row_filter`.
+
+    `projected`, when given, picks the partition fields to project onto (the others are left out of each spec, as
+    if the file were not partitioned by them: sound, since a subset of a spec's fields proves less).
 
     `strict_filter`, when given, is what `all_match` is proven for: a subset of `row_filter`'s rows. Callers whose
     `row_filter` is a widened (inclusive) translation of their predicate pass the exact-or-narrower one here.
@@ -154,7 +259,7 @@ def partition_verdict(
     schema = table.schema()
     bind(schema, row_filter, case_sensitive)  # a caller's mistake (unknown column) should not read as "unknown"
     specs = table.specs()
-    verdicts: dict[int, _Verdict | None] = {}
+    verdicts: dict[int, tuple[_Verdict | None, list[int] | None]] = {}
     seen: dict[tuple[int, tuple[Any, ...]], tuple[bool, bool]] = {}
     unknown = Verdict.unknown(len(files))
     might, all_match = unknown.might, unknown.all_match
@@ -162,14 +267,14 @@ def partition_verdict(
         if ref.partition is None or ref.spec_id not in specs:
             continue
         if ref.spec_id not in verdicts:
-            verdicts[ref.spec_id] = _spec_verdict(
-                schema,
-                specs[ref.spec_id],
-                row_filter,
-                row_filter if strict_filter is None else strict_filter,
-                case_sensitive,
+            spec, positions = _reduced(specs[ref.spec_id], projected)
+            verdicts[ref.spec_id] = (
+                _spec_verdict(
+                    schema, spec, row_filter, row_filter if strict_filter is None else strict_filter, case_sensitive
+                ),
+                positions,
             )
-        verdict = verdicts[ref.spec_id]
+        verdict, positions = verdicts[ref.spec_id]
         if verdict is None:
             continue
         try:
@@ -178,7 +283,11 @@ def partition_verdict(
         except TypeError:  # an unhashable partition value: just evaluate
             key, result = None, None
         if result is None:
-            result = verdict(ref.partition)
+            try:
+                record = ref.partition if positions is None else Record(*(ref.partition[p] for p in positions))
+            except (IndexError, TypeError):  # a record that does not fit its spec proves nothing
+                continue
+            result = verdict(record)
             if key is not None:
                 seen[key] = result
         might[i], all_match[i] = result
@@ -206,6 +315,18 @@ def lifted_fields(table: Any, row_filter: ice.BooleanExpression, case_sensitive:
                 source = schema.find_column_name(part.source_id)
                 lines.append(f"spec {spec_id}: {part.name} = {part.transform}({source})")
     return lines
+
+
+def _reduced(
+    spec: PartitionSpec, projected: Callable[[PartitionField], bool] | None
+) -> tuple[PartitionSpec, list[int] | None]:
+    """`spec` with only the fields `projected` picks, and their positions in the file's record (None: all)."""
+    if projected is None:
+        return spec, None
+    positions = [position for position, part in enumerate(spec.fields) if projected(part)]
+    if len(positions) == len(spec.fields):
+        return spec, None
+    return PartitionSpec(*(spec.fields[p] for p in positions), spec_id=spec.spec_id), positions
 
 
 def _partition_schema(schema: Schema, spec: PartitionSpec) -> Schema:
@@ -281,106 +402,3 @@ class _NullGuard(BooleanExpressionVisitor[ice.BooleanExpression]):
 
     def visit_bound_predicate(self, predicate: ice.BoundPredicate) -> ice.BooleanExpression:
         raise TypeError(f"expected an unbound row filter, got {predicate}")
-
-
-def calendar_field_verdict(table: Any, files: Sequence[DataFileRef], predicate: Expr) -> tuple[np.ndarray, np.ndarray]:
-    """(might, all) of a bound predicate from its calendar-field leaves (`month/day/hour(c) op N`) alone.
-
-    pyiceberg has no projection for month-of-year, but a file partitioned by month(c), day(c), hour(c) or identity(c)
-    holds rows whose fields are fixed by the partition value (a non-null partition value means c is never NULL in
-    the file), so such a leaf is decided exactly. Every other leaf counts as unknown (might, not all), so the result
-    is a sound superset / subset on its own and combines with the projection verdict by AND (might) / OR (all).
-    """
-    unknown = Verdict.unknown(len(files))
-    might, all_match = unknown.might, unknown.all_match
-    if not any(isinstance(leaf, BoundField) for leaf in leaves(predicate)):
-        return might, all_match
-    specs, schema = table.specs(), table.schema()
-
-    seen: dict[Any, tuple[bool, bool]] = {}
-    for i, ref in enumerate(files):
-        if ref.partition is None:
-            continue
-        key = (ref.spec_id, tuple(ref.partition))  # files share partitions: evaluate each tuple once
-        try:
-            result = seen.get(key)
-        except TypeError:  # an unhashable partition value: just evaluate
-            key, result = None, None
-        if result is None:
-            result = _CalendarFields(schema, specs.get(ref.spec_id), ref.partition).visit(predicate)
-            if key is not None:
-                seen[key] = result
-        might[i], all_match[i] = result
-    return might, all_match
-
-
-class _CalendarFields(ExprVisitor[tuple[bool, bool]]):
-    """(might, all) of a predicate for one partition record, deciding only calendar-field leaves."""
-
-    def __init__(self, schema: Schema, spec: PartitionSpec | None, partition: Any) -> None:
-        self.schema, self.spec, self.partition = schema, spec, partition
-
-    def visit_const(self, expr: Const) -> tuple[bool, bool]:
-        return bool(expr.value), bool(expr.value)
-
-    def visit_and(self, expr: And) -> tuple[bool, bool]:
-        (m1, a1), (m2, a2) = self.visit(expr.left), self.visit(expr.right)
-        return m1 and m2, a1 and a2
-
-    def visit_or(self, expr: Or) -> tuple[bool, bool]:
-        (m1, a1), (m2, a2) = self.visit(expr.left), self.visit(expr.right)
-        return m1 or m2, a1 or a2
-
-    def visit_widened(self, expr: Widened) -> tuple[bool, bool]:
-        return self.visit(expr.child)[0], False
-
-    def visit_bound_field(self, expr: BoundField) -> tuple[bool, bool]:
-        moment = _partition_moment(self.schema, self.spec, self.partition, expr.column.field_id, expr.field)
-        if moment is _ALL_NULL:
-            return False, False
-        if moment is None:
-            return _UNKNOWN
-        value = {"month": moment.month, "day": moment.day, "hour": getattr(moment, "hour", 0)}[expr.field]
-        result = COMPARE[expr.op](value, expr.value)
-        return result, result
-
-    def visit_leaf(self, expr: Expr) -> tuple[bool, bool]:
-        return _UNKNOWN  # every other leaf: the projection and statistics stages decide it
-
-    visit_bound_compare = visit_bound_in = visit_is_null = visit_is_nan = visit_pattern = visit_unusable = visit_leaf
-
-
-_NULL_PRESERVING = ("identity", "year", "month", "day", "hour")  # f(x) is NULL exactly when x is (void is not)
-_ALL_NULL = object()
-
-
-def _partition_moment(schema: Schema, spec: PartitionSpec | None, partition: Any, source_id: int, field: str) -> Any:
-    """A date/datetime that shares `field` with every row of the file, from a partition on `source_id`; `_ALL_NULL`
-    when the partition value says the column is NULL in every row; None when the spec does not say."""
-    if spec is None or partition is None:
-        return None
-    epoch = dt.datetime(1970, 1, 1)
-    for position, part in enumerate(spec.fields):
-        if part.source_id != source_id:
-            continue
-        value, transform = partition[position], str(part.transform)
-        if value is None:
-            if transform in _NULL_PRESERVING:
-                return _ALL_NULL  # every row's value is NULL, so no field comparison is TRUE
-            continue
-        try:
-            if transform == "month" and field == "month":
-                year, month = divmod(int(value), 12)
-                return dt.date(1970 + year, month + 1, 1)
-            if transform == "day" and field in ("month", "day"):
-                return value if isinstance(value, dt.date) else (epoch + dt.timedelta(days=int(value))).date()
-            if transform == "hour":
-                return epoch + dt.timedelta(hours=int(value))
-            if transform == "identity":
-                if isinstance(schema.find_field(source_id).field_type, DateType):
-                    day = value if isinstance(value, dt.date) else (epoch + dt.timedelta(days=int(value))).date()
-                    return day if field != "hour" else None
-                return value if isinstance(value, dt.datetime) else epoch + dt.timedelta(microseconds=int(value))
-        except (OverflowError, ValueError, TypeError):
-            return None
-    return None
