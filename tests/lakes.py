@@ -99,6 +99,15 @@ def events_batch(rng: random.Random, start: int, rows: int, part: str) -> pa.Tab
     )
 
 
+def partitioned_events(catalog, tmp_path: Path, name: str, seed: int, rows: int = 30) -> Lake:
+    """An Iceberg events table partitioned by `part`: one batch of `rows` rows in each of the three partitions."""
+    lake = Lake("iceberg", catalog, tmp_path, name, partitioned=True)
+    rng = random.Random(seed)
+    for n, part in enumerate(PARTS):
+        lake.append(events_batch(rng, n * rows, rows, part))
+    return lake
+
+
 def _read_parquet(config, path: str) -> pa.Table:
     """A local file directly; anything else (s3://) through pyiceberg FileIO with the [catalog] properties."""
     if "://" not in path or path.startswith("file://"):

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from lakes import PARTS, Lake, events_batch, live_rows
+from lakes import Lake, live_rows, partitioned_events
 
 from indexlib.config import load_config
 from indexlib.store.table import IndexTable
@@ -67,11 +66,7 @@ def _rows(airflow, *args: str) -> list[dict]:
 
 @pytest.fixture
 def lake(catalog, tmp_path) -> Lake:
-    lake = Lake("iceberg", catalog, tmp_path, "events", partitioned=True)
-    rng = random.Random(26)
-    for n in range(3):
-        lake.append(events_batch(rng, n * 30, 30, PARTS[n]))
-    return lake
+    return partitioned_events(catalog, tmp_path, "events", seed=26)
 
 
 def test_airflow_dags_test_builds_the_index_with_the_configuration_named_by_the_variable(airflow, conf_path, lake):

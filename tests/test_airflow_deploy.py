@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import re
 import shlex
 import sqlite3
@@ -20,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from lakes import PARTS, Lake, checked_answers, events_batch, live_rows
+from lakes import Lake, checked_answers, live_rows, partitioned_events
 from servers import Process, free_port
 
 from indexlib.config import load_config
@@ -150,11 +149,7 @@ class Deployment:
 
 @pytest.fixture
 def lake(catalog, tmp_path) -> Lake:
-    lake = Lake("iceberg", catalog, tmp_path, "events", partitioned=True)
-    rng = random.Random(31)
-    for n in range(3):
-        lake.append(events_batch(rng, n * 30, 30, PARTS[n]))
-    return lake
+    return partitioned_events(catalog, tmp_path, "events", seed=31)
 
 
 def _succeeded(deployment: Deployment, dag_id: str, count: int):

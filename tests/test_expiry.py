@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from lakes import PARTS, QUERIES, Lake, checked_answers, events_batch
+from lakes import QUERIES, Lake, checked_answers, events_batch, partitioned_events
 
 from indexlib.cli import main
 from indexlib.handle import open_handle
@@ -25,11 +25,7 @@ CLOCK = Clock()
 
 @pytest.fixture
 def lake(catalog, tmp_path) -> Lake:
-    lake = Lake("iceberg", catalog, tmp_path, "events", partitioned=True)
-    rng = random.Random(5)
-    for n in range(3):
-        lake.append(events_batch(rng, n * 40, 40, PARTS[n % 3]))
-    return lake
+    return partitioned_events(catalog, tmp_path, "events", seed=5, rows=40)
 
 
 def _churn(config, lake: Lake, spark) -> None:

@@ -8,7 +8,7 @@ import random
 import threading
 
 import pytest
-from lakes import PARTS, QUERIES, Lake, events_batch, live_rows
+from lakes import PARTS, QUERIES, Lake, events_batch, live_rows, partitioned_events
 from pyiceberg import expressions as ice
 
 from indexlib.handle import IndexHandle, open_handle
@@ -70,10 +70,8 @@ def test_a_handle_answers_as_a_fresh_lookup_through_the_life_of_a_table(config, 
 
 
 def test_concurrent_lookups_agree_while_the_table_grows(config, catalog, tmp_path, spark):
-    lake = Lake("iceberg", catalog, tmp_path, "busy", partitioned=True)
-    rng = random.Random(5)
-    for n in range(3):
-        lake.append(events_batch(rng, n * 30, 30, PARTS[n]))
+    lake = partitioned_events(catalog, tmp_path, "busy", seed=5)
+    rng = random.Random(6)  # the appends while readers ask
     build_index(config, lake.name, spark)
     handle = open_handle(config, lake.name)
     where, matches = QUERIES[0]

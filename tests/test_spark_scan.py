@@ -122,13 +122,14 @@ def delta_lake(config, catalog, tmp_path) -> str:
 
 
 @st.composite
-def delta_predicate(draw: Any) -> str:
+def events_predicate(draw: Any, max_id: int = 620, parts: tuple[str, ...] = tuple(PARTS)) -> str:
+    """Up to three leaves over the events columns (ids up to `max_id`, partitions `parts`), joined by AND / OR."""
     leaves = [
-        st.integers(-5, 620).map(lambda v: f"id >= {v}"),
-        st.integers(-5, 620).map(lambda v: f"id = {v}"),
+        st.integers(-5, max_id).map(lambda v: f"id >= {v}"),
+        st.integers(-5, max_id).map(lambda v: f"id = {v}"),
         st.sampled_from(SERVICES).map(lambda s: f"service = '{s}'"),
-        st.sampled_from(PARTS).map(lambda p: f"part = '{p}'"),
-        st.sampled_from(PARTS).map(lambda p: f"part <> '{p}'"),
+        st.sampled_from(parts).map(lambda p: f"part = '{p}'"),
+        st.sampled_from(parts).map(lambda p: f"part <> '{p}'"),
         st.just("service IS NULL"),
     ]
     text = draw(st.one_of(leaves))
@@ -141,7 +142,7 @@ def test_the_dataframe_holds_the_unpruned_delta_rows_with_partition_values(spark
     handle = open_handle(config, delta_lake)
 
     @EXAMPLES
-    @given(delta_predicate())
+    @given(events_predicate())
     def check(where: str) -> None:
         result = handle.lookup(where)
         unpruned = DeltaTable(delta_lake, version=result.source_version).to_pyarrow_table()
@@ -194,22 +195,6 @@ def delta_vectors(config, catalog, tmp_path) -> str:
     return lake.name
 
 
-@st.composite
-def vector_predicate(draw: Any) -> str:
-    leaves = [
-        st.integers(-5, 745).map(lambda v: f"id >= {v}"),
-        st.integers(-5, 745).map(lambda v: f"id = {v}"),
-        st.sampled_from(SERVICES).map(lambda s: f"service = '{s}'"),
-        st.sampled_from([*PARTS, ODD]).map(lambda p: f"part = '{p}'"),
-        st.sampled_from([*PARTS, ODD]).map(lambda p: f"part <> '{p}'"),
-        st.just("service IS NULL"),
-    ]
-    text = draw(st.one_of(leaves))
-    for _ in range(draw(st.integers(0, 2))):
-        text = f"({text}) {draw(st.sampled_from(['AND', 'OR']))} ({draw(st.one_of(leaves))})"
-    return text
-
-
 def test_the_dataframe_drops_the_rows_delta_deletion_vectors_delete(spark, config, delta_vectors) -> None:
     handle = open_handle(config, delta_vectors)
     table = brute_force(delta_vectors, EVENTS_SCHEMA, {"part": str})
@@ -220,7 +205,7 @@ def test_the_dataframe_drops_the_rows_delta_deletion_vectors_delete(spark, confi
     assert sum(len(k.deletes) for k in kept) == 5 and any(k.all_match and k.deletes for k in kept)
 
     @EXAMPLES
-    @given(vector_predicate())
+    @given(events_predicate(745, (*PARTS, ODD)))
     def check(where: str) -> None:
         with duckdb.connect() as con:
             con.register("unpruned", table)
