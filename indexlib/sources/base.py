@@ -119,11 +119,16 @@ class KeptFile:
     (Iceberg: path, format, spec id, partition record, record count; Delta: `partition` holds the (column, value)
     pairs the data file does not store), the delete files that apply to it (Iceberg; Delta: its deletion vector's
     positions), and whether every row of it
-    matches (then the filter need not be applied)."""
+    matches (then the filter need not be applied).
+
+    `row_groups`: the Parquet row groups of the file (0-based, in footer order) that may hold a matching row, when
+    the index has row-group entries for it; None: every row group. Never empty (a file with no such row group is not
+    kept). A reader may read only these and returns the same matching rows."""
 
     file: DataFileRef
     all_match: bool
     deletes: tuple[DeleteFileRef, ...] = ()
+    row_groups: tuple[int, ...] | None = None
 
 
 def paths_of(files: Sequence[DataFileRef]) -> list[str]:
