@@ -123,6 +123,7 @@ class Config:
     time_zone: str | None = None  # session zone for CURRENT_DATE / NOW(); None: the machine's local zone
     dialect: str | None = None  # sqlglot dialect of WHERE clauses; None: ANSI quoting
     index_defaults: IndexSettings = IndexSettings()
+    row_groups: str = "false"  # [index] row_groups: "true", "false" or "auto" (indexing/file_indexer.py)
     # [index.tables."ns.name"]: table-wide settings, and per column under `columns` (validated at load)
     table_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     airflow: AirflowSettings = AirflowSettings()
@@ -148,7 +149,9 @@ class Config:
         configuration names a column the table does not have or a kind the column's type cannot hold."""
         raw = self.table_settings.get(table, {})
         table_wide = parse_settings(
-            {k: v for k, v in raw.items() if k != "columns"}, self.index_defaults, f'index.tables."{table}"'
+            {k: v for k, v in raw.items() if k not in ("columns", "row_groups")},
+            self.index_defaults,
+            f'index.tables."{table}"',
         )
         by_name = {f.name: f for f in schema.fields}
         settings = {f.field_id: table_wide for f in schema.fields}
@@ -164,6 +167,11 @@ class Config:
                     raise UserError(f"{where}: {article} {kind} index cannot be built on {name} ({column.field_type})")
             settings[column.field_id] = column_settings
         return settings
+
+    def row_groups_for(self, table: str) -> str:
+        """`row_groups` of `table` (its `[index.tables."..."]` value, else `[index]`'s): "true", "false" or "auto"."""
+        raw = self.table_settings.get(table, {})
+        return _row_groups_mode(raw["row_groups"]) if "row_groups" in raw else self.row_groups
 
     def load_catalog(self) -> Any:
         from pyiceberg.catalog import load_catalog
@@ -258,7 +266,12 @@ def _schema() -> dict[str, Any]:
     settings = dict.fromkeys(setting_names())  # index settings: declared by the index kinds (registry.py)
     return {
         "catalog": _PROPERTIES,
-        "index": {"namespace": None, **settings, "tables": {_ANY: {**settings, "columns": {_ANY: settings}}}},
+        "index": {
+            "namespace": None,
+            "row_groups": None,
+            **settings,
+            "tables": {_ANY: {**settings, "row_groups": None, "columns": {_ANY: settings}}},
+        },
         "build": dict.fromkeys(_BUILD_KEYS),
         "spark": {"master": None, "app_name": None, "options": _PROPERTIES},
         "lookup": {"time_zone": None, "dialect": None},
@@ -386,6 +399,9 @@ def load_config(path: str | Path | None = None) -> Config:
         except UserError as exc:
             raise UserError(f"config file {conf_path}: lookup.dialect: {exc}") from None
     defaults, table_settings = _index_settings(index, conf_path)
+    row_groups = _checked_row_groups(index, "index", conf_path)
+    for table_name, raw_table in table_settings.items():
+        _checked_row_groups(raw_table, f'index.tables."{table_name}"', conf_path)
     return Config(
         path=conf_path,
         catalog_name=name,
@@ -407,6 +423,7 @@ def load_config(path: str | Path | None = None) -> Config:
         time_zone=None if time_zone is None else str(time_zone),
         dialect=None if dialect is None else str(dialect),
         index_defaults=defaults,
+        row_groups=row_groups,
         table_settings=table_settings,
         airflow=_airflow_settings(raw.get("airflow", {}), conf_path),
         serve=_serve_settings(raw.get("serve", {}), conf_path),
@@ -477,19 +494,38 @@ def _airflow_settings(raw: dict[str, Any], conf_path: Path) -> AirflowSettings:
     )
 
 
+def _row_groups_mode(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value == "auto":
+        return "auto"
+    raise ValueError(f'expected true, false or "auto", got {value!r}')
+
+
+def _checked_row_groups(raw: dict[str, Any], where: str, conf_path: Path) -> str:
+    try:
+        return _row_groups_mode(raw.get("row_groups", False))
+    except ValueError as exc:
+        raise UserError(f"config file {conf_path}: {where}.row_groups: {exc}") from None
+
+
 def _index_settings(index: dict[str, Any], conf_path: Path) -> tuple[IndexSettings, dict[str, dict[str, Any]]]:
     """Defaults from `[index]`, per-table tables from `[index.tables."ns.name"]`, all validated now."""
-    known = {"namespace", "tables", *setting_names()}
+    known = {"namespace", "tables", "row_groups", *setting_names()}
     try:
         defaults = parse_settings(
-            {k: v for k, v in index.items() if k in known - {"namespace", "tables"}}, IndexSettings(), "index"
+            {k: v for k, v in index.items() if k in known - {"namespace", "tables", "row_groups"}},
+            IndexSettings(),
+            "index",
         )
         tables = dict(index.get("tables", {}))
         for table, raw in tables.items():
             where = f'index.tables."{table}"'
             if not isinstance(raw, dict):
                 raise ValueError(f"{where}: expected a table of settings")
-            table_wide = parse_settings({k: v for k, v in raw.items() if k != "columns"}, defaults, where)
+            table_wide = parse_settings(
+                {k: v for k, v in raw.items() if k not in ("columns", "row_groups")}, defaults, where
+            )
             for column, column_raw in dict(raw.get("columns", {})).items():
                 if not isinstance(column_raw, dict):
                     raise ValueError(f"{where}.columns.{column}: expected a table of settings")

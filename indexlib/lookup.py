@@ -10,6 +10,11 @@ no index entry (committed after the last build) is unknown to the index stages: 
 keeps no file).
 Index entries of files that are no longer live are never returned. A file is in `all_match` when any stage proves
 every row of it matches the whole predicate.
+
+Then the row groups of the kept files that have row-group entries (format 5, `[index] row_groups`) are judged the
+same way, each taking its file's evidence (pruning/containers.py) narrowed by its own bounds and payloads: stages
+"row groups: minmax", "row groups: bloom", ... A file none of whose row groups might match is dropped; the others
+list the row groups a reader needs (`row_groups`), and which of them match on every row.
 """
 
 from __future__ import annotations
@@ -27,31 +32,41 @@ from pyiceberg.expressions import BooleanExpression
 from indexlib.config import Config
 from indexlib.index_kinds.base import IndexKind
 from indexlib.index_kinds.registry import registry
-from indexlib.pruning.evaluator import Evidence, describe, evaluate
+from indexlib.pruning.containers import PerPart
+from indexlib.pruning.evaluator import Evidence, StageVerdict, describe, evaluate, judged_leaves
 from indexlib.pruning.kinds import KindEvidence
 from indexlib.pruning.minmax import MinMaxEvidence
 from indexlib.pruning.partitions import PartitionEvidence
 from indexlib.query.binding import bind
 from indexlib.query.from_iceberg import from_iceberg
-from indexlib.query.model import Expr
+from indexlib.query.model import Expr, Widened
 from indexlib.query.normalize import leaves, normalize, unusable_parts
 from indexlib.query.sql import Clock, parse_where, predicate_from_tree
 from indexlib.sources.base import DataFileRef, KeptFile, Source, paths_of, pick
 from indexlib.sources.registry import open_source
 from indexlib.statistics.verdict import Verdict
 from indexlib.store.entries import EntryStatistics
+from indexlib.store.row_groups import RowGroupStatistics
 from indexlib.store.snapshot import IndexRows, IndexSnapshot
 from indexlib.store.table import IndexTable
 
 
 @dataclass(frozen=True)
 class Stage:
+    """One stage's files in and out; a row-group stage also counts the row groups (of files with row-group
+    entries) in and out."""
+
     name: str
     files_in: int
     files_out: int
+    row_groups_in: int | None = None
+    row_groups_out: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "files_in": self.files_in, "files_out": self.files_out}
+        shown = {"name": self.name, "files_in": self.files_in, "files_out": self.files_out}
+        if self.row_groups_in is not None:
+            shown |= {"row_groups_in": self.row_groups_in, "row_groups_out": self.row_groups_out}
+        return shown
 
 
 @dataclass(frozen=True)
@@ -79,6 +94,10 @@ class LookupResult:
     bound: Expr | None = field(default=None, compare=False, repr=False)  # the predicate bound to the schema
     state: TableState | None = field(default=None, compare=False, repr=False)
     kept_positions: tuple[int, ...] = field(default=(), compare=False, repr=False)  # of the kept files in state.live
+    # per kept file with row-group entries: the row groups that might match, and those proven to match on every row
+    row_groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    all_match_row_groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    row_groups_total: int = 0  # row groups of the files that reached the row-group stages
 
     @property
     def source(self) -> Source | None:
@@ -95,8 +114,19 @@ class LookupResult:
         refs = pick(self.state.live, list(self.kept_positions))
         deletes = self.state.source.deletes_for(refs)
         all_match = set(self.all_match)
-        kept = [KeptFile(ref, ref.path in all_match, d) for ref, d in zip(refs, deletes, strict=True)]
+        kept = [
+            KeptFile(ref, ref.path in all_match, d, self.needed_row_groups(ref.path))
+            for ref, d in zip(refs, deletes, strict=True)
+        ]
         return sorted(kept, key=lambda k: k.file.path)
+
+    def needed_row_groups(self, path: str) -> tuple[int, ...] | None:
+        """The row groups of kept file `path` a reader must read; None: all of them (no row-group entries, or
+        every row group might match)."""
+        if self.state is None or path not in self.row_groups:
+            return None
+        groups = self.row_groups[path]
+        return None if len(groups) == self.state.row_group_counts.get(path, -1) else groups
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -106,12 +136,24 @@ class LookupResult:
             "files_kept": len(self.files),
             "files_unindexed": self.files_unindexed,
             "files_all_match": len(self.all_match),
+            **(
+                {
+                    "row_groups_total": self.row_groups_total,
+                    "row_groups_kept": sum(len(groups) for groups in self.row_groups.values()),
+                    "row_groups_all_match": sum(len(groups) for groups in self.all_match_row_groups.values()),
+                }
+                if self.row_groups_total
+                else {}
+            ),
             "stages": [stage.as_dict() for stage in self.stages],
         }
 
     def as_json(self) -> dict[str, Any]:
         """The `explain --json` object (its shape is documented in the README)."""
-        return {"table": self.table, "where": self.where, "files": self.files, "summary": self.summary}
+        shown = {"table": self.table, "where": self.where, "files": self.files, "summary": self.summary}
+        if self.row_groups:
+            shown["row_groups"] = {path: list(groups) for path, groups in self.row_groups.items()}
+        return shown
 
 
 @dataclass(frozen=True)
@@ -204,6 +246,11 @@ class TableState:
     def aligned(self) -> AlignedEntries:
         return AlignedEntries.of(self.live_paths, self.rows)
 
+    @property
+    def row_group_counts(self) -> dict[str, int]:
+        """Row groups per file, of the files whose row-group entries a lookup read (filled by `prune_row_groups`)."""
+        return self.__dict__.setdefault("_row_group_counts", {})
+
 
 def live_files(source: Source, rows: IndexRows | None) -> Sequence[DataFileRef]:
     """The source's live files. The one place a lookup takes them from the index: when its file rows claim a live
@@ -269,6 +316,10 @@ def lookup_in(
         files_in = stages[-1].files_out
     kept = results[-1].verdict.might
     all_match = kept & results[-1].verdict.all_match  # stages only narrow: the last knows what every one proved
+    groups = prune_row_groups(predicate, state, evidence, kept, kinds)
+    if groups is not None:
+        kept, all_match = groups.narrowed(kept, all_match)
+        stages += groups.stages(files_in)
     indexed = state.aligned.indexed
     return LookupResult(
         table=table,
@@ -288,4 +339,95 @@ def lookup_in(
         bound=predicate,
         state=state,
         kept_positions=tuple(int(i) for i in np.flatnonzero(kept)),
+        row_groups=groups.kept(live_paths) if groups is not None else {},
+        all_match_row_groups=groups.proven(live_paths) if groups is not None else {},
+        row_groups_total=len(groups.live_of) if groups is not None else 0,
     )
+
+
+@dataclass(frozen=True)
+class RowGroupVerdicts:
+    """The row-group stages of one lookup: container i is row group `ordinal[i]` of live file `live_of[i]`;
+    `results` are the evaluator's stages over them (the files' own first, then the row groups')."""
+
+    live_of: np.ndarray
+    ordinal: np.ndarray
+    results: list[StageVerdict]
+    file_stages: int  # how many of `results` are the files' evidence, per row group
+
+    @property
+    def might(self) -> np.ndarray:
+        return self.results[-1].verdict.might
+
+    @property
+    def all_match(self) -> np.ndarray:
+        return self.results[-1].verdict.all_match & self.might
+
+    def narrowed(self, kept: np.ndarray, all_match: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Files kept and all-match after the row groups: a file with row groups, none of which might match, is
+        dropped; one whose every row group matches on every row is all-match."""
+        judged = np.zeros(len(kept), dtype=bool)
+        judged[self.live_of] = True
+        any_kept = np.zeros(len(kept), dtype=bool)
+        any_kept[self.live_of[self.might]] = True
+        not_all = np.zeros(len(kept), dtype=bool)
+        not_all[self.live_of[~self.all_match]] = True
+        kept = kept & (~judged | any_kept)
+        return kept, kept & (all_match | (judged & ~not_all))
+
+    def stages(self, files_in: int) -> list[Stage]:
+        """The row groups' own stages, counting files (with or without row groups) and row groups in and out."""
+        unjudged = files_in - len(np.unique(self.live_of))
+        shown, groups_in = [], int(self.results[self.file_stages - 1].verdict.might.sum())
+        for result in self.results[self.file_stages :]:
+            groups_out = int(result.verdict.might.sum())
+            files_out = unjudged + len(np.unique(self.live_of[result.verdict.might]))
+            shown.append(Stage(f"row groups: {result.name}", files_in, files_out, groups_in, groups_out))
+            files_in, groups_in = files_out, groups_out
+        return shown
+
+    def kept(self, live_paths: list[str]) -> dict[str, tuple[int, ...]]:
+        return self._by_file(live_paths, self.might)
+
+    def proven(self, live_paths: list[str]) -> dict[str, tuple[int, ...]]:
+        return {path: groups for path, groups in self._by_file(live_paths, self.all_match).items() if groups}
+
+    def _by_file(self, live_paths: list[str], mask: np.ndarray) -> dict[str, tuple[int, ...]]:
+        found: dict[str, list[int]] = {live_paths[i]: [] for i in np.unique(self.live_of[self.might])}
+        for file, group in zip(self.live_of[mask], self.ordinal[mask], strict=True):
+            if live_paths[file] in found:
+                found[live_paths[file]].append(int(group))
+        return {path: tuple(groups) for path, groups in found.items()}
+
+
+def prune_row_groups(
+    predicate: Expr, state: TableState, evidence: list[Evidence], kept: np.ndarray, kinds: list[IndexKind]
+) -> RowGroupVerdicts | None:
+    """The row-group stages over the kept files' row groups (None when none of them has row-group entries for a
+    column the predicate names): each row group takes its file's evidence (`PerPart`), then its own bounds and
+    payloads, read only for these files."""
+    candidates = np.flatnonzero(kept & state.aligned.indexed)
+    field_ids = list(dict.fromkeys(c.field_id for leaf in judged_leaves(predicate) if (c := _column_of(leaf))))
+    if state.rows is None or not len(candidates) or not field_ids:
+        return None
+    live_paths = state.live_paths
+    paths = pa.array([live_paths[i] for i in candidates], pa.string())
+    stats = RowGroupStatistics(paths, state.rows, field_ids)
+    if not len(stats.file_of):
+        return None
+    state.row_group_counts.update(
+        {live_paths[i]: int(count) for i, count in zip(candidates, stats.groups, strict=True) if count}
+    )
+    live_of = candidates[stats.file_of]
+    row_group_evidence = [
+        *(PerPart(source, live_of, len(live_paths)) for source in evidence),
+        MinMaxEvidence(stats),
+        *(KindEvidence(kind, stats) for kind in kinds),
+    ]
+    results = evaluate(predicate, row_group_evidence, len(live_of))
+    return RowGroupVerdicts(live_of, stats.ordinal, results, len(evidence))
+
+
+def _column_of(leaf: Expr) -> Any:
+    """The column a leaf judges (a widened leaf's child's), or None."""
+    return getattr(leaf.child if isinstance(leaf, Widened) else leaf, "column", None)

@@ -102,7 +102,9 @@ def _work(
 ) -> tuple[list[DataFileRef], list[DataFileRef], dict[str, str | None]]:
     """(files selected by `where` and `partitions`, those still to index or rebuild, the index's configuration
     version per path)."""
-    current = config_version(config.column_settings(source.name, source.schema))  # bad settings fail here
+    current = config_version(
+        config.column_settings(source.name, source.schema), config.row_groups_for(source.name)
+    )  # bad settings fail here
     selected = select_files(source, where, config)
     if partitions is not None:
         labels = {source.partition_label(f) for f in selected}

@@ -93,14 +93,17 @@ def index_new_files(
         return IndexedFiles(ENTRY_ARROW_SCHEMA.empty_table())
     settings = column_settings or {}
     sized = {fid: sized_settings(s, table_files or len(files)) for fid, s in settings.items()}
+    row_groups = config.row_groups_for(source.name)
     task = index_files_task(
         source.schema.model_dump_json(),
         source.io_properties,
         source.name_mapping_json,
         version,
         settings_json(sized),
-        config_version(settings),
+        config_version(settings, row_groups),
         skip_unreadable,
+        row_groups,
+        settings_json(settings),
     )
     size = sum(f.file_size_in_bytes for f in files)
     try:

@@ -220,7 +220,7 @@ def verify(
     index = IndexTable(catalog, config.index_namespace, source.name)
     index.require()
     settings = config.column_settings(source.name, source.schema)
-    current = config_version(settings)
+    current = config_version(settings, config.row_groups_for(source.name))
     live = source.live_files()
     live_paths = {f.path for f in live}
     versions = index.config_versions()

@@ -64,6 +64,8 @@ class ColumnStats:
     distinct_count: int | None = None  # exact, over non-null non-NaN values; None where the type has no keys
     ndv_sketch: bytes | None = None  # HLL sketch of the same values (sketches.py)
     indexes: tuple[dict[str, Any], ...] = ()  # {"kind", "version", "payload"} per index kind built (index_kinds/)
+    # the same per Parquet row group of the file (counts, bounds, indexes), when row-group entries are built
+    row_groups: tuple[ColumnStats, ...] | None = None
 
 
 def supports_bounds(iceberg_type: IcebergType) -> bool:
@@ -149,6 +151,13 @@ class ColumnSummary:
         if isinstance(iceberg_type, _FLOATING):
             self.nans += int(pc.sum(pc.is_nan(chunk.drop_null())).as_py() or 0)
         self._distinct.append(pc.unique(chunk))
+
+    def absorb(self, part: ColumnSummary) -> None:
+        """Add what `part` summarised (the same column of a later row group): the file is the union of its parts."""
+        self.rows += part.rows
+        self.nulls += part.nulls
+        self.nans += part.nans
+        self._distinct.append(part.distinct().cast(self.arrow_type))
 
     def distinct(self) -> pa.Array:
         if len(self._distinct) != 1:  # merged once, then kept merged

@@ -73,8 +73,7 @@ class EntryStatistics(StatisticsProvider):
             has_row[described] = True
             wanted = has_row & ~asked & (candidates if candidates is not None else True)
             if wanted.any():
-                rows = self.rows.payloads(column.field_id, self.paths.filter(pa.array(wanted)))
-                self._fill(found, rows, column, kind, version)
+                self._fill(found, *self._payload_rows(column.field_id, wanted), column, kind, version)
                 asked |= wanted
             if candidates is None:
                 return list(found)
@@ -83,7 +82,20 @@ class EntryStatistics(StatisticsProvider):
     def file_name(self, index: int) -> str:
         return self.paths[index].as_py()
 
-    def _fill(self, found: list[bytes | None], rows: pa.Table, column: ColumnRef, kind: str, version: int) -> None:
+    def _payload_rows(self, field_id: int, wanted: np.ndarray) -> tuple[pa.Table, np.ndarray]:
+        """The column's payload rows (`type`, `indexes`) of the `wanted` files, and the file each describes."""
+        rows = self.rows.payloads(field_id, self.paths.filter(pa.array(wanted)))
+        return rows, pc.index_in(rows.column("file_path"), value_set=self.paths).to_numpy(zero_copy_only=False)
+
+    def _fill(
+        self,
+        found: list[bytes | None],
+        rows: pa.Table,
+        files: np.ndarray,
+        column: ColumnRef,
+        kind: str,
+        version: int,
+    ) -> None:
         indexes = _binary(rows.column("indexes"))
         flat_indexes = pc.list_flatten(indexes)
         if not len(flat_indexes):
@@ -103,7 +115,6 @@ class EntryStatistics(StatisticsProvider):
             )
             & usable_row[row_of]
         )
-        files = pc.index_in(rows.column("file_path"), value_set=self.paths).to_numpy(zero_copy_only=False)
         for file, payload in zip(
             files[row_of[wanted]], flat.column("payload").filter(pa.array(wanted)).to_pylist(), strict=True
         ):

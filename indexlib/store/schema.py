@@ -1,4 +1,4 @@
-"""The index-table layout (format 4), declared once as Iceberg schemas; the Arrow layouts of Spark tasks and commits
+"""The index-table layout (format 5), declared once as Iceberg schemas; the Arrow layouts of Spark tasks and commits
 are derived from them. See docs/index-table.md.
 
 Two shapes of the same facts:
@@ -40,7 +40,10 @@ from indexlib.statistics.column_stats import ColumnStats
 # 3: config_version per entry (optional: older entries have none, so a backfill rebuilds them)
 # 4: one row per (file, column), partitioned by column; a file row for every file live at the live version (and no
 #    other), indexed or not, with its partition values (docs/index-table.md, "What the file rows mean")
-FORMAT_VERSION = 4
+# 5: `row_groups` per column row: the same counts, bounds and payloads per Parquet row group, for files built with
+#    `[index] row_groups` (an optional field added in place: format-4 rows read as files without row-group entries)
+FORMAT_VERSION = 5
+ROWS_FORMAT = 4  # the first format storing rows per (file, column); older ones stored entries as they are
 # What an entry's statistics are (part of its configuration version); format 4 changed how entries are stored, not
 # what they hold, so upgraded entries are not outdated.
 STATISTICS_VERSION = 3
@@ -50,6 +53,29 @@ INDEXES_TYPE = StructType(
     NestedField(22, "kind", StringType(), required=True),
     NestedField(23, "version", IntegerType(), required=True),
     NestedField(24, "payload", BinaryType(), required=True),
+)
+
+# Per row group of a file (format 5): what a column row holds of the whole file, for one row group.
+ROW_GROUP_STATS_TYPE = StructType(
+    NestedField(33, "value_count", LongType(), required=True),
+    NestedField(34, "null_count", LongType(), required=True),
+    NestedField(35, "nan_count", LongType(), required=False),
+    NestedField(36, "lower", BinaryType(), required=False),
+    NestedField(37, "upper", BinaryType(), required=False),
+    NestedField(
+        38,
+        "indexes",
+        ListType(
+            39,
+            StructType(
+                NestedField(40, "kind", StringType(), required=True),
+                NestedField(41, "version", IntegerType(), required=True),
+                NestedField(42, "payload", BinaryType(), required=True),
+            ),
+            element_required=True,
+        ),
+        required=False,
+    ),
 )
 
 COLUMN_STATS_TYPE = StructType(
@@ -64,6 +90,8 @@ COLUMN_STATS_TYPE = StructType(
     NestedField(18, "distinct_count", LongType(), required=False),
     NestedField(19, "ndv_sketch", BinaryType(), required=False),
     NestedField(20, "indexes", ListType(21, INDEXES_TYPE, element_required=True), required=False),
+    # one element per Parquet row group of the file, in footer order; null: no row-group entries (format 5)
+    NestedField(31, "row_groups", ListType(32, ROW_GROUP_STATS_TYPE, element_required=True), required=False),
 )
 
 # The per-file facts an entry and a file row share (the file's own, not a column's).
@@ -160,13 +188,30 @@ def entry_row(
         "record_count": record_count,
         "source_version": source_version,
         "format_version": FORMAT_VERSION,
-        "columns": [{**stats.__dict__, "indexes": list(stats.indexes)} for stats in columns],
+        "columns": [
+            {
+                **stats.__dict__,
+                "indexes": list(stats.indexes),
+                "row_groups": None if stats.row_groups is None else [_row_group(group) for group in stats.row_groups],
+            }
+            for stats in columns
+        ],
         "config_version": config_version,
         "indexed": indexed,
         "file_format": file_format,
         "spec_id": spec_id,
         "partition": partition,
     }
+
+
+def _row_group(stats: ColumnStats) -> dict[str, Any]:
+    """One row group's statistics of a column, as `ROW_GROUP_STATS_TYPE` stores them."""
+    return {name: getattr(stats, name) for name in ROW_GROUP_FIELDS if name != "indexes"} | {
+        "indexes": list(stats.indexes)
+    }
+
+
+ROW_GROUP_FIELDS = tuple(field.name for field in ROW_GROUP_STATS_TYPE.fields)
 
 
 def as_entries(table: pa.Table) -> pa.Table:
@@ -222,11 +267,23 @@ def entries_of(rows: pa.Table) -> pa.Table:
     offsets = np.searchsorted(file_of_row, np.arange(files.num_rows + 1), side="left").astype(np.int32)
     struct_type = ENTRY_ARROW_SCHEMA.field("columns").type.value_type
     elements = pa.StructArray.from_arrays(
-        [columns.column(f.name).combine_chunks().cast(f.type) for f in struct_type], fields=list(struct_type)
+        [_stored(columns, f).cast(f.type) for f in struct_type], fields=list(struct_type)
     )
     listed = pa.ListArray.from_arrays(pa.array(offsets), elements, type=ENTRY_ARROW_SCHEMA.field("columns").type)
     arrays = [listed if f.name == "columns" else files.column(f.name).cast(f.type) for f in ENTRY_ARROW_SCHEMA]
     return pa.Table.from_arrays(arrays, schema=ENTRY_ARROW_SCHEMA)
+
+
+def _stored(rows: pa.Table, field: pa.Field) -> pa.Array:
+    """A field of stored rows; null when the rows were read from an older format that lacks it (format 4 and
+    `row_groups`)."""
+    if field.name not in rows.column_names:
+        return pa.nulls(rows.num_rows, field.type)
+    stored = rows.column(field.name).combine_chunks()
+    if field.name == "row_groups":  # pyiceberg reads a null list as empty: both mean no row-group entries
+        empty = pc.equal(pc.fill_null(pc.list_value_length(stored), 0), 0)
+        stored = pc.if_else(empty, pa.nulls(len(stored), stored.type), stored)
+    return stored
 
 
 def one_entry_per_path(entries: pa.Table) -> pa.Table:

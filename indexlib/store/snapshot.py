@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.expressions import And, BooleanExpression, EqualTo, In
 
-from indexlib.store.schema import FILE_ROW, FORMAT_VERSION, ROW_ARROW_SCHEMA, as_entries, one_entry_per_path, rows_of
+from indexlib.store.schema import FILE_ROW, ROW_ARROW_SCHEMA, ROWS_FORMAT, as_entries, one_entry_per_path, rows_of
 from indexlib.store.table import format_of, live_version_of, watermark_of
 
 FILE_FIELDS = (
@@ -47,6 +47,8 @@ BOUND_FIELDS = (
     "distinct_count",
 )
 PAYLOAD_FIELDS = ("file_path", "field_id", "type", "indexes")
+ROW_GROUP_FIELDS = ("file_path", "field_id", "type", "row_groups")  # format 5: per row group, read like payloads
+_PER_FILE = {"payloads": PAYLOAD_FIELDS, "row groups": ROW_GROUP_FIELDS}
 # Payloads of at most this many files are read with `file_path IN (...)` (pyiceberg binds each literal, ~0.1 ms
 # apiece); beyond it the column's whole partition is streamed and filtered in Arrow.
 MAX_LISTED_PATHS = 500
@@ -90,8 +92,16 @@ class IndexRows:
         return self._rows.filter(wanted).select(list(BOUND_FIELDS))
 
     def payloads(self, field_id: int, paths: pa.Array) -> pa.Table:
+        return self._of_files(field_id, paths, PAYLOAD_FIELDS)
+
+    def row_groups(self, field_id: int, paths: pa.Array) -> pa.Table:
+        """The column's row-group statistics (`row_groups`: null where the file has no row-group entries) of
+        the files `paths`."""
+        return self._of_files(field_id, paths, ROW_GROUP_FIELDS)
+
+    def _of_files(self, field_id: int, paths: pa.Array, fields: Sequence[str]) -> pa.Table:
         rows = self._rows.filter(pc.equal(self._rows.column("field_id"), field_id))
-        return rows.filter(pc.is_in(rows.column("file_path"), value_set=paths)).select(list(PAYLOAD_FIELDS))
+        return rows.filter(pc.is_in(rows.column("file_path"), value_set=paths)).select(list(fields))
 
 
 class IndexSnapshot(IndexRows):
@@ -108,7 +118,8 @@ class IndexSnapshot(IndexRows):
         self._lock = threading.RLock()
         self._files: pa.Table | None = None
         self._columns: dict[int, pa.Table] = {}
-        self._payloads: dict[int, pa.Table] = {}  # per column: the rows read so far
+        # per ("payloads" or "row groups", column): the rows read so far
+        self._per_file: dict[tuple[str, int], pa.Table] = {}
 
     @staticmethod
     def of(table: Any) -> IndexRows | None:
@@ -116,7 +127,7 @@ class IndexSnapshot(IndexRows):
         snapshot = table.current_snapshot()
         if snapshot is None:
             return None
-        if format_of(table) < FORMAT_VERSION:
+        if format_of(table) < ROWS_FORMAT:
             return IndexRows.of_entries(table.scan(snapshot_id=snapshot.snapshot_id).to_arrow(), watermark_of(table))
         return IndexSnapshot(table, snapshot.snapshot_id, watermark_of(table), live_version_of(table))
 
@@ -148,29 +159,32 @@ class IndexSnapshot(IndexRows):
             parts = [self._columns[f] for f in dict.fromkeys(field_ids)]
             return pa.concat_tables(parts) if parts else _empty(BOUND_FIELDS)
 
-    def payloads(self, field_id: int, paths: pa.Array) -> pa.Table:
+    def _of_files(self, field_id: int, paths: pa.Array, fields: Sequence[str]) -> pa.Table:
+        what = "payloads" if fields == PAYLOAD_FIELDS else "row groups"
+        if fields == ROW_GROUP_FIELDS and "row_groups" not in self.table.schema().column_names:
+            return _empty(fields)  # format 4: no row-group entries
         with self._lock:
-            have = self._payloads.get(field_id, _empty(PAYLOAD_FIELDS))
+            have = self._per_file.get((what, field_id), _empty(fields))
             missing = pc.filter(paths, pc.invert(pc.is_in(paths, value_set=have.column("file_path"))))
             if len(missing):
-                have = pa.concat_tables([have, self._read_payloads(field_id, missing)])
-                self._payloads[field_id] = have
+                have = pa.concat_tables([have, self._read_of_files(what, field_id, missing, fields)])
+                self._per_file[what, field_id] = have
             return have.filter(pc.is_in(have.column("file_path"), value_set=paths))
 
-    def _read_payloads(self, field_id: int, paths: pa.Array) -> pa.Table:
+    def _read_of_files(self, what: str, field_id: int, paths: pa.Array, fields: Sequence[str]) -> pa.Table:
         if len(paths) <= MAX_LISTED_PATHS:
             row_filter = And(EqualTo("field_id", field_id), In("file_path", paths.to_pylist()))
-            return self._scan("payloads", (field_id,), row_filter, PAYLOAD_FIELDS)
+            return self._scan(what, (field_id,), row_filter, fields)
         scan = self.table.scan(
-            row_filter=EqualTo("field_id", field_id), selected_fields=PAYLOAD_FIELDS, snapshot_id=self.snapshot_id
+            row_filter=EqualTo("field_id", field_id), selected_fields=tuple(fields), snapshot_id=self.snapshot_id
         )
-        kept = [_empty(PAYLOAD_FIELDS)]
-        for batch in scan.to_arrow_batch_reader():  # streamed: only the asked-for files' payloads stay in memory
+        kept = [_empty(fields)]
+        for batch in scan.to_arrow_batch_reader():  # streamed: only the asked-for files' rows stay in memory
             batch = pa.Table.from_batches([batch])
-            kept.append(_conform(batch.filter(pc.is_in(batch.column("file_path"), value_set=paths)), PAYLOAD_FIELDS))
+            kept.append(_conform(batch.filter(pc.is_in(batch.column("file_path"), value_set=paths)), fields))
             self.bytes_read += batch.nbytes
         read = pa.concat_tables(kept)
-        self.reads.append(("payloads", (field_id,), read.num_rows))
+        self.reads.append((what, (field_id,), read.num_rows))
         return read
 
     def after_appends(self, table: Any) -> IndexSnapshot:
@@ -190,15 +204,20 @@ class IndexSnapshot(IndexRows):
             later._count("appended", (), read)
             return read
 
-        def extend(cache: dict[int, pa.Table], into: dict[int, pa.Table], fields: Sequence[str]) -> None:
-            if cache:
-                new = appended(In("field_id", sorted(cache)), fields)
-                for field_id, rows in cache.items():
-                    into[field_id] = pa.concat_tables([rows, new.filter(pc.equal(new.column("field_id"), field_id))])
+        def extend(cache: dict[int, pa.Table], fields: Sequence[str]) -> dict[int, pa.Table]:
+            if not cache:
+                return {}
+            new = appended(In("field_id", sorted(cache)), fields)
+            return {
+                field_id: pa.concat_tables([rows, new.filter(pc.equal(new.column("field_id"), field_id))])
+                for field_id, rows in cache.items()
+            }
 
         with self._lock:
             if self._files is not None:
                 later._files = pa.concat_tables([self._files, appended(EqualTo("field_id", FILE_ROW), FILE_FIELDS)])
-            extend(self._columns, later._columns, BOUND_FIELDS)
-            extend(self._payloads, later._payloads, PAYLOAD_FIELDS)
+            later._columns = extend(self._columns, BOUND_FIELDS)
+            for what, fields in _PER_FILE.items():
+                grown = extend({field_id: rows for (w, field_id), rows in self._per_file.items() if w == what}, fields)
+                later._per_file.update({(what, field_id): rows for field_id, rows in grown.items()})
         return later

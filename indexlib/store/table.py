@@ -41,6 +41,7 @@ from indexlib.store.schema import (
     INDEX_SCHEMA,
     INDEX_SORT_ORDER,
     INDEX_TABLE_PROPERTIES,
+    ROWS_FORMAT,
     as_entries,
     entries_of,
     one_entry_per_path,
@@ -221,7 +222,7 @@ class IndexTable:
             if not wanted:
                 return ENTRY_ARROW_SCHEMA.empty_table()
         read = (table.scan(row_filter=In("file_path", wanted)) if wanted is not None else table.scan()).to_arrow()
-        return as_entries(read) if format_of(table) < FORMAT_VERSION else entries_of(read)
+        return as_entries(read) if format_of(table) < ROWS_FORMAT else entries_of(read)
 
     def _checked(self, table: Any) -> Any:
         """A table writers may commit to: switch on the table properties of our commit protocol (see the module
@@ -238,7 +239,8 @@ class IndexTable:
         return self._table
 
     def upgrade(self, live_at: Callable[[int, pa.Table], pa.Table | None]) -> bool:
-        """Turn a format-3 index table into format 4 (True if it did). The rows change shape, so the entries are
+        """Bring an older index table to the current format (True if it did). Format 4 gains fields in place
+        (`_add_fields`). Format 3 -> current: the rows change shape, so the entries are
         written to a new table, `<name>__format4`: `live_at(watermark, old entries)` gives the entries whose file
         rows are exactly the files live at the watermark (the old entries of those files, and unindexed rows for
         the others), committed with the watermark as the live version; None when the source no longer has that
@@ -255,6 +257,8 @@ class IndexTable:
             return True
         if format_of(table) >= FORMAT_VERSION:
             return False
+        if format_of(table) >= ROWS_FORMAT:
+            return self._add_fields(table)
         if self.catalog.table_exists(staged):  # a crash came before the drop: the old table is complete, redo
             self.catalog.drop_table(staged)
         watermark = watermark_of(table)
@@ -272,6 +276,25 @@ class IndexTable:
         self.catalog.drop_table(self.identifier)
         self.catalog.rename_table(staged, self.identifier)
         log.info("%s: upgraded to format %d (%d entries)", self.identifier, FORMAT_VERSION, entries.num_rows)
+        self.reload()
+        return True
+
+    def _add_fields(self, table: Any) -> bool:
+        """Format 4 -> 5: the rows keep their shape and gain optional fields, so the upgrade is one metadata
+        commit: the new fields and the format property together, or neither (a crash leaves format 4, and the next
+        writer upgrades again). Rows written before read the new fields as null (no row-group entries)."""
+        try:
+            with table.transaction() as transaction:
+                with transaction.update_schema() as update:
+                    update.union_by_name(INDEX_SCHEMA)
+                transaction.set_properties({FORMAT_PROPERTY: str(FORMAT_VERSION)})
+        except CommitFailedException:  # another writer upgraded (or committed) first: its upgrade stands
+            if format_of(self.reload()) < FORMAT_VERSION:
+                raise UserError(
+                    f"index table {self.identifier} is being upgraded by another process; run again"
+                ) from None
+            return False
+        log.info("%s: upgraded to format %d (fields added in place)", self.identifier, FORMAT_VERSION)
         self.reload()
         return True
 
@@ -420,7 +443,7 @@ _FILE_STATE = pa.schema([("file_path", pa.string()), ("config_version", pa.strin
 
 def _file_state(table: Any) -> pa.Table:
     """`file_path`, `config_version` and `indexed` of every file row (format 3: of every entry, all indexed)."""
-    if format_of(table) >= FORMAT_VERSION:
+    if format_of(table) >= ROWS_FORMAT:
         scan = table.scan(row_filter=EqualTo("field_id", FILE_ROW), selected_fields=tuple(_FILE_STATE.names))
         state = scan.to_arrow()
         return pa.table(
