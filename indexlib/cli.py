@@ -144,16 +144,28 @@ def _print_explain(result) -> None:  # noqa: ANN001 (LookupResult; imported lazi
     for line in result.partition_fields or ["(none: no partition field can prune this predicate)"]:
         print(f"  {line}")
     print()
-    print(f"{'stage':<12}{'files in':>10}{'files out':>11}")
+    groups = bool(result.row_groups_total)
+    width = max(12, *(len(stage.name) + 2 for stage in result.stages))
+    header = f"{'stage':<{width}}{'files in':>10}{'files out':>11}"
+    print(header + (f"{'row groups in':>15}{'row groups out':>16}" if groups else ""))
     for stage in result.stages:
-        print(f"{stage.name:<12}{stage.files_in:>10}{stage.files_out:>11}")
+        line = f"{stage.name:<{width}}{stage.files_in:>10}{stage.files_out:>11}"
+        if stage.row_groups_in is not None:
+            line += f"{stage.row_groups_in:>15}{stage.row_groups_out:>16}"
+        print(line)
     print()
     print(
         f"files kept {summary['files_kept']} of {summary['files_total']} "
         f"({summary['files_unindexed']} unindexed, {summary['files_all_match']} proven to match on every row)"
     )
+    if groups:
+        print(
+            f"row groups kept {summary['row_groups_kept']} of {summary['row_groups_total']} in files with row-group "
+            f"entries ({summary['row_groups_all_match']} proven to match on every row)"
+        )
     for path in result.files:
-        print(f"  {path}")
+        kept = result.row_groups.get(path)
+        print(f"  {path}" + (f"  row groups {', '.join(map(str, kept))}" if kept is not None else ""))
 
 
 def run(args: argparse.Namespace, config: Config | None = None) -> int:

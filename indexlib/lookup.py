@@ -98,6 +98,7 @@ class LookupResult:
     row_groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
     all_match_row_groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
     row_groups_total: int = 0  # row groups of the files that reached the row-group stages
+    row_group_counts: dict[str, int] = field(default_factory=dict, compare=False, repr=False)  # of those files
 
     @property
     def source(self) -> Source | None:
@@ -123,10 +124,8 @@ class LookupResult:
     def needed_row_groups(self, path: str) -> tuple[int, ...] | None:
         """The row groups of kept file `path` a reader must read; None: all of them (no row-group entries, or
         every row group might match)."""
-        if self.state is None or path not in self.row_groups:
-            return None
-        groups = self.row_groups[path]
-        return None if len(groups) == self.state.row_group_counts.get(path, -1) else groups
+        groups = self.row_groups.get(path)
+        return None if groups is None or len(groups) == self.row_group_counts[path] else groups
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -246,11 +245,6 @@ class TableState:
     def aligned(self) -> AlignedEntries:
         return AlignedEntries.of(self.live_paths, self.rows)
 
-    @property
-    def row_group_counts(self) -> dict[str, int]:
-        """Row groups per file, of the files whose row-group entries a lookup read (filled by `prune_row_groups`)."""
-        return self.__dict__.setdefault("_row_group_counts", {})
-
 
 def live_files(source: Source, rows: IndexRows | None) -> Sequence[DataFileRef]:
     """The source's live files. The one place a lookup takes them from the index: when its file rows claim a live
@@ -316,7 +310,7 @@ def lookup_in(
         files_in = stages[-1].files_out
     kept = results[-1].verdict.might
     all_match = kept & results[-1].verdict.all_match  # stages only narrow: the last knows what every one proved
-    groups = prune_row_groups(predicate, state, evidence, kept, kinds)
+    groups = prune_row_groups(predicate, state, evidence, kept & ~all_match, kinds)
     if groups is not None:
         kept, all_match = groups.narrowed(kept, all_match)
         stages += groups.stages(files_in)
@@ -342,6 +336,7 @@ def lookup_in(
         row_groups=groups.kept(live_paths) if groups is not None else {},
         all_match_row_groups=groups.proven(live_paths) if groups is not None else {},
         row_groups_total=len(groups.live_of) if groups is not None else 0,
+        row_group_counts=groups.counts(live_paths) if groups is not None else {},
     )
 
 
@@ -386,6 +381,11 @@ class RowGroupVerdicts:
             files_in, groups_in = files_out, groups_out
         return shown
 
+    def counts(self, live_paths: list[str]) -> dict[str, int]:
+        """Row groups per judged file."""
+        files, counts = np.unique(self.live_of, return_counts=True)
+        return {live_paths[f]: int(c) for f, c in zip(files, counts, strict=True)}
+
     def kept(self, live_paths: list[str]) -> dict[str, tuple[int, ...]]:
         return self._by_file(live_paths, self.might)
 
@@ -403,9 +403,10 @@ class RowGroupVerdicts:
 def prune_row_groups(
     predicate: Expr, state: TableState, evidence: list[Evidence], kept: np.ndarray, kinds: list[IndexKind]
 ) -> RowGroupVerdicts | None:
-    """The row-group stages over the kept files' row groups (None when none of them has row-group entries for a
-    column the predicate names): each row group takes its file's evidence (`PerPart`), then its own bounds and
-    payloads, read only for these files."""
+    """The row-group stages over the row groups of the `kept` files (the file stages' survivors not proven
+    all-match, whose row groups all match too) that have row-group entries for a column the predicate names (None
+    when none has): each row group takes its file's evidence (`PerPart`), then its own bounds and payloads, read
+    only for these files."""
     candidates = np.flatnonzero(kept & state.aligned.indexed)
     field_ids = list(dict.fromkeys(c.field_id for leaf in judged_leaves(predicate) if (c := _column_of(leaf))))
     if state.rows is None or not len(candidates) or not field_ids:
@@ -415,9 +416,6 @@ def prune_row_groups(
     stats = RowGroupStatistics(paths, state.rows, field_ids)
     if not len(stats.file_of):
         return None
-    state.row_group_counts.update(
-        {live_paths[i]: int(count) for i, count in zip(candidates, stats.groups, strict=True) if count}
-    )
     live_of = candidates[stats.file_of]
     row_group_evidence = [
         *(PerPart(source, live_of, len(live_paths)) for source in evidence),
