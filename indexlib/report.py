@@ -100,7 +100,18 @@ def _fill_reports(reports: dict[int, ColumnReport], columns: pa.Table) -> None:
         report.ndv, _ = merged_estimate(sketches.filter(pc.equal(field_ids, fid)).to_pylist())
     if "indexes" not in columns.column_names:
         return
-    indexes = columns.column("indexes").combine_chunks()
+    _count_payloads(reports, field_ids, columns.column("indexes").combine_chunks(), "")
+    if "row_groups" in columns.column_names:  # format 5: payloads per row group, counted per row group
+        listed = columns.column("row_groups").combine_chunks()
+        groups = pa.Table.from_struct_array(pc.list_flatten(listed))
+        if groups.num_rows:
+            owners = field_ids.take(pc.list_parent_indices(listed))
+            _count_payloads(reports, owners, groups.column("indexes").combine_chunks(), " (row groups)")
+
+
+def _count_payloads(reports: dict[int, ColumnReport], field_ids: pa.Array, indexes: pa.Array, suffix: str) -> None:
+    """Per (field id, kind): how many payloads (`indexes[i]` belongs to column `field_ids[i]`) and their bytes,
+    under the kind's name plus `suffix`."""
     flat = pc.list_flatten(indexes)
     if not len(flat):
         return
@@ -118,7 +129,7 @@ def _fill_reports(reports: dict[int, ColumnReport], columns: pa.Table) -> None:
     )
     for row in per_kind.to_pylist():
         if row["field_id"] in reports:
-            reports[row["field_id"]].kinds[row["kind"]] = [row["bytes_count"], row["bytes_sum"]]
+            reports[row["field_id"]].kinds[row["kind"] + suffix] = [row["bytes_count"], row["bytes_sum"]]
 
 
 def format_report(report: TableReport) -> str:
@@ -126,7 +137,7 @@ def format_report(report: TableReport) -> str:
         f"table   {report.table}" + (f"   where {report.where}" if report.where else ""),
         f"files   {report.files_counted} indexed of {report.files_live} live",
         "",
-        f"{'column':<20}{'type':<16}{'files':>7}{'NDV':>11}{'max/file':>10}  index kinds (files, bytes)",
+        f"{'column':<20}{'type':<16}{'files':>7}{'NDV':>11}{'max/file':>10}  index kinds (payloads: files or row groups, bytes)",
     ]
     for column in report.columns:
         kinds = ", ".join(f"{kind} ({n}, {_bytes(size)})" for kind, (n, size) in sorted(column.kinds.items()))
