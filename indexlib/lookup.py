@@ -393,11 +393,15 @@ class RowGroupVerdicts:
         return {path: groups for path, groups in self._by_file(live_paths, self.all_match).items() if groups}
 
     def _by_file(self, live_paths: list[str], mask: np.ndarray) -> dict[str, tuple[int, ...]]:
-        found: dict[str, list[int]] = {live_paths[i]: [] for i in np.unique(self.live_of[self.might])}
-        for file, group in zip(self.live_of[mask], self.ordinal[mask], strict=True):
-            if live_paths[file] in found:
-                found[live_paths[file]].append(int(group))
-        return {path: tuple(groups) for path, groups in found.items()}
+        """Per file with a row group kept, its row groups in `mask` (containers are ordered by file, then row
+        group)."""
+        found = {live_paths[i]: () for i in np.unique(self.live_of[self.might])}
+        files, starts = np.unique(self.live_of[mask], return_index=True)
+        if not len(files):
+            return found
+        for file, groups in zip(files, np.split(self.ordinal[mask], starts[1:]), strict=True):
+            found[live_paths[file]] = tuple(groups.tolist())
+        return found
 
 
 def prune_row_groups(
