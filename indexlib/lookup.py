@@ -303,14 +303,15 @@ def lookup_in(
     kinds = list(registry().values())
     partitions = PartitionEvidence(state.source, state.live)
     evidence = [partitions, *index_evidence(state.aligned, kinds)]
-    results = evaluate(predicate, evidence, len(live_paths))
+    learnt: dict[int, Verdict] = {}
+    results = evaluate(predicate, evidence, len(live_paths), learnt)
     stages, files_in = [], len(live_paths)
     for result in results:
         stages.append(Stage(result.name, files_in, int(result.verdict.might.sum())))
         files_in = stages[-1].files_out
     kept = results[-1].verdict.might
     all_match = kept & results[-1].verdict.all_match  # stages only narrow: the last knows what every one proved
-    groups = prune_row_groups(predicate, state, evidence, kept & ~all_match, kinds)
+    groups = prune_row_groups(predicate, state, learnt, kept & ~all_match, kinds)
     if groups is not None:
         kept, all_match = groups.narrowed(kept, all_match)
         stages += groups.stages(files_in)
@@ -343,12 +344,12 @@ def lookup_in(
 @dataclass(frozen=True)
 class RowGroupVerdicts:
     """The row-group stages of one lookup: container i is row group `ordinal[i]` of live file `live_of[i]`;
-    `results` are the evaluator's stages over them (the files' own first, then the row groups')."""
+    `results` are the evaluator's stages over them (first what the files' stages learnt, then the row groups'
+    own)."""
 
     live_of: np.ndarray
     ordinal: np.ndarray
     results: list[StageVerdict]
-    file_stages: int  # how many of `results` are the files' evidence, per row group
 
     @property
     def might(self) -> np.ndarray:
@@ -373,8 +374,8 @@ class RowGroupVerdicts:
     def stages(self, files_in: int) -> list[Stage]:
         """The row groups' own stages, counting files (with or without row groups) and row groups in and out."""
         unjudged = files_in - len(np.unique(self.live_of))
-        shown, groups_in = [], int(self.results[self.file_stages - 1].verdict.might.sum())
-        for result in self.results[self.file_stages :]:
+        shown, groups_in = [], int(self.results[0].verdict.might.sum())
+        for result in self.results[1:]:
             groups_out = int(result.verdict.might.sum())
             files_out = unjudged + len(np.unique(self.live_of[result.verdict.might]))
             shown.append(Stage(f"row groups: {result.name}", files_in, files_out, groups_in, groups_out))
@@ -405,12 +406,12 @@ class RowGroupVerdicts:
 
 
 def prune_row_groups(
-    predicate: Expr, state: TableState, evidence: list[Evidence], kept: np.ndarray, kinds: list[IndexKind]
+    predicate: Expr, state: TableState, learnt: dict[int, Verdict], kept: np.ndarray, kinds: list[IndexKind]
 ) -> RowGroupVerdicts | None:
     """The row-group stages over the row groups of the `kept` files (the file stages' survivors not proven
     all-match, whose row groups all match too) that have row-group entries for a column the predicate names (None
-    when none has): each row group takes its file's evidence (`PerPart`), then its own bounds and payloads, read
-    only for these files."""
+    when none has): each row group takes its file's leaf verdicts (`PerPart`), narrowed by its own bounds and
+    payloads, read only for these files."""
     candidates = np.flatnonzero(kept & state.aligned.indexed)
     field_ids = list(dict.fromkeys(c.field_id for leaf in judged_leaves(predicate) if (c := _column_of(leaf))))
     if state.rows is None or not len(candidates) or not field_ids:
@@ -422,12 +423,12 @@ def prune_row_groups(
         return None
     live_of = candidates[stats.file_of]
     row_group_evidence = [
-        *(PerPart(source, live_of, len(live_paths)) for source in evidence),
+        PerPart(learnt, live_of, "files"),
         MinMaxEvidence(stats),
         *(KindEvidence(kind, stats) for kind in kinds),
     ]
     results = evaluate(predicate, row_group_evidence, len(live_of))
-    return RowGroupVerdicts(live_of, stats.ordinal, results, len(evidence))
+    return RowGroupVerdicts(live_of, stats.ordinal, results)
 
 
 def _column_of(leaf: Expr) -> Any:

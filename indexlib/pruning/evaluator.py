@@ -60,9 +60,12 @@ class StageVerdict:
     verdict: Verdict
 
 
-def evaluate(predicate: Expr, evidence: Sequence[Evidence], n: int) -> list[StageVerdict]:
+def evaluate(
+    predicate: Expr, evidence: Sequence[Evidence], n: int, learnt: dict[int, Verdict] | None = None
+) -> list[StageVerdict]:
     """One stage per evidence, in order (see the module docstring). With no evidence, one "none" stage of
-    unknown (every container kept)."""
+    unknown (every container kept). `learnt`, if given, receives each judged leaf's final verdict, keyed by the
+    leaf's id (pruning/containers.py hands it to the containers' parts)."""
     unique = {id(leaf): leaf for leaf in judged_leaves(predicate)}
     known = {key: Verdict.unknown(n) for key in unique}
     stages: list[StageVerdict] = []
@@ -82,6 +85,8 @@ def evaluate(predicate: Expr, evidence: Sequence[Evidence], n: int) -> list[Stag
         kept = _stage(stages, source.name, known, predicate, n)
     if not stages:
         _stage(stages, "none", known, predicate, n)
+    if learnt is not None:
+        learnt.update(known)
     return stages
 
 
