@@ -128,12 +128,17 @@ class IndexHandle:
         return self._dialect
 
     def lookup(
-        self, where: str | Expr | BooleanExpression, clock: Clock | None = None, case_sensitive: bool = True
+        self,
+        where: str | Expr | BooleanExpression,
+        clock: Clock | None = None,
+        case_sensitive: bool = True,
+        state: TableState | None = None,
     ) -> LookupResult:
         """Files that might hold a row matching `where` (SQL text, a `query.model` tree such as `In("k", keys)`: no
         parsing, or a pyiceberg row filter such as `EqualTo("k", 42)`, bound `case_sensitive` or not), as
-        `lookup.lookup` answers, from the current snapshots."""
-        state = self.current()
+        `lookup.lookup` answers, from the current snapshots (or from `state`, one this handle's `current()` gave,
+        for a caller that read the table's schema from it before building `where`)."""
+        state = state if state is not None else self.current()
         clock = clock or Clock.system(self._time_zone)
         return lookup_in(state, self.name, where, clock, self._dialect, case_sensitive)
 

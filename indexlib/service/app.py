@@ -7,6 +7,11 @@ register, namespace changes) are answered 501 with a documented ErrorModel: the 
 and a second write path in front of the upstream catalog would be one more thing a commit depends on. Failures are
 ErrorModels (errors.py); an unexpected one is logged with its traceback (redacted by the CLI's log filter) and
 answered "internal error".
+
+The index namespace (`[index] namespace`, and any namespace under it) is not part of the catalog served: it is not
+listed, and loading it or its tables answers 404 (NoSuchNamespace / NoSuchTable), as for a name that does not exist.
+Its tables are the service's own data, not tables of the lake: an engine listing tables would otherwise show them
+beside the user's, and a plan asked of one would index the index. Writes could not reach them anyway (read-only).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from pyiceberg.catalog.rest import (
     TableResponse,
 )
 from pyiceberg.catalog.rest.scan_planning import FetchScanTasksRequest, PlanTableScanRequest
-from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.typedef import IcebergBaseModel
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -40,6 +45,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from indexlib.config import Config
 from indexlib.redaction import redact_properties
 from indexlib.service.errors import READ_ONLY, ServiceError, body, classify
+from indexlib.service.filters import Opaque, RequestFilter
 from indexlib.service.metrics import Metrics
 from indexlib.service.planner import Planner
 
@@ -68,8 +74,14 @@ class BodyTooLarge(Exception):
 
 def _json(model: IcebergBaseModel, status: int = 200) -> Response:
     """`serialize_as_any`: a residual filter is typed as the abstract BooleanExpression in pyiceberg's task model,
-    which would otherwise be written as `{}` (and fail the client's parse)."""
-    return Response(model.model_dump_json(serialize_as_any=True), status_code=status, media_type="application/json")
+    which would otherwise be written as `{}` (and fail the client's parse). A residual pyiceberg cannot model goes
+    in as the JSON the client sent (filters.Opaque)."""
+    text = model.model_dump_json(serialize_as_any=True)
+    opaque = {id(t.residual_filter): t.residual_filter for t in getattr(model, "file_scan_tasks", ())}
+    for residual in opaque.values():
+        if isinstance(residual, Opaque):
+            text = residual.splice(text)
+    return Response(text, status_code=status, media_type="application/json")
 
 
 def _namespace(text: str) -> tuple[str, ...]:
@@ -128,6 +140,21 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
     secrets = config.secrets() | {token}
     app = FastAPI(title="skipindex planning service", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.planner, app.state.metrics = planner, metrics
+    index_namespace = tuple(config.index_namespace.split("."))
+
+    def user_namespace(text: str) -> tuple[str, ...]:
+        """A namespace of the catalog's users: the index namespace (and any under it) does not exist here."""
+        ns = _namespace(text)
+        if _within(ns, index_namespace):
+            raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ns)}")
+        return ns
+
+    def user_table(namespace: str, table: str) -> tuple[str, ...]:
+        """A table of the catalog's users: the index tables do not exist here (module docstring)."""
+        ns = _namespace(namespace)
+        if _within(ns, index_namespace):
+            raise NoSuchTableError(f"Table does not exist: {'.'.join((*ns, table))}")
+        return (*ns, table)
 
     def error_response(exc: Exception) -> Response:
         error = classify(exc)
@@ -183,15 +210,16 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
     @app.get("/v1/namespaces")
     async def list_namespaces(parent: str | None = None) -> Response:
         def work() -> Response:
-            found = catalog.list_namespaces(_namespace(parent) if parent else ())
-            return _json(ListNamespaceResponse(namespaces=[tuple(n) for n in found]))
+            found = catalog.list_namespaces(user_namespace(parent) if parent else ())
+            visible = [tuple(n) for n in found if not _within(tuple(n), index_namespace)]
+            return _json(ListNamespaceResponse(namespaces=visible))
 
         return await answer(work)
 
     @app.get("/v1/namespaces/{namespace}")
     async def load_namespace(namespace: str) -> Response:
         def work() -> Response:
-            ns = _namespace(namespace)
+            ns = user_namespace(namespace)
             properties = redact_properties(catalog.load_namespace_properties(ns))
             return _json(NamespaceResponse(namespace=ns, properties=properties))
 
@@ -200,14 +228,14 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
     @app.head("/v1/namespaces/{namespace}")
     async def namespace_exists(namespace: str) -> Response:
         def work() -> Response:
-            return Response(status_code=204 if catalog.namespace_exists(_namespace(namespace)) else 404)
+            return Response(status_code=204 if catalog.namespace_exists(user_namespace(namespace)) else 404)
 
         return await answer(work)
 
     @app.get("/v1/namespaces/{namespace}/tables")
     async def list_tables(namespace: str) -> Response:
         def work() -> Response:
-            ns = _namespace(namespace)
+            ns = user_namespace(namespace)
             entries = [ListTableResponseEntry(namespace=tuple(t[:-1]), name=t[-1]) for t in catalog.list_tables(ns)]
             return _json(ListTablesResponse(identifiers=entries))
 
@@ -216,7 +244,7 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
     @app.get("/v1/namespaces/{namespace}/tables/{table}")
     async def load_table(namespace: str, table: str) -> Response:
         def work() -> Response:
-            loaded = catalog.load_table((*_namespace(namespace), table))
+            loaded = catalog.load_table(user_table(namespace, table))
             # no `config` and no storage credentials: clients read the data with their own
             return _json(TableResponse(metadata_location=loaded.metadata_location, metadata=loaded.metadata))
 
@@ -226,7 +254,7 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
     async def table_exists(namespace: str, table: str) -> Response:
         def work() -> Response:
             try:
-                catalog.load_table((*_namespace(namespace), table))
+                catalog.load_table(user_table(namespace, table))
             except NoSuchTableError:
                 return Response(status_code=404)
             return Response(status_code=204)
@@ -239,22 +267,19 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
 
         def work() -> Response:
             started = time.perf_counter()
-            name = ".".join((*_namespace(namespace), table))
-            parsed = PlanTableScanRequest.model_validate_json(raw or b"{}")
-            if unknown := _unknown(raw):
-                raise ServiceError(
-                    400, "BadRequestException", f"unknown request field(s): {', '.join(sorted(unknown))}"
-                )
-            planned = planner.plan(name, parsed)
+            name = ".".join(user_table(namespace, table))
+            parsed, row_filter = _plan_request(raw)
+            planned = planner.plan(name, parsed, row_filter)
             response = planner.respond(name, planned)
             metrics.plan(planned.route, time.perf_counter() - started, len(planned.tasks), planned.files_total)
             log.info(
-                "plan %s: %s, snapshot %s, %d file(s)%s",
+                "plan %s: %s, snapshot %s, %d file(s)%s%s",
                 name,
                 planned.route,
                 planned.snapshot_id,
                 len(planned.tasks),
                 f" of {planned.files_total}" if planned.files_total is not None else "",
+                f"; kept as might-match: {'; '.join(planned.unknown)}" if planned.unknown else "",
             )
             return _json(response)
 
@@ -265,7 +290,7 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
         raw = await request.body()
 
         def work() -> Response:
-            name = ".".join((*_namespace(namespace), table))
+            name = ".".join(user_table(namespace, table))
             token = FetchScanTasksRequest.model_validate_json(raw or b"{}").plan_task
             batch = planner.store.batch(name, token)
             metrics.batch()
@@ -294,9 +319,21 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
     return Guard(app, token, limit, secrets, metrics)
 
 
-def _unknown(raw: bytes) -> set[str]:
+def _within(namespace: tuple[str, ...], parent: tuple[str, ...]) -> bool:
+    return namespace[: len(parent)] == parent
+
+
+def _plan_request(raw: bytes) -> tuple[PlanTableScanRequest, RequestFilter]:
+    """The request's fields by pyiceberg's model, but its `filter` by ours (filters.py): pyiceberg's model refuses
+    expressions the specification defines (transform terms, `{"type": "true"}`, ...). Fields the specification does
+    not define are refused: an ignored field could change what the client meant."""
     try:
-        parsed = json.loads(raw or b"{}")
-    except ValueError:
-        return set()  # the model's own parse reports it
-    return set(parsed) - _REQUEST_FIELDS if isinstance(parsed, dict) else set()
+        body = json.loads(raw or b"{}")
+    except (ValueError, RecursionError):
+        raise ServiceError(400, "BadRequestException", "invalid request: the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise ServiceError(400, "BadRequestException", "invalid request: the body is not a JSON object")
+    if unknown := set(body) - _REQUEST_FIELDS:
+        raise ServiceError(400, "BadRequestException", f"unknown request field(s): {', '.join(sorted(unknown))}")
+    row_filter = RequestFilter.parse(body.pop("filter", None))
+    return PlanTableScanRequest.model_validate(body), row_filter

@@ -1,13 +1,21 @@
 """How a plan request is answered. The rule: a plan never leaves out a file the upstream's own planning would
 return with a matching row; where the index cannot answer, pyiceberg's own planning does.
 
+- The request's filter is pruned with as filters.py converts it (the parts neither pyiceberg nor the index can use
+  are TRUE, "might match"), and goes back unchanged as every task's residual (AlwaysTrue, that is none, for a file
+  the index proves all-match): the rows are filtered by the client's reader with its own filter.
+- Columns of the filter, `select` and `stats-fields` are bound in the schema the request names: the table's
+  current schema, or with `use-snapshot-schema` the schema of the snapshot scanned (`snapshot-id`, else the current
+  snapshot; an incremental scan's `end-snapshot-id`), as Iceberg Java's `useSnapshotSchema` scans do; the pruning
+  filter names them by field id in the current schema, which the index and pyiceberg's planning bind to.
 - The index answers a plan of the table's current snapshot (no `snapshot-id`, or the one the index's handle just
   read): the lookup's kept files (files committed after the last build are kept, unindexed), each with its delete
-  files, the residual being the request's filter (the rows are filtered by the client's reader with it).
+  files.
 - pyiceberg's own planning (`table.scan(...).plan_files()` here, in the service) answers a plan pinned to another
   snapshot, an incremental scan (`start-snapshot-id` / `end-snapshot-id`: `incremental_append_scan`, appends only,
-  as pyiceberg and Java's IncrementalAppendScan define it), and a table the index cannot plan (a file whose
-  partition values the index rows do not carry).
+  as pyiceberg and Java's IncrementalAppendScan define it), a request with `stats-fields` (the statistics come
+  from the manifests, which the index does not copy), and a table the index cannot plan (a file whose partition
+  values the index rows do not carry).
 
 One `IndexHandle` per table, shared by every request (handles are thread-safe and cache by snapshot). Further
 batches are kept in memory under an unguessable plan id (`PlanStore`): a `tasks` call after a restart, or for a
@@ -20,16 +28,18 @@ import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyiceberg.catalog.rest.scan_planning import PlanCompleted, PlanTableScanRequest, ScanTasks
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask
 
 from indexlib.config import Config
 from indexlib.handle import IndexHandle
 from indexlib.lookup import LookupResult
+from indexlib.service.filters import RequestFilter
 from indexlib.service.wire import Task, Unplannable, scan_tasks
 from indexlib.sources.iceberg_deletes import data_file_of
 
@@ -47,6 +57,8 @@ class Plan:
     files_total: int | None  # the live files the index chose from (None: upstream planning, not counted)
     snapshot_id: int | None
     metadata: Any  # the table metadata the plan was made from (its partition specs and schema)
+    stats_fields: frozenset[int] = frozenset()  # field ids whose statistics the files carry (`stats-fields`)
+    unknown: list[str] = field(default_factory=list)  # parts of the filter pruned with as "might match"
 
 
 class PlanStore:
@@ -99,65 +111,77 @@ class Planner:
                 handle = self._handles.setdefault(table, handle)
         return handle
 
-    def plan(self, table: str, request: PlanTableScanRequest) -> Plan:
-        row_filter = request.filter if request.filter is not None else AlwaysTrue()
+    def plan(self, table: str, request: PlanTableScanRequest, row_filter: RequestFilter) -> Plan:
+        """The plan for `request` (its own `filter` field unused: `row_filter` is the request's filter)."""
         if request.start_snapshot_id is not None or request.end_snapshot_id is not None:
             return self._incremental(table, request, row_filter)
-        result = self.handle(table).lookup(row_filter, case_sensitive=request.case_sensitive)
-        if request.snapshot_id is not None and request.snapshot_id != result.source_version:
+        if request.stats_fields:
             return self._upstream(table, request, row_filter)
-        _check_select(result.source.table, request)  # type: ignore[union-attr]
+        handle = self.handle(table)
+        state = handle.current()
+        if request.snapshot_id is not None and request.snapshot_id != state.source_version:
+            return self._upstream(table, request, row_filter)
+        metadata = state.source.table.metadata  # type: ignore[attr-defined]
+        binding = binding_schema(metadata, state.source_version, request.use_snapshot_schema)
+        _check_select(binding, request)
+        pruning = row_filter.pruning(binding, state.source.schema, request.case_sensitive)
+        result = handle.lookup(pruning.expression, state=state)  # exact names of the current schema
         try:
-            return self._from_index(result, row_filter)
+            return self._from_index(result, row_filter.residual, pruning.unknown)
         except Unplannable:
             return self._upstream(table, request, row_filter)
 
-    def _from_index(self, result: LookupResult, row_filter: BooleanExpression) -> Plan:
+    def _from_index(self, result: LookupResult, residual: BooleanExpression, unknown: list[str]) -> Plan:
         tasks = []
         for kept in result.kept_files:
             if kept.file.partition is None:  # the index rows did not carry it: plan as the upstream would
                 raise Unplannable(f"{kept.file.path}: partition unknown")
-            residual = AlwaysTrue() if kept.all_match else row_filter
-            tasks.append(Task(data_file_of(kept.file), tuple(d.data_file for d in kept.deletes), residual))
+            task_residual = AlwaysTrue() if kept.all_match else residual
+            tasks.append(Task(data_file_of(kept.file), tuple(d.data_file for d in kept.deletes), task_residual))
         metadata = result.source.table.metadata  # type: ignore[union-attr]
-        return Plan(tasks, "index", result.files_total, result.source_version, metadata)
+        return Plan(tasks, "index", result.files_total, result.source_version, metadata, unknown=unknown)
 
-    def _upstream(self, table: str, request: PlanTableScanRequest, row_filter: BooleanExpression) -> Plan:
+    def _upstream(self, table: str, request: PlanTableScanRequest, row_filter: RequestFilter) -> Plan:
         loaded = self.catalog.load_table(table)
         if request.snapshot_id is not None and loaded.metadata.snapshot_by_id(request.snapshot_id) is None:
             raise ValueError(f"table {table} has no snapshot {request.snapshot_id}")
-        _check_select(loaded, request)
-        scan = loaded.scan(
-            row_filter=row_filter,
-            selected_fields=tuple(request.select or ("*",)),
-            case_sensitive=request.case_sensitive,
-            snapshot_id=request.snapshot_id,
-        )
+        current = loaded.metadata.current_snapshot_id
+        scanned = request.snapshot_id if request.snapshot_id is not None else current
+        binding = binding_schema(loaded.metadata, scanned, request.use_snapshot_schema)
+        _check_select(binding, request)
+        stats = _stats_ids(binding, request)
+        pruning = row_filter.pruning(binding, loaded.metadata.schema(), request.case_sensitive)
+        # `select` does not change which files a plan holds (and may name the snapshot's schema's columns)
+        scan = loaded.scan(row_filter=pruning.expression, case_sensitive=True, snapshot_id=request.snapshot_id)
         snapshot = scan.snapshot()
         snapshot_id = snapshot.snapshot_id if snapshot else None
-        return Plan(_tasks(scan.plan_files(), row_filter), "upstream", None, snapshot_id, loaded.metadata)
+        tasks = _tasks(scan.plan_files(), row_filter.residual)
+        return Plan(tasks, "upstream", None, snapshot_id, loaded.metadata, stats, pruning.unknown)
 
-    def _incremental(self, table: str, request: PlanTableScanRequest, row_filter: BooleanExpression) -> Plan:
+    def _incremental(self, table: str, request: PlanTableScanRequest, row_filter: RequestFilter) -> Plan:
         loaded = self.catalog.load_table(table)
         for snapshot_id in (request.start_snapshot_id, request.end_snapshot_id):
             if snapshot_id is not None and loaded.metadata.snapshot_by_id(snapshot_id) is None:
                 raise ValueError(f"table {table} has no snapshot {snapshot_id}")
-        _check_select(loaded, request)
+        binding = binding_schema(loaded.metadata, request.end_snapshot_id, request.use_snapshot_schema)
+        _check_select(binding, request)
+        stats = _stats_ids(binding, request)
+        pruning = row_filter.pruning(binding, loaded.metadata.schema(), request.case_sensitive)
         scan = loaded.incremental_append_scan(
             from_snapshot_id_exclusive=request.start_snapshot_id,
             to_snapshot_id_inclusive=request.end_snapshot_id,
-            row_filter=row_filter,
-            selected_fields=tuple(request.select or ("*",)),
-            case_sensitive=request.case_sensitive,
+            row_filter=pruning.expression,
+            case_sensitive=True,
         )
-        return Plan(_tasks(scan.plan_files(), row_filter), "upstream", None, request.end_snapshot_id, loaded.metadata)
+        tasks = _tasks(scan.plan_files(), row_filter.residual)
+        return Plan(tasks, "upstream", None, request.end_snapshot_id, loaded.metadata, stats, pruning.unknown)
 
     def respond(self, table: str, plan: Plan) -> PlanCompleted:
         """The `plan` response: the first batch inline, the others as plan tasks for `tasks`."""
         size = self.config.serve.tasks_per_batch
         chunks: Sequence[list[Task]] = [plan.tasks[i : i + size] for i in range(0, len(plan.tasks), size)] or [[]]
         specs, schema = plan.metadata.specs(), plan.metadata.schema()
-        batches = [scan_tasks(chunk, specs, schema) for chunk in chunks]
+        batches = [scan_tasks(chunk, specs, schema, stats_fields=plan.stats_fields) for chunk in chunks]
         plan_id = self.store.add(table, batches) if len(batches) > 1 else None
         first = batches[0]
         return PlanCompleted(
@@ -168,17 +192,42 @@ class Planner:
         )
 
 
-def _tasks(planned: Any, row_filter: BooleanExpression) -> list[Task]:
-    """pyiceberg's own tasks, the request's filter as residual (pyiceberg's residuals are bound expressions; the
-    whole filter is always a valid residual)."""
+def _tasks(planned: Any, residual: BooleanExpression) -> list[Task]:
+    """pyiceberg's own tasks, the request's filter as residual (pyiceberg's residuals are bound expressions of the
+    pruning filter; the client's whole filter is always a valid residual)."""
     tasks: list[FileScanTask] = list(planned)
-    return [Task(t.file, tuple(t.delete_files), row_filter) for t in tasks]
+    return [Task(t.file, tuple(t.delete_files), residual) for t in tasks]
 
 
-def _check_select(table: Any, request: PlanTableScanRequest) -> None:
+def binding_schema(metadata: Any, snapshot_id: int | None, use_snapshot_schema: bool) -> Schema:
+    """The schema a request's column names bind in: the table's current one, or with `use-snapshot-schema` the one
+    snapshot `snapshot_id` was written with (Iceberg Java's `SnapshotUtil.schemaFor`: the current schema for a
+    snapshot that records none)."""
+    current: Schema = metadata.schema()
+    snapshot = metadata.snapshot_by_id(snapshot_id) if use_snapshot_schema and snapshot_id is not None else None
+    if snapshot is None or snapshot.schema_id is None or snapshot.schema_id == current.schema_id:
+        return current
+    for schema in metadata.schemas:
+        if schema.schema_id == snapshot.schema_id:
+            return schema
+    raise ValueError(f"use-snapshot-schema: schema {snapshot.schema_id} of snapshot {snapshot_id} is not in the table")
+
+
+def _check_select(schema: Schema, request: PlanTableScanRequest) -> None:
     """Unknown `select` columns are a bad request (the plan itself does not depend on the projection)."""
     if request.select:
         try:
-            table.metadata.schema().select(*request.select, case_sensitive=request.case_sensitive)
+            schema.select(*request.select, case_sensitive=request.case_sensitive)
         except ValueError as exc:
             raise ValueError(f"select: {exc}") from None
+
+
+def _stats_ids(schema: Schema, request: PlanTableScanRequest) -> frozenset[int]:
+    """The field ids `stats-fields` names (as Iceberg Java's `includeColumnStats(columns)` takes them)."""
+    ids = set()
+    for name in request.stats_fields or ():
+        try:
+            ids.add(schema.find_field(name, request.case_sensitive).field_id)
+        except ValueError as exc:
+            raise ValueError(f"stats-fields: {exc}") from None
+    return frozenset(ids)

@@ -4,8 +4,10 @@ what the specification defines.
 
 Partition values use Iceberg's JSON single-value serialisation (the form Java's `SingleValueParser` writes and
 reads): numbers and booleans as JSON numbers and booleans, dates, times and timestamps as ISO-8601 text, decimals as
-text, binary and fixed as upper-case hex, UUIDs as text. Column statistics are not sent: they are optional and the
-client's reader needs none.
+text, binary and fixed as upper-case hex, UUIDs as text. Column statistics are sent for the fields a request names
+in `stats-fields` only (they are optional and a reader needs none): the manifests' counts, and their lower and upper
+bounds in the same single-value form; a bound that does not decode as the column's current type (written before a
+type promotion) is left out, which a client reads as "no bound".
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ from typing import Any
 
 from pyiceberg import types as it
 from pyiceberg.catalog.rest.scan_planning import (
+    CountMap,
     RESTDataFile,
     RESTDeleteFile,
     RESTEqualityDeleteFile,
     RESTFileScanTask,
     RESTPositionDeleteFile,
     ScanTasks,
+    ValueMap,
 )
+from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.partitioning import PartitionSpec
@@ -103,8 +108,34 @@ def _common(data_file: DataFile, specs: dict[int, PartitionSpec], schema: Schema
     }
 
 
-def data_file(data: DataFile, specs: dict[int, PartitionSpec], schema: Schema) -> RESTDataFile:
-    return RESTDataFile(**_common(data, specs, schema))
+def data_file(
+    data: DataFile, specs: dict[int, PartitionSpec], schema: Schema, stats_fields: frozenset[int] = frozenset()
+) -> RESTDataFile:
+    return RESTDataFile(**_common(data, specs, schema), **_statistics(data, schema, stats_fields))
+
+
+def _statistics(data: DataFile, schema: Schema, stats_fields: frozenset[int]) -> dict[str, Any]:
+    """The column statistics of `stats_fields` (module docstring); none asked, none sent."""
+    found: dict[str, Any] = {}
+    if not stats_fields:
+        return found
+    for name in ("column_sizes", "value_counts", "null_value_counts", "nan_value_counts"):
+        counts = {k: int(v) for k, v in (getattr(data, name, None) or {}).items() if k in stats_fields}
+        if counts:
+            found[name] = CountMap(keys=sorted(counts), values=[counts[k] for k in sorted(counts)])
+    for name in ("lower_bounds", "upper_bounds"):
+        values = {}
+        for field_id, raw in (getattr(data, name, None) or {}).items():
+            if field_id not in stats_fields:
+                continue
+            try:
+                field_type = schema.find_type(field_id)
+                values[field_id] = partition_value(field_type, from_bytes(field_type, raw))  # type: ignore[arg-type]
+            except Exception:  # a dropped column, or a bound written before a promotion: no bound
+                continue
+        if values:
+            found[name] = ValueMap(keys=sorted(values), values=[values[k] for k in sorted(values)])
+    return found
 
 
 def delete_file(delete: DataFile, specs: dict[int, PartitionSpec], schema: Schema) -> RESTDeleteFile:
@@ -121,10 +152,15 @@ def delete_file(delete: DataFile, specs: dict[int, PartitionSpec], schema: Schem
 
 
 def scan_tasks(
-    tasks: Sequence[Task], specs: dict[int, PartitionSpec], schema: Schema, plan_tasks: Sequence[str] = ()
+    tasks: Sequence[Task],
+    specs: dict[int, PartitionSpec],
+    schema: Schema,
+    plan_tasks: Sequence[str] = (),
+    stats_fields: frozenset[int] = frozenset(),
 ) -> ScanTasks:
     """One batch: its file scan tasks, each naming its delete files by position in the batch's own `delete-files`
-    list (a delete file shared by several tasks is listed once), and tokens of further batches."""
+    list (a delete file shared by several tasks is listed once), and tokens of further batches. A residual that is
+    AlwaysTrue is left out (the file is all-match); any other is written as the task carries it."""
     deletes: list[RESTDeleteFile] = []
     position: dict[str, int] = {}
     file_tasks = []
@@ -138,7 +174,7 @@ def scan_tasks(
         residual = None if task.residual == AlwaysTrue() else task.residual
         file_tasks.append(
             RESTFileScanTask(
-                data_file=data_file(task.data_file, specs, schema),
+                data_file=data_file(task.data_file, specs, schema, stats_fields),
                 delete_file_references=references or None,
                 residual_filter=residual,
             )

@@ -1,0 +1,220 @@
+"""A plan request's `filter` (the REST specification's expression JSON) as two things:
+
+- the residual sent back with every task: the client's own filter, unchanged. pyiceberg's model of it where
+  pyiceberg parses the whole filter; otherwise the JSON the client sent, as it sent it (`Opaque`): the
+  specification's residual is an expression, and the client's own filter is always a valid one;
+- the pruning filter: a pyiceberg expression TRUE for at least every row the client's filter keeps, naming the
+  columns of the table's current schema (what the index's lookup and pyiceberg's planning bind to). Every leaf
+  pyiceberg parses and binds is kept as it is (the index then prunes with it as with a pyiceberg scan's filter,
+  query/from_iceberg.py); any other subexpression is unknown and becomes TRUE ("might match"): a transform term
+  other than `identity` (`{"type": "transform", "transform": "day", "term": "ts"}`), a literal pyiceberg cannot
+  convert to the column's type (a binary column's hex, `{"type": "literal", ...}` objects), the newer `child` /
+  `left` / `right` forms, an expression type the specification may add later, a column dropped since the schema the
+  filter was written for. TRUE is sound inside AND and OR but not under NOT (NOT TRUE would drop every file), so NOT
+  is pushed down to the leaves first (De Morgan, Kleene logic: NOT (a AND b) is TRUE exactly where a or b is FALSE),
+  and an unknown leaf is TRUE whether negated or not.
+
+Malformed filters are refused (a 400): not an object or boolean, an object without a string `type`, an `and` / `or`
+without `left` and `right`, a `not` without `child`, and a leaf naming a column the schema does not have (as
+pyiceberg's and Java's binding refuse it). Columns bind to the snapshot's schema when the request says
+`use-snapshot-schema` (the planner chooses the schema), by name as `case-sensitive` says, and are renamed by field id
+to the current schema's names.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ConfigDict, Field, model_serializer
+from pyiceberg.expressions import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    BooleanExpression,
+    LiteralPredicate,
+    Not,
+    Or,
+    Reference,
+    SetPredicate,
+    UnaryPredicate,
+    UnboundPredicate,
+)
+from pyiceberg.expressions.visitors import bind
+from pyiceberg.schema import Schema
+
+LEAVES = frozenset(
+    {
+        *("lt", "lt-eq", "gt", "gt-eq", "eq", "not-eq", "starts-with", "not-starts-with"),
+        *("in", "not-in", "is-null", "not-null", "is-nan", "not-nan"),
+    }
+)
+MAX_DEPTH = 200  # deeper subtrees are unknown (might match) rather than a recursion error
+
+
+class FilterError(ValueError):
+    """A filter that is not an expression at all (a 400)."""
+
+
+class Opaque(BooleanExpression):
+    """The client's filter JSON where pyiceberg cannot model it (or its model cannot be written: pydantic stops at a
+    nesting depth engines' long OR chains reach), written back exactly as it came. Residuals only: never evaluated
+    or negated here. pydantic writes a placeholder string that `splice` replaces with the JSON text (written by the
+    standard library, whatever its depth)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    raw: Any
+    placeholder: str = Field(default_factory=lambda: f"\x00skipindex-residual-{secrets.token_hex(8)}")
+
+    def __invert__(self) -> BooleanExpression:
+        raise TypeError("an opaque residual is never negated")
+
+    @model_serializer
+    def _as_placeholder(self) -> str:
+        return self.placeholder
+
+    def splice(self, text: str) -> str:
+        """`text` (a response written by pydantic) with this residual's placeholder replaced by its JSON."""
+        return text.replace(json.dumps(self.placeholder), json.dumps(self.raw))
+
+    def __str__(self) -> str:
+        return json.dumps(self.raw)[:200]
+
+
+@dataclass
+class Pruning:
+    """The pruning filter and the parts of the client's filter it could not use (for the log)."""
+
+    expression: BooleanExpression
+    unknown: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RequestFilter:
+    raw: Any  # the JSON the client sent; None: no filter
+    residual: BooleanExpression
+
+    @classmethod
+    def parse(cls, raw: Any) -> RequestFilter:
+        """The request's `filter` JSON, checked for shape (FilterError: module docstring)."""
+        if raw is None:
+            return cls(None, AlwaysTrue())
+        _check(raw, "filter", 0)
+        try:
+            residual = BooleanExpression.model_validate(raw)
+            residual.model_dump_json(serialize_as_any=True)
+        except Exception:  # pyiceberg cannot model it, or write its model: sent back as it came
+            residual = Opaque(raw=raw)
+        return cls(raw, residual)
+
+    @property
+    def modelled(self) -> bool:
+        return not isinstance(self.residual, Opaque)
+
+    def pruning(self, binding: Schema, planning: Schema, case_sensitive: bool) -> Pruning:
+        """The pruning filter (module docstring): columns bound in `binding` by name, named as in `planning`."""
+        result = Pruning(AlwaysTrue())
+        if self.raw is not None:
+            result.expression = _Converter(binding, planning, case_sensitive, result.unknown).convert(self.raw)
+        return result
+
+
+def _check(node: Any, where: str, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        return  # not looked into: unknown when converted
+    if isinstance(node, bool):
+        return
+    if not isinstance(node, dict) or not isinstance(node.get("type"), str):
+        raise FilterError(f"invalid filter: {where} is not an expression (an object with a string 'type')")
+    kind = node["type"]
+    if kind in ("and", "or"):
+        for side in ("left", "right"):
+            if side not in node:
+                raise FilterError(f"invalid filter: {where}: '{kind}' needs '{side}'")
+            _check(node[side], f"{where}.{side}", depth + 1)
+    elif kind == "not":
+        if "child" not in node:
+            raise FilterError(f"invalid filter: {where}: 'not' needs 'child'")
+        _check(node["child"], f"{where}.child", depth + 1)
+
+
+class _Converter:
+    def __init__(self, binding: Schema, planning: Schema, case_sensitive: bool, unknown: list[str]) -> None:
+        self.binding, self.planning, self.case_sensitive, self.unknown = binding, planning, case_sensitive, unknown
+
+    def convert(self, node: Any, negated: bool = False, depth: int = 0) -> BooleanExpression:
+        """TRUE for at least the rows where `node` is TRUE (`negated`: where it is FALSE)."""
+        if isinstance(node, bool):
+            return AlwaysTrue() if node != negated else AlwaysFalse()
+        if depth > MAX_DEPTH:
+            return self._unknown(node, f"nested deeper than {MAX_DEPTH}")
+        kind = node["type"]
+        if kind in ("true", "false"):
+            return AlwaysTrue() if (kind == "true") != negated else AlwaysFalse()
+        if kind in ("and", "or"):
+            left = self.convert(node["left"], negated, depth + 1)
+            right = self.convert(node["right"], negated, depth + 1)
+            return And(left, right) if (kind == "and") != negated else Or(left, right)
+        if kind == "not":
+            return self.convert(node["child"], not negated, depth + 1)
+        leaf = self._leaf(node)
+        if leaf is None:
+            return AlwaysTrue()
+        return Not(leaf) if negated else leaf
+
+    def _unknown(self, node: Any, why: str) -> BooleanExpression:
+        self.unknown.append(f"{json.dumps(node)[:200]}: {why}")
+        return AlwaysTrue()
+
+    def _leaf(self, node: dict[str, Any]) -> BooleanExpression | None:
+        """The leaf as a pyiceberg predicate on the planning schema's column, or None (unknown, recorded)."""
+        if node["type"] not in LEAVES:
+            self._unknown(node, "an expression type pyiceberg does not know")
+            return None
+        term = node.get("term")
+        if isinstance(term, dict) and term.get("type") == "transform" and isinstance(term.get("term"), str):
+            self._column(term["term"])  # a transform of a column the table does not have is a bad request too
+            if term.get("transform") != "identity":
+                self._unknown(node, "a transform term")
+                return None
+            node = {**node, "term": term["term"]}  # identity(x) is x
+        try:
+            parsed = BooleanExpression.model_validate(node)
+        except Exception:
+            self._unknown(node, "pyiceberg cannot parse it")
+            return None
+        if not isinstance(parsed, UnboundPredicate) or not isinstance(parsed.term, Reference):
+            self._unknown(node, "not a predicate on a column")
+            return None
+        self._column(parsed.term.name)
+        try:
+            bound = bind(self.binding, parsed, self.case_sensitive)
+        except Exception as exc:  # a literal pyiceberg cannot convert to the column's type
+            self._unknown(node, f"pyiceberg cannot bind it: {exc}")
+            return None
+        if isinstance(bound, AlwaysTrue | AlwaysFalse):  # pyiceberg's own reading of the literal's range
+            return bound
+        name = self.planning.find_column_name(bound.term.ref().field.field_id)  # type: ignore[attr-defined]
+        if name is None:
+            self._unknown(node, "the column is not in the table's current schema")
+            return None
+        return _renamed(parsed, name)
+
+    def _column(self, name: str) -> None:
+        try:
+            self.binding.find_field(name, self.case_sensitive)
+        except ValueError as exc:
+            raise FilterError(f"invalid filter: {exc}") from None
+
+
+def _renamed(predicate: UnboundPredicate, name: str) -> BooleanExpression:
+    reference = Reference(name)
+    if isinstance(predicate, SetPredicate):
+        return type(predicate)(reference, predicate.literals)
+    if isinstance(predicate, LiteralPredicate):
+        return type(predicate)(reference, predicate.literal)
+    if isinstance(predicate, UnaryPredicate):
+        return type(predicate)(reference)
+    raise AssertionError(f"unexpected predicate {predicate!r}")
