@@ -39,6 +39,7 @@ from indexlib.scans.duckdb import relation_of
 from indexlib.scans.polars import of_relation
 from indexlib.scans.pyiceberg import IndexedScan
 from indexlib.scans.row_groups import shift_positions
+from indexlib.scans.spark import PARQUET, PYICEBERG, from_lookup, plan
 from indexlib.sources.base import KeptFile
 
 Choice = Callable[[KeptFile, list[set[int]], set[int]], tuple[int, ...] | None]
@@ -302,3 +303,42 @@ def test_a_column_named_like_duckdbs_row_group_number_does_not_pick_the_row_grou
     result = IndexHandle.for_iceberg(table).lookup(where)
     expected = unpruned(table.scan().to_arrow(), where)
     assert check(ICEBERG_SCANS, result, expected, where) > 0, "half of the row groups leave matching rows out"
+
+
+# Spark ------------------------------------------------------------------------------------------------------------
+
+
+def spark_scan(spark: Any) -> Callable[[LookupResult], pa.Table]:
+    return lambda result: from_lookup(spark, result).toArrow()
+
+
+def test_the_spark_dataframe_reads_only_the_kept_row_groups(spark, config, catalog, tmp_path) -> None:
+    """Iceberg files through pyiceberg in Spark tasks (position deletes shifted as in the pyiceberg scan), Delta
+    files through pyarrow in Spark tasks (deletion vectors dropped by whole-file position); files given no row
+    groups stay on their path (plain Parquet)."""
+    lake = make_lake(config, catalog, imported=True, row_group_rows=3)
+    handle = IndexHandle.for_iceberg(lake)
+    left_out = 0
+    for where in ["id >= 100 AND id < 125", "id IN (0, 3, 4, 5, 12, 20, 21, 23, 301, 401, 459)", "k IS NULL"]:
+        result = handle.lookup(where)
+        expected = unpruned(lake.scan(snapshot_id=result.source_version).to_arrow(), where)
+        left_out += check({"spark": spark_scan(spark)}, result, expected, where)
+    assert left_out > 0, "the halves left matching rows out"
+    result = handle.lookup("id >= 500 AND id % 3 = 0")
+    expected = unpruned(lake.scan(snapshot_id=result.source_version).to_arrow(), "id >= 500 AND id % 3 = 0")
+    plain = {k.file.path for read in plan(result) if read.how == PARQUET for k in read.files}
+    assert plain, "files without row groups (None) are read as plain Parquet, as before"
+    some = with_row_groups(result, honest, set(expected.column("id").to_pylist()))
+    assert {read.how for read in plan(some) for k in read.files if k.file.path in plain} == {PYICEBERG}, (
+        "the same files given row groups: through pyiceberg, which reads those alone"
+    )
+
+
+def test_the_spark_dataframe_reads_only_the_kept_row_groups_of_delta_files(spark, config, delta_vectors) -> None:
+    handle = open_handle(config, delta_vectors)
+    table = delta_rows(delta_vectors)
+    left_out = 0
+    for where in ["id >= 4 AND id < 24", "id IN (0, 1, 3, 4, 5, 20, 21, 101, 102)", "p = 'b' AND id > 110"]:
+        result = handle.lookup(where)
+        left_out += check({"spark": spark_scan(spark)}, result, unpruned(table, where), where)
+    assert left_out > 0, "the halves left matching rows out"

@@ -32,9 +32,9 @@ from indexlib.sources.iceberg_deletes import data_file_of
 
 def selected(kept: KeptFile) -> tuple[int, ...] | None:
     """The row groups to read of a kept file, ascending; None: all of them. An all-match file is read whole (every
-    row matches, so every row group is kept anyway), and an empty selection, which the lookup never makes, is read
-    whole too: unknown means read."""
-    if kept.all_match or not kept.row_groups:
+    row matches, so every row group is kept anyway), and an empty selection, which the lookup never makes, or one
+    of a file not in Parquet is read whole too: unknown means read."""
+    if kept.all_match or not kept.row_groups or kept.file.file_format.upper() != "PARQUET":
         return None
     return tuple(sorted(set(kept.row_groups)))
 
