@@ -148,13 +148,15 @@ def position_delete_file(table: Any, data_file: DataFile, positions: list[int], 
     return delete
 
 
-def make_lake(config: Any, catalog: Any, imported: bool = False) -> Any:
+def make_lake(config: Any, catalog: Any, imported: bool = False, row_group_rows: int | None = None) -> Any:
     """db.t through its whole history: copy-on-write deletes, a partition spec change, a renamed column, promoted
     columns, merge-on-read position delete files (file- and partition-scoped); returns the table at its last
     snapshot, indexed there. `imported`: the batches before the last are Parquet files without field ids
     registered with `add_files` (the table gets a name mapping; the rename adds the new name to it), as a table
-    migrated from Hive is; the last batch and the copy-on-write rewrite are written by pyiceberg, with field ids."""
-    table = catalog.create_table("db.t", SCHEMA, properties={"format-version": "2"})
+    migrated from Hive is; the last batch and the copy-on-write rewrite are written by pyiceberg, with field ids.
+    `row_group_rows`: every file written in Parquet row groups of at most that many rows (default: one each)."""
+    limit = {"write.parquet.row-group-limit": str(row_group_rows)} if row_group_rows else {}
+    table = catalog.create_table("db.t", SCHEMA, properties={"format-version": "2", **limit})
 
     def add(data: pa.Table) -> None:
         if not imported:
@@ -162,7 +164,7 @@ def make_lake(config: Any, catalog: Any, imported: bool = False) -> Any:
             return
         path = f"{table.metadata.location}/data/imported-{uuid.uuid4()}.parquet"
         with table.io.new_output(path).create() as out:
-            pq.write_table(data, out)  # pyarrow writes no field ids
+            pq.write_table(data, out, row_group_size=row_group_rows)  # pyarrow writes no field ids
         table.add_files([path])
 
     for n in range(3):

@@ -44,19 +44,18 @@ import numpy as np
 import pyarrow as pa
 from pyiceberg import expressions as ice
 from pyiceberg import types as it
-from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
-from pyiceberg.table import FileScanTask
+from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.transforms import IdentityTransform
 
 from indexlib.errors import UserError
 from indexlib.handle import IndexHandle
 from indexlib.lookup import LookupResult
 from indexlib.query.sql import Clock
+from indexlib.scans.row_groups import RowGroupScan, selected, task_of
 from indexlib.scans.where import where_sql
 from indexlib.sources.base import KeptFile
 from indexlib.sources.delta import DeltaSource
 from indexlib.sources.iceberg import IcebergSource
-from indexlib.sources.iceberg_deletes import data_file_of
 
 
 def relation(
@@ -166,22 +165,29 @@ def _iceberg(
     kept = result.kept_files  # raises the one-line error for equality delete files
     layouts = _Layouts(con, table, schema, types)
     # DuckDB's own columns of a read: a table column of the same name would be shadowed, so such tables' files
-    # with deletes go through pyiceberg
-    anti_join_ok = not {name.lower() for name in types} & _READ_COLUMNS
+    # with deletes or kept row groups go through pyiceberg
+    virtual_ok = not {name.lower() for name in types} & _READ_COLUMNS
     parts = []
     for all_match in (False, True):
         group = [k for k in kept if k.all_match is all_match]
-        candidates = [k for k in group if native_ok and (not k.deletes or (anti_join_ok and _native_deletes(k)))]
+        candidates = [
+            k
+            for k in group
+            if native_ok
+            and (virtual_ok or (not k.deletes and selected(k) is None))
+            and (not k.deletes or _native_deletes(k))
+        ]
         reads = layouts.native_reads(candidates)
         read_natively = {id(k) for files in reads.values() for k in files}
         through = [k for k in group if id(k) not in read_natively]
         where = "" if all_match else f" WHERE {filter_sql}"
-        for projection, files in reads.items():
-            deleted = _deleted_positions(con, files)
-            read = layouts.read_sql(files, projection, positions=deleted is not None)
-            if deleted:
-                read += f" ANTI JOIN ({deleted}) x ON d.filename = x.file_path AND d.file_row_number = x.pos"
-            parts.append(con.sql(f"SELECT {columns} FROM {read}{where}"))
+        for projection, mapped in reads.items():
+            for row_groups, files in _by_row_groups(mapped).items():
+                deleted = _deleted_positions(con, files)
+                read = layouts.read_sql(files, projection, positions=deleted is not None, row_groups=row_groups)
+                if deleted:
+                    read += f" ANTI JOIN ({deleted}) x ON d.filename = x.file_path AND d.file_row_number = x.pos"
+                parts.append(con.sql(f"SELECT {columns} FROM {read}{where}"))
         if through:
             arrow = _through_pyiceberg(table, schema, through)
             parts.append(con.from_arrow(arrow).query("kept", f"SELECT {columns} FROM kept{where}"))
@@ -191,7 +197,7 @@ def _iceberg(
     return _union(parts)
 
 
-_READ_COLUMNS = {"filename", "file_row_number"}
+_READ_COLUMNS = {"filename", "file_row_number", "file_row_group_number"}
 # a read by field id: DuckDB maps the file's columns itself (`schema =`)
 BY_FIELD_ID: tuple[str | None, ...] = ()
 
@@ -260,18 +266,27 @@ class _Layouts:
             return None
         return tuple(by_id.get(field.field_id) for field in self._schema.fields)
 
-    def read_sql(self, files: list[KeptFile], projection: tuple[str | None, ...], positions: bool) -> str:
+    def read_sql(
+        self,
+        files: list[KeptFile],
+        projection: tuple[str | None, ...],
+        positions: bool,
+        row_groups: tuple[int, ...] | None = None,
+    ) -> str:
         """A FROM item `d` of the files' rows under the current column names, with `filename` and
-        `file_row_number` when `positions` (for the delete anti-join; they cost binding and reading otherwise)."""
+        `file_row_number` when `positions` (for the delete anti-join; they cost binding and reading otherwise), of
+        `row_groups` alone when given (`_row_groups_sql`; `file_row_number` stays the position in the whole file)."""
         paths = ", ".join(_string(_local(k.file.path)) for k in files)
         virtual = ", filename = true, file_row_number = true" if positions else ""
+        only = _row_groups_sql(row_groups)
         if projection == BY_FIELD_ID:
             mapping = ", ".join(
                 f"{field.field_id}: {{name: {_string(field.name)}, type: {_string(str(self._types[field.name]))}, "
                 "default_value: NULL}"
                 for field in self._schema.fields
             )
-            return f"read_parquet([{paths}], schema = MAP {{{mapping}}}{virtual}) d"
+            read = f"read_parquet([{paths}], schema = MAP {{{mapping}}}{virtual})"
+            return f"(SELECT * FROM {read}{only}) d" if only else f"{read} d"
         columns = ", ".join(
             f"CAST({'NULL' if stored is None else quote_name(stored)} AS {self._types[field.name]}) "
             f"AS {quote_name(field.name)}"
@@ -279,7 +294,7 @@ class _Layouts:
         )
         return (
             f"(SELECT {columns}{', filename, file_row_number' if positions else ''} FROM read_parquet([{paths}], "
-            f"union_by_name = {'true' if len(files) > 1 else 'false'}{virtual})) d"
+            f"union_by_name = {'true' if len(files) > 1 else 'false'}{virtual}){only}) d"
         )
 
 
@@ -321,6 +336,25 @@ def _footer_columns(con: duckdb.DuckDBPyConnection, paths: list[str]) -> dict[st
     return {path: known.get(path) for path in paths}
 
 
+def _by_row_groups(kept: list[KeptFile]) -> dict[tuple[int, ...] | None, list[KeptFile]]:
+    """The files by the row groups to read of them (`row_groups.selected`): one read per distinct selection, as
+    DuckDB applies a condition on `file_row_group_number` to every file of a read (a per-file condition, `filename
+    = ... AND file_row_group_number IN ...` OR ..., is pushed down as the union of the row groups: every file
+    would read them all). A read costs ~0.5 ms more per file than one read of many files."""
+    groups: dict[tuple[int, ...] | None, list[KeptFile]] = {}
+    for k in kept:
+        groups.setdefault(selected(k), []).append(k)
+    return groups
+
+
+def _row_groups_sql(row_groups: tuple[int, ...] | None) -> str:
+    """The WHERE a `read_parquet` reads only `row_groups` with: DuckDB skips the other row groups without reading
+    them (its `file_row_group_number` filter is pushed into the scan)."""
+    if row_groups is None:
+        return ""
+    return f" WHERE file_row_group_number IN ({', '.join(map(str, row_groups))})"
+
+
 def _native_deletes(kept: KeptFile) -> bool:
     """Position delete files in Parquet DuckDB applies itself (an anti-join on file and row position); deletion
     vectors (Puffin blobs) and other formats go through pyiceberg."""
@@ -353,10 +387,9 @@ def _local(path: str) -> str:
 
 
 def _through_pyiceberg(table: Any, schema: Any, kept: list[KeptFile]) -> pa.Table:
-    """The files' rows with their delete files applied by pyiceberg, unfiltered: the SQL filter runs in DuckDB, so
-    predicates pyiceberg has no exact row filter for still read right."""
-    tasks = [FileScanTask(data_file_of(k.file), {d.data_file for d in k.deletes}) for k in kept]
-    return ArrowScan(table.metadata, table.io, schema, ice.AlwaysTrue()).to_table(tasks)
+    """The files' rows (of their kept row groups) with their delete files applied by pyiceberg, unfiltered: the
+    SQL filter runs in DuckDB, so predicates pyiceberg has no exact row filter for still read right."""
+    return RowGroupScan(table.metadata, table.io, schema, ice.AlwaysTrue()).to_table([task_of(k) for k in kept])
 
 
 # Delta ------------------------------------------------------------------------------------------------------------
@@ -376,11 +409,15 @@ def _delta(
     columns = ", ".join(
         f"{'v' if name in partitions else 'f'}.{quote_name(name)} AS {quote_name(name)}" for name in schema.names
     )
+    # a data column of the name would hide DuckDB's row-group number: such tables' files are read whole
+    by_row_groups = _by_row_groups if "file_row_group_number" not in {n.lower() for n in schema.names} else _whole
+    reads = [
+        (all_match, row_groups, files)
+        for all_match in (False, True)
+        for row_groups, files in by_row_groups([k for k in kept if k.all_match is all_match]).items()
+    ]
     parts = []
-    for all_match in (False, True):
-        group = [k for k in kept if k.all_match is all_match]
-        if not group:
-            continue
+    for all_match, row_groups, group in reads:
         values = {name: [dict(k.file.partition or ()).get(name) for k in group] for name in source.partition_columns}
         files = _register(
             con,
@@ -395,7 +432,7 @@ def _delta(
         deleted = _deletion_vector_positions(con, group)
         read = (
             f"SELECT * FROM read_parquet([{paths}], union_by_name = true, hive_partitioning = false, filename = true"
-            f"{', file_row_number = true' if deleted else ''}) "
+            f"{', file_row_number = true' if deleted else ''}){_row_groups_sql(row_groups)} "
             f"UNION ALL BY NAME SELECT {', '.join(map(quote_name, data))}, NULL::VARCHAR AS filename"
             f"{', NULL::BIGINT AS file_row_number' if deleted else ''} FROM {empty}"
         )
@@ -410,6 +447,10 @@ def _delta(
     if not parts:
         parts.append(con.sql(f"SELECT * FROM {empty}"))
     return _union(parts)
+
+
+def _whole(kept: list[KeptFile]) -> dict[tuple[int, ...] | None, list[KeptFile]]:
+    return {None: kept} if kept else {}
 
 
 def _deletion_vector_positions(con: duckdb.DuckDBPyConnection, kept: list[KeptFile]) -> str | None:

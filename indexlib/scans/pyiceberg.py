@@ -5,7 +5,8 @@
 
 It builds pyiceberg `FileScanTask`s from the lookup's kept files (each with its delete files, lookup.KeptFile) and
 reads them with pyiceberg's own `ArrowScan`, so field-id schema mapping (renamed and promoted columns), identity
-partition values and position deletes / deletion vectors are applied by pyiceberg itself. `ArrowScan` and
+partition values and position deletes / deletion vectors are applied by pyiceberg itself; of a file the lookup kept
+some row groups of (`KeptFile.row_groups`), only those are read (scans/row_groups.py, deletes shifted to match). `ArrowScan` and
 `FileScanTask` are half-internal pyiceberg API: tests/test_pyiceberg_scan.py pins the behaviour against pyiceberg's
 own unpruned read. The read is pinned to the snapshot the lookup answered for (the table metadata it loaded). Files
 the lookup proved all-match are read without the filter.
@@ -23,7 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 from pyiceberg import expressions as ice
-from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
+from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.table import FileScanTask
 
 from indexlib.errors import UserError
@@ -31,8 +32,8 @@ from indexlib.handle import IndexHandle
 from indexlib.lookup import LookupResult
 from indexlib.pruning.iceberg_filter import to_iceberg_filter, to_strict_iceberg_filter
 from indexlib.query.model import BoundIn, Expr
+from indexlib.scans.row_groups import RowGroupScan, task_of
 from indexlib.sources.iceberg import IcebergSource
-from indexlib.sources.iceberg_deletes import data_file_of
 
 
 def scan(
@@ -112,16 +113,12 @@ class IndexedScan:
         return schema if "*" in self.selected_fields else schema.select(*self.selected_fields)
 
     def plan_files(self) -> list[FileScanTask]:
+        """One task per kept file, reading only its kept row groups (`scans.row_groups`)."""
         return [
-            FileScanTask(
-                data_file_of(kept.file),
-                {d.data_file for d in kept.deletes},
-                ice.AlwaysTrue() if kept.all_match else self.row_filter,
-            )
-            for kept in self.result.kept_files
+            task_of(kept, ice.AlwaysTrue() if kept.all_match else self.row_filter) for kept in self.result.kept_files
         ]
 
-    def _reads(self, tasks: list[FileScanTask]) -> list[tuple[ArrowScan, list[FileScanTask]]]:
+    def _reads(self, tasks: list[FileScanTask]) -> list[tuple[RowGroupScan, list[FileScanTask]]]:
         """Two pyiceberg reads: the all-match files without the filter, the others with it (ArrowScan applies one
         filter to every task it reads)."""
         reads = []
@@ -129,7 +126,7 @@ class IndexedScan:
             group = [t for t in tasks if (t.residual == ice.AlwaysTrue()) is matched]
             if group:
                 row_filter = ice.AlwaysTrue() if matched else self.row_filter
-                reads.append((ArrowScan(self.table.metadata, self.table.io, self.projection(), row_filter), group))
+                reads.append((RowGroupScan(self.table.metadata, self.table.io, self.projection(), row_filter), group))
         return reads
 
     def _schema(self) -> pa.Schema:

@@ -5,7 +5,9 @@ answered for, without an Iceberg or Delta runtime in Spark.
     df = dataframe(spark, handle, None, "l_orderkey = 42")   # or dataframe(spark, config, "db.lineitem", where)
 
 Two ways to read a kept file, chosen per file (`plan`):
-- plain `spark.read.parquet` where that is exact: an Iceberg file without delete files whose columns carry the
+- plain `spark.read.parquet` where that is exact, for files read whole (Spark's Parquet reader cannot be told which
+  row groups to read: a file the lookup kept some row groups of, `KeptFile.row_groups`, goes through one of the
+  Python data sources below, which read those alone): an Iceberg file without delete files whose columns carry the
   current schema's field ids under the current names and types (a renamed or promoted column, a dropped and
   re-added name, a file without field ids or missing an identity partition column is not), and every Delta file
   (its partition values added as typed literal columns, one read per partition; rows its deletion vector deletes,
@@ -13,7 +15,11 @@ Two ways to read a kept file, chosen per file (`plan`):
   `_metadata.row_index`, `_delta_vectors`);
 - otherwise (Iceberg delete files, schema evolution) pyiceberg's own reader, per file with its delete files, inside
   Spark tasks through PySpark's Python data source API (`_PyicebergFiles`): pyiceberg applies the field-id mapping,
-  identity partition values and position deletes / deletion vectors, so no deleted row is returned.
+  identity partition values and position deletes / deletion vectors, so no deleted row is returned; of a file kept
+  in part, only its kept row groups (scans/row_groups.py);
+- Delta files kept in part: their kept row groups read with pyarrow inside Spark tasks (`_RowGroupFiles`), columns
+  matched by name as Spark's read matches them, the rows their deletion vectors delete dropped by whole-file
+  position, partition values added as for plain reads.
 
 The filter is the user's WHERE, transpiled by sqlglot from the handle's dialect to Spark SQL, applied by Spark;
 files the lookup proved all-match are read without it. The pyiceberg reads also push the filter down when it has an
@@ -35,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg import expressions as ice
-from pyiceberg.io.pyarrow import ArrowScan, pyarrow_to_schema, schema_to_pyarrow
+from pyiceberg.io.pyarrow import pyarrow_to_schema, schema_to_pyarrow
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask
 from pyiceberg.transforms import IdentityTransform
@@ -50,14 +56,15 @@ from indexlib.handle import IndexHandle, open_handle
 from indexlib.lookup import LookupResult
 from indexlib.query.sql import Clock
 from indexlib.scans.pyiceberg import row_filter
+from indexlib.scans.row_groups import RowGroupScan, selected, task_of
 from indexlib.scans.where import where_sql
 from indexlib.sources.base import KeptFile
 from indexlib.sources.delta import DeltaSource
 from indexlib.sources.iceberg import IcebergSource
-from indexlib.sources.iceberg_deletes import data_file_of
 
 PARQUET = "parquet"
 PYICEBERG = "pyiceberg"
+ROW_GROUPS = "row groups"  # Delta files the lookup kept some row groups of: pyarrow in Spark tasks (_RowGroupFiles)
 
 
 def dataframe(spark: SparkSession, config_or_handle: Any, table: str | None, where: str) -> DataFrame:
@@ -80,7 +87,7 @@ class Read:
     """One group of kept files read the same way: `how` (PARQUET or PYICEBERG), with the filter or not (all-match),
     and for Delta the (column, value) partition pairs every file of the group shares."""
 
-    how: str
+    how: str  # PARQUET, PYICEBERG or ROW_GROUPS
     filtered: bool
     files: tuple[KeptFile, ...]
     partition: tuple[tuple[str, Any], ...] = ()
@@ -91,13 +98,14 @@ def plan(result: LookupResult) -> list[Read]:
     source = result.source
     kept = result.kept_files
     if isinstance(source, DeltaSource):
-        groups: dict[tuple[bool, tuple[tuple[str, Any], ...]], list[KeptFile]] = {}
+        groups: dict[tuple[str, bool, tuple[tuple[str, Any], ...]], list[KeptFile]] = {}
         for k in kept:
-            groups.setdefault((not k.all_match, tuple(k.file.partition or ())), []).append(k)
-        return [Read(PARQUET, filtered, tuple(files), part) for (filtered, part), files in groups.items()]
+            how = PARQUET if selected(k) is None else ROW_GROUPS
+            groups.setdefault((how, not k.all_match, tuple(k.file.partition or ())), []).append(k)
+        return [Read(how, filtered, tuple(files), part) for (how, filtered, part), files in groups.items()]
     if not isinstance(source, IcebergSource):
         raise UserError(f"table {result.table}: the Spark scan reads Iceberg and Delta tables only")
-    exact = _exact_as_parquet(source, [k for k in kept if not k.deletes])
+    exact = _exact_as_parquet(source, [k for k in kept if not k.deletes and selected(k) is None])
     reads = []
     for how in (PARQUET, PYICEBERG):
         for filtered in (True, False):
@@ -140,11 +148,14 @@ def _spark_schema(result: LookupResult) -> StructType:
 def _read(spark: SparkSession, result: LookupResult, read: Read, schema: StructType) -> DataFrame:
     if read.how == PYICEBERG:
         return _pyiceberg_frame(spark, result, read, schema)
-    paths = [k.file.path for k in read.files]
-    if not read.partition:
-        return _delta_vectors(spark, spark.read.schema(schema).parquet(*paths), read.files)
     stored = StructType([f for f in schema.fields if f.name not in dict(read.partition)])
-    frame = _delta_vectors(spark, spark.read.schema(stored).parquet(*paths), read.files)
+    if read.how == ROW_GROUPS:
+        frame = _row_groups_frame(spark, result, read, stored)
+    else:
+        paths = [k.file.path for k in read.files]
+        frame = _delta_vectors(spark, spark.read.schema(stored).parquet(*paths), read.files)
+    if not read.partition:
+        return frame
     types = {f.name: f.dataType for f in schema.fields}
     for column, value in read.partition:
         frame = frame.withColumn(column, F.lit(value).cast(types[column]))
@@ -242,7 +253,7 @@ def _pyiceberg_frame(spark: SparkSession, result: LookupResult, read: Read, sche
             pushed = row_filter(result)  # exact: pyiceberg drops rows early; Spark's filter still decides
         except UserError:
             pushed = ice.AlwaysTrue()
-    tasks = [FileScanTask(data_file_of(k.file), {d.data_file for d in k.deletes}, pushed) for k in read.files]
+    tasks = [task_of(k, pushed) for k in read.files]  # each reads its kept row groups alone
     slots = 2 * spark.sparkContext.defaultParallelism
     payload = _ReadPayload(table.metadata, table.io, pushed, tasks, _groups(tasks, slots), schema.json())
     spark.dataSource.register(_PyicebergFiles)
@@ -293,17 +304,120 @@ class _PyicebergReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         payload = self.payload
-        scan = ArrowScan(payload.metadata, payload.io, payload.metadata.schema(), payload.row_filter)
+        scan = RowGroupScan(payload.metadata, payload.io, payload.metadata.schema(), payload.row_filter)
         for batch in scan.to_record_batches([payload.tasks[i] for i in partition.value]):
             yield batch.select(self.arrow_schema.names).cast(self.arrow_schema)
 
 
-def _groups(tasks: Sequence[FileScanTask], slots: int) -> list[tuple[int, ...]]:
-    """The tasks' positions in at most `slots` groups of about equal bytes (largest first into the lightest): a
-    Spark task of the Python data source costs ~0.1-0.2 s however small its file, so one per file is not."""
+def _groups(tasks: Sequence[Any], slots: int) -> list[tuple[int, ...]]:
+    """The tasks' positions (anything with `file.file_size_in_bytes`) in at most `slots` groups of about equal bytes
+    (largest first into the lightest): a Spark task of the Python data source costs ~0.1-0.2 s however small its
+    file, so one per file is not."""
     bins: list[tuple[int, list[int]]] = [(0, []) for _ in range(max(1, min(slots, len(tasks))))]
     for i in sorted(range(len(tasks)), key=lambda i: -tasks[i].file.file_size_in_bytes):
         size, members = min(bins, key=lambda b: b[0])
         bins.remove((size, members))
         bins.append((size + tasks[i].file.file_size_in_bytes, [*members, i]))
     return [tuple(sorted(members)) for _, members in bins if members]
+
+
+# -- Delta files read in part: pyarrow inside Spark tasks -------------------------------------------------------
+
+
+def _row_groups_frame(spark: SparkSession, result: LookupResult, read: Read, stored: StructType) -> DataFrame:
+    """The kept row groups of Delta files (Spark's Parquet reader cannot be told which row groups to read): their
+    stored columns, by name as Spark's by-name read matches them, rows their deletion vectors delete dropped."""
+    files = [_PartFile(k.file.path, selected(k) or (), _deleted(k), k.file.file_size_in_bytes) for k in read.files]
+    slots = 2 * spark.sparkContext.defaultParallelism
+    payload = _PartsPayload(dict(result.source.io_properties), files, _groups(files, slots), stored.json())
+    spark.dataSource.register(_RowGroupFiles)
+    return spark.read.format(_RowGroupFiles.name()).schema(stored).option("payload", payload.encode()).load()
+
+
+def _deleted(kept: KeptFile) -> np.ndarray:
+    vectors = [d.positions for d in kept.deletes if d.positions is not None]
+    return np.concatenate(vectors).astype(np.int64) if vectors else np.empty(0, np.int64)
+
+
+@dataclass(frozen=True)
+class _PartFile:
+    path: str
+    row_groups: tuple[int, ...]
+    deleted: np.ndarray  # whole-file positions
+    file_size_in_bytes: int
+
+    @property
+    def file(self) -> _PartFile:  # what `_groups` weighs
+        return self
+
+
+@dataclass
+class _PartsPayload:
+    io_properties: dict[str, str]
+    files: list[_PartFile]
+    groups: list[tuple[int, ...]]
+    schema_json: str
+
+    def encode(self) -> str:
+        return base64.b64encode(pickle.dumps(self)).decode("ascii")
+
+    @staticmethod
+    def decode(text: str) -> _PartsPayload:
+        return pickle.loads(base64.b64decode(text))  # noqa: S301 (written by this module's driver side)
+
+
+class _RowGroupFiles(DataSource):
+    """Partitions are groups of files; each reads the kept row groups of its files with pyarrow (through pyiceberg
+    FileIO with the catalog's storage properties, as the build reads Delta files)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "skipindex_row_group_files"
+
+    def schema(self) -> StructType:
+        return StructType.fromJson(json.loads(_PartsPayload.decode(self.options["payload"]).schema_json))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _RowGroupReader(_PartsPayload.decode(self.options["payload"]), schema)
+
+
+class _RowGroupReader(DataSourceReader):
+    def __init__(self, payload: _PartsPayload, schema: StructType) -> None:
+        self.payload = payload
+        self.arrow_schema = to_arrow_schema(schema)
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(group) for group in self.payload.groups]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from pyiceberg.io import load_file_io
+
+        for i in partition.value:
+            part = self.payload.files[i]
+            with load_file_io(self.payload.io_properties, part.path).new_input(part.path).open() as stream:
+                parquet = pq.ParquetFile(stream)
+                metadata = parquet.metadata
+                starts = np.cumsum([0] + [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)])
+                names = {name.lower(): name for name in parquet.schema_arrow.names}
+                columns = [names[f.name.lower()] for f in self.arrow_schema if f.name.lower() in names]
+                for g in part.row_groups:
+                    table = parquet.read_row_group(g, columns=columns)
+                    if len(part.deleted):
+                        positions = np.arange(starts[g], starts[g + 1])
+                        table = table.filter(pa.array(~np.isin(positions, part.deleted)))
+                    yield from _as_stored(table, self.arrow_schema).to_batches()
+
+
+def _as_stored(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The file's columns as the table's stored columns: matched by name ignoring case (as Spark's Parquet read),
+    a column the file lacks (added later) NULL, each cast to the table's type."""
+    by_name = {name.lower(): name for name in table.column_names}
+    return pa.table(
+        [
+            table.column(by_name[f.name.lower()]).cast(f.type)
+            if f.name.lower() in by_name
+            else pa.nulls(table.num_rows, f.type)
+            for f in schema
+        ],
+        schema=schema,
+    )

@@ -1,0 +1,178 @@
+"""Reading only the Parquet row groups a lookup kept (`KeptFile.row_groups`), through pyiceberg's own reader.
+
+pyiceberg's `ArrowScan` reads whole files: its `_task_to_record_batches` makes one Parquet fragment per file and
+applies the schema mapping (field ids or the name mapping, promotions), identity-partition constants, the filter and
+position deletes / deletion vectors to the batches it scans. `RowGroupScan` runs that same function, unchanged, on a
+fragment limited to the kept row groups: a copy of the function whose one global `_get_file_format` adds
+`row_groups=` to its `make_fragment` call (no module of pyiceberg's is patched; other reads are untouched). pyiceberg
+counts position deletes from the first row it scans, so the deleted positions (whole-file row numbers) become
+positions among the rows read (`shift_positions`), computed when the fragment is made: pyarrow reads a fragment's row
+groups in its own order (`set(row_groups)`'s, not ascending), and the footer's row counts come with it. Before the
+first batch is handed out, the read checks that the fragment pyiceberg scanned was the limited one, and the deletes
+refuse to be read before it was made: if a pyiceberg version read otherwise, it fails rather than apply positions of
+one read to another. tests/test_row_group_scans.py pins the rows against pyiceberg's own whole-file read.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.io import pyarrow as pyiceberg_arrow
+from pyiceberg.io.pyarrow import ArrowScan
+from pyiceberg.table import FileScanTask
+
+from indexlib.sources.base import KeptFile
+from indexlib.sources.iceberg_deletes import data_file_of
+
+
+def selected(kept: KeptFile) -> tuple[int, ...] | None:
+    """The row groups to read of a kept file, ascending; None: all of them. An all-match file is read whole (every
+    row matches, so every row group is kept anyway), and an empty selection, which the lookup never makes, or one
+    of a file not in Parquet is read whole too: unknown means read."""
+    if kept.all_match or not kept.row_groups or kept.file.file_format.upper() != "PARQUET":
+        return None
+    return tuple(sorted(set(kept.row_groups)))
+
+
+ALWAYS_TRUE = AlwaysTrue()
+
+
+class RowGroupTask(FileScanTask):
+    """A pyiceberg `FileScanTask` that reads only `row_groups` of its data file (None: every one)."""
+
+    def __init__(
+        self,
+        data_file: Any,
+        delete_files: set[Any] | None = None,
+        residual: BooleanExpression = ALWAYS_TRUE,
+        row_groups: tuple[int, ...] | None = None,
+    ) -> None:
+        super().__init__(data_file, delete_files, residual)
+        self.row_groups = row_groups
+
+
+def task_of(kept: KeptFile, residual: BooleanExpression = ALWAYS_TRUE) -> RowGroupTask:
+    """The task reading a kept file's kept row groups with its delete files."""
+    return RowGroupTask(data_file_of(kept.file), {d.data_file for d in kept.deletes}, residual, selected(kept))
+
+
+def shift_positions(positions: np.ndarray, rows: list[int], order: list[int]) -> np.ndarray:
+    """Whole-file row positions as positions among the rows read, row groups `order` read in that order (`rows`:
+    rows per row group of the file, footer order); positions in row groups not read are dropped."""
+    starts = np.concatenate([[0], np.cumsum(rows, dtype=np.int64)])
+    shifted, base = [], 0
+    for g in order:
+        inside = positions[(positions >= starts[g]) & (positions < starts[g + 1])]
+        shifted.append(inside - starts[g] + base)
+        base += rows[g]
+    return np.sort(np.concatenate(shifted)) if shifted else np.empty(0, np.int64)
+
+
+class _ShiftedDeletes:
+    """The positional deletes handed to pyiceberg for a file read in part: known only once its fragment is made
+    (pyarrow reads the row groups of a fragment in its own order, not the one given), filled then; read before,
+    it fails rather than let pyiceberg apply positions of another order."""
+
+    def __init__(self, deletes: list[pa.ChunkedArray]) -> None:
+        self._positions = np.concatenate([np.asarray(d.to_numpy(), np.int64) for d in deletes])
+        self._arrays: list[pa.ChunkedArray] | None = None
+
+    def fill(self, fragment: Any) -> None:
+        metadata = fragment.metadata
+        rows = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+        kept = shift_positions(self._positions, rows, [rg.id for rg in fragment.row_groups])
+        self._arrays = [pa.chunked_array([pa.array(kept, pa.int64())])] if len(kept) else []
+
+    def _filled(self) -> list[pa.ChunkedArray]:
+        if self._arrays is None:
+            raise RuntimeError("pyiceberg read the positional deletes before making the fragment they apply to")
+        return self._arrays
+
+    def __len__(self) -> int:
+        return len(self._filled())
+
+    def __iter__(self) -> Iterator[pa.ChunkedArray]:
+        return iter(self._filled())
+
+    def __getitem__(self, index: int) -> pa.ChunkedArray:
+        return self._filled()[index]
+
+
+class _Limited:
+    """A Parquet file format whose fragments hold only `groups`; records the fragments it made and fills the
+    deletes for them."""
+
+    def __init__(self, format_: Any, groups: tuple[int, ...], made: list[Any], deletes: _ShiftedDeletes | None):
+        self._format, self._groups, self._made, self._deletes = format_, groups, made, deletes
+
+    def make_fragment(self, file: Any, *args: Any, **kwargs: Any) -> Any:
+        fragment = self._format.make_fragment(file, *args, row_groups=list(self._groups), **kwargs)
+        self._made.append(fragment)
+        if self._deletes is not None:
+            self._deletes.fill(fragment)
+        return fragment
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._format, name)
+
+
+def _limited_reader(groups: tuple[int, ...], made: list[Any], deletes: _ShiftedDeletes | None) -> Any:
+    """pyiceberg's `_task_to_record_batches` with its Parquet fragment limited to `groups`."""
+    original = pyiceberg_arrow._task_to_record_batches
+    scope = dict(original.__globals__)
+    make_format = scope["_get_file_format"]
+    scope["_get_file_format"] = lambda *args, **kwargs: _Limited(make_format(*args, **kwargs), groups, made, deletes)
+    copy = types.FunctionType(original.__code__, scope, original.__name__, original.__defaults__, original.__closure__)
+    copy.__kwdefaults__ = original.__kwdefaults__
+    return copy
+
+
+class RowGroupScan(ArrowScan):
+    """pyiceberg's `ArrowScan`, reading a `RowGroupTask` with `row_groups` set from those row groups alone; other
+    tasks as `ArrowScan` does. Used without `limit`."""
+
+    def _record_batches_from_scan_tasks_and_deletes(
+        self, tasks: Iterable[FileScanTask], deletes_per_file: dict[str, list[pa.ChunkedArray]]
+    ) -> Iterator[pa.RecordBatch]:
+        for task in tasks:
+            groups = getattr(task, "row_groups", None)
+            if groups is None:
+                yield from super()._record_batches_from_scan_tasks_and_deletes([task], deletes_per_file)
+            else:
+                yield from self._row_groups(task, groups, deletes_per_file.get(task.file.file_path))
+
+    def _row_groups(
+        self, task: FileScanTask, groups: tuple[int, ...], deletes: list[pa.ChunkedArray] | None
+    ) -> Iterator[pa.RecordBatch]:
+        shifted = _ShiftedDeletes(deletes) if deletes else None
+        made: list[Any] = []
+        metadata = self._table_metadata
+        batches = _limited_reader(groups, made, shifted)(
+            io=self._io,
+            task=task,
+            bound_row_filter=self._bound_row_filter,
+            projected_schema=self._projected_schema,
+            table_schema=metadata.schema(),
+            projected_field_ids=self._projected_field_ids,
+            positional_deletes=shifted,
+            case_sensitive=self._case_sensitive,
+            name_mapping=metadata.name_mapping(),
+            partition_spec=metadata.specs().get(task.file.spec_id),
+            format_version=metadata.format_version,
+            downcast_ns_timestamp_to_us=self._downcast_ns_timestamp_to_us,
+            dictionary_columns=self._dictionary_columns,
+        )
+        first = next(batches, None)  # the fragment is made here, before any row is handed out
+        if len(made) != 1 or sorted(rg.id for rg in made[0].row_groups) != list(groups):
+            raise RuntimeError(
+                f"{task.file.file_path}: pyiceberg did not read the row groups {list(groups)} it was given; this "
+                "pyiceberg version's reader is not one indexlib.scans.row_groups supports"
+            )
+        if first is not None:
+            yield first
+            yield from batches
