@@ -157,6 +157,36 @@ def test_iceberg_scans_read_only_the_kept_row_groups(lake) -> None:
     assert left_out > 0, "the halves left matching rows out (and the scans did not return them)"
 
 
+@pytest.fixture
+def indexed_by_row_group(conf_path, catalog) -> tuple[Any, Any]:
+    """The same lake, written in row groups of 4 rows and indexed with row-group entries (`[index] row_groups`)."""
+    conf_path.write_text(conf_path.read_text() + "[index]\nrow_groups = true\n")
+    from indexlib.config import load_config
+
+    config = load_config(conf_path)
+    return config, make_lake(config, catalog, row_group_rows=4)
+
+
+def test_a_row_group_lookup_makes_every_scan_read_fewer_row_groups_and_the_unpruned_rows(indexed_by_row_group) -> None:
+    """End to end: the build's row-group entries, the lookup's row-group stages, and the scans reading only the row
+    groups it names return the rows of the unpruned scan; point and IN queries name fewer row groups than the
+    files hold."""
+    _, lake = indexed_by_row_group
+    handle = IndexHandle.for_iceberg(lake)
+    narrowed = 0
+    for where in [*WHERES, "id = 105", "id IN (101, 207, 459)", "k = 3 AND id < 200"]:
+        result = handle.lookup(where)
+        expected = unpruned(lake.scan(snapshot_id=result.source_version).to_arrow(), where)
+        for kept in result.kept_files:
+            if kept.row_groups is not None:
+                narrowed += len(group_ids(kept.file.path)) - len(kept.row_groups)
+                truth = {g for g, ids in enumerate(group_ids(kept.file.path)) if ids & set(expected["id"].to_pylist())}
+                assert truth <= set(kept.row_groups), f"{where}: every row group holding a match is kept"
+        for name, scan in ICEBERG_SCANS.items():
+            assert rows(scan(result)) == rows(expected), f"{name}, {where}: the rows of the unpruned scan"
+    assert narrowed > 0, "the row-group stages left row groups out, and the scans did not need them"
+
+
 def delete_positions(kept: KeptFile) -> set[int]:
     """The positions a kept file's position delete files delete from it."""
     out = set()
