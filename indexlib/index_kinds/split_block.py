@@ -113,6 +113,20 @@ def bitset_of(payload: bytes) -> np.ndarray:
     return np.frombuffer(payload, dtype="<u4", offset=len(expected)).reshape(-1, 8)
 
 
+def _stacked(payloads: list[bytes], length: int) -> np.ndarray:
+    """The (filters, blocks, 8) words of serialised filters of one `length`. The first is checked as `bitset_of`
+    checks one; every other must carry the very same header bytes (the header is a function of the length), so
+    the rest are checked by comparing bytes, and the bitsets are cut out of one buffer. Raises ValueError as
+    `bitset_of` does when any is not such a filter."""
+    words = bitset_of(payloads[0])
+    prefix = length - words.nbytes
+    expected = payloads[0][:prefix]
+    if any(payload[:prefix] != expected for payload in payloads):
+        raise ValueError("split-block Bloom filter header is not the one of a filter of its size")
+    raw = np.frombuffer(b"".join(payloads), dtype=np.uint8).reshape(len(payloads), length)
+    return np.ascontiguousarray(raw[:, prefix:]).view("<u4").reshape(len(payloads), -1, 8)
+
+
 def contains_each(payload: bytes, hashes: np.ndarray) -> np.ndarray:
     """Per hash, whether the serialised filter might hold it."""
     bitset = bitset_of(payload)
@@ -127,12 +141,12 @@ def might_contain_each(payloads: list[bytes], hashes: np.ndarray) -> np.ndarray:
     """Per serialised filter, whether it might hold one of `hashes`. Filters of one size share each hash's block
     and mask, so they are stacked and probed together, a batch of hashes at a time."""
     result = np.zeros(len(payloads), dtype=bool)
-    by_size: dict[int, list[int]] = {}
-    bitsets = [bitset_of(payload) for payload in payloads]
-    for i, bitset in enumerate(bitsets):
-        by_size.setdefault(len(bitset), []).append(i)
-    for num_blocks, members in by_size.items():
-        stacked = np.stack([bitsets[i] for i in members])  # (filters, blocks, 8)
+    by_length: dict[int, list[int]] = {}
+    for i, payload in enumerate(payloads):
+        by_length.setdefault(len(payload), []).append(i)
+    for length, members in by_length.items():
+        stacked = _stacked([payloads[i] for i in members], length)  # (filters, blocks, 8)
+        num_blocks = stacked.shape[1]
         hit = np.zeros(len(members), dtype=bool)
         step = max(1, PAIRS_PER_PASS // len(members))
         for start in range(0, len(hashes), step):

@@ -30,25 +30,33 @@ class KindEvidence(Evidence):
         self.kind, self.stats, self.covers, self.name = kind, stats, covers, kind.name
 
     def answer(self, leaf: Expr, candidates: np.ndarray) -> Verdict | None:
+        """The kind judges the candidates alone (its cost follows the files still in play, not the table); the
+        others are answered unknown, which the evaluator reads them as anyway."""
         target = kind_leaf(leaf)
         column = getattr(target, "column", None)
         if column is None or not self.kind.answers(target):
             return None
-        payloads = self.stats.payloads(column, self.kind.name, self.kind.version, candidates)
-        statistics = self.stats.column(column)
+        files = np.flatnonzero(candidates)
+        payloads = self.stats.payloads(column, self.kind.name, self.kind.version, files)
+        statistics = self.stats.column(column).take(files)
         try:
-            return self.kind.verdict(target, payloads, statistics)
+            found = self.kind.verdict(target, payloads, statistics)
         except Exception as error:  # a damaged payload: isolate it
 
             def judge(start: int, stop: int) -> Verdict:
                 answer = self.kind.verdict(target, payloads[start:stop], statistics.window(start, stop))
                 return answer if answer is not None else Verdict.unknown(stop - start)
 
-            parts, bad, error = isolate_damage(self.stats.num_files, judge, Verdict.unknown, error)
-            self.stats.damaged(column, self.kind.name, np.flatnonzero(bad), error)
-            return Verdict(
+            parts, bad, error = isolate_damage(len(files), judge, Verdict.unknown, error)
+            self.stats.damaged(column, self.kind.name, files[bad], error)
+            found = Verdict(
                 np.concatenate([part.might for part in parts]), np.concatenate([part.all_match for part in parts])
             )
+        if found is None:
+            return None
+        verdict = Verdict.unknown(self.stats.num_files)
+        verdict.might[files], verdict.all_match[files] = found.might, found.all_match
+        return verdict
 
     def describe(self, leaf: Expr) -> str | None:
         target = kind_leaf(leaf)

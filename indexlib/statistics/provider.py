@@ -54,6 +54,17 @@ class ColumnStatistics:
         """Rows that are neither NULL nor NaN (the ones bounds describe); -1 where unknown."""
         return np.where(self.known, self.value_count - self.null_count - self.nan_count, -1)
 
+    def take(self, files: np.ndarray) -> ColumnStatistics:
+        """The statistics of `files` (indices) only, in that order."""
+        index = pa.array(files, pa.int64())
+        return ColumnStatistics(
+            lower=self.lower.take(index),
+            upper=self.upper.take(index),
+            value_count=self.value_count[files],
+            null_count=self.null_count[files],
+            nan_count=self.nan_count[files],
+        )
+
     def window(self, start: int, stop: int) -> ColumnStatistics:
         """Files start..stop-1 only."""
         return ColumnStatistics(
@@ -75,12 +86,10 @@ class StatisticsProvider(ABC):
     def column(self, column: ColumnRef) -> ColumnStatistics:
         """Bounds (in the column's physical domain, see column_stats) and counts of `column` in each file."""
 
-    def payloads(
-        self, column: ColumnRef, kind: str, version: int, candidates: np.ndarray | None = None
-    ) -> list[bytes | None]:
-        """Per file, the payload of index `kind` (at most `version`) for `column`; None where there is none or the
-        file is not among `candidates` (a provider may then skip reading it)."""
-        return [None] * self.num_files
+    def payloads(self, column: ColumnRef, kind: str, version: int, files: np.ndarray) -> list[bytes | None]:
+        """The payload of index `kind` (at most `version`) for `column` of each of `files` (indices, ascending),
+        None where there is none. Only those files' payloads need be read."""
+        return [None] * len(files)
 
     def damaged(self, column: ColumnRef, what: str, files: np.ndarray, error: Exception) -> None:
         """Files whose `what` (a kind's name, or "bounds") of `column` could not be read and were read as unknown:

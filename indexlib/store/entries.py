@@ -58,12 +58,10 @@ class EntryStatistics(StatisticsProvider):
             self._rows_of[field_id] = (rows, pc.drop_null(position).to_numpy().astype(np.int64))
         return self._rows_of[field_id]
 
-    def payloads(
-        self, column: ColumnRef, kind: str, version: int, candidates: np.ndarray | None = None
-    ) -> list[bytes | None]:
-        """Per file, the payload of index `kind` for `column`; None where absent, newer than `version`, written
-        for a column type of another physical domain (its keys would not be this type's keys), or outside
-        `candidates` (only those files' payloads are read)."""
+    def payloads(self, column: ColumnRef, kind: str, version: int, files: np.ndarray) -> list[bytes | None]:
+        """The payload of index `kind` for `column` of each of `files`; None where absent, newer than `version`, or
+        written for a column type of another physical domain (its keys would not be this type's keys). Only those
+        files' payloads are read (and kept for later calls)."""
         key = (column.field_id, kind, version)
         with self._lock:
             found = self._payloads.setdefault(key, [None] * self.num_files)
@@ -71,13 +69,13 @@ class EntryStatistics(StatisticsProvider):
             _, described = self._column_rows(column.field_id)
             has_row = np.zeros(self.num_files, dtype=bool)
             has_row[described] = True
-            wanted = has_row & ~asked & (candidates if candidates is not None else True)
+            candidates = np.zeros(self.num_files, dtype=bool)
+            candidates[files] = True
+            wanted = has_row & ~asked & candidates
             if wanted.any():
                 self._fill(found, *self._payload_rows(column.field_id, wanted), column, kind, version)
                 asked |= wanted
-            if candidates is None:
-                return list(found)
-            return [p if keep else None for p, keep in zip(found, candidates, strict=True)]
+            return [found[i] for i in files]
 
     def file_name(self, index: int) -> str:
         return self.paths[index].as_py()
