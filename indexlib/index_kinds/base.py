@@ -1,7 +1,8 @@
 """The interface of an index kind: one module per kind implements it, `registry.py` lists the kinds.
 
 A kind builds one payload from one file's distinct column values (`Keys`, see statistics/canonical.py), stores it with
-its format version in the entry's `indexes` list, and answers, for all files at once, two questions about a leaf
+its format version in the entry's `indexes` list, and answers, for the files still in play at once (the ones the
+cheaper stages kept; or row groups), two questions about a leaf
 (as pruning.evaluate does for min/max): might some row match (False only when the payload proves none can), and do
 all rows match (True only when proven). A file without a payload of the kind, with a payload of a newer version, or
 written for a column type of another physical domain, answers "might match, not proven": unknown means keep.
