@@ -36,6 +36,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_automaton.py
 	$(BIN)/python benchmarks/bench_changes.py
 	$(BIN)/python benchmarks/bench_query.py --chart docs/query_bench.png
+	$(BIN)/python benchmarks/bench_query.py --row-groups 16 --build-runs 3
+	$(BIN)/python benchmarks/bench_lookup_scale.py --files 10000 100000 --row-groups 8 --runs 5
 	$(BIN)/python benchmarks/bench_serve.py
 
 lint: $(STAMP)

@@ -109,10 +109,12 @@ def _small_files_table(directory: Path, files: int, rows: int) -> tuple[Path, li
     return conf, paths
 
 
-def _lineitem_table(directory: Path, scale: float, files: int, order_by: str | None = None) -> tuple[Path, list[str]]:
+def _lineitem_table(
+    directory: Path, scale: float, files: int, order_by: str | None = None, row_groups: int = 1
+) -> tuple[Path, list[str]]:
     """TPC-H lineitem at `scale` as an Iceberg table of `files` Parquet files, and a conf for it. `order_by`: the
     column the rows are sorted by before they are cut into files (an ingestion pipeline's layout: by event date);
-    default the generator's order-key order."""
+    default the generator's order-key order. `row_groups` > 1: that many Parquet row groups per file (of equal rows)."""
     tpchgen = shutil.which("tpchgen-cli") or str(Path(sys.executable).with_name("tpchgen-cli"))
     generated = directory / "generated"
     subprocess.run([tpchgen, "parquet", "-s", str(scale), "--tables=lineitem", "-o", str(generated)], check=True)
@@ -128,7 +130,9 @@ def _lineitem_table(directory: Path, scale: float, files: int, order_by: str | N
     paths = []
     for n in range(files):
         path = data / f"part-{n:04d}.parquet"
-        pq.write_table(table.slice(n * per_file, per_file), path)
+        part = table.slice(n * per_file, per_file)
+        size = max(1, -(-part.num_rows // row_groups)) if row_groups > 1 else None  # None: pyarrow's default
+        pq.write_table(part, path, row_group_size=size)
         paths.append(str(path))
     return _registered(directory, paths), paths
 
@@ -162,10 +166,20 @@ def bench_spark():
     return spark
 
 
-def end_to_end(make_table, title: str, per_file: bool = True) -> dict:
-    """`make_table(directory) -> (conf, paths)`; prints the side-by-side table for it."""
+def plain_scan(spark, paths: list[str], columns: list[str]) -> None:
+    """The plain PySpark job a build is compared with: the same files and columns, per-file count, min, max and
+    null counts with `groupBy(input_file_name())`."""
     from pyspark.sql import functions as F
 
+    frame = spark.read.parquet(*paths).withColumn("file", F.input_file_name())
+    aggregates = [F.count(F.lit(1)).alias("rows")]
+    for column in columns:
+        aggregates += [F.min(column), F.max(column), F.count(F.when(F.col(column).isNull(), 1))]
+    frame.groupBy("file").agg(*aggregates).collect()
+
+
+def end_to_end(make_table, title: str, per_file: bool = True) -> dict:
+    """`make_table(directory) -> (conf, paths)`; prints the side-by-side table for it."""
     from indexlib.config import load_config
     from indexlib.indexing.build import build_index
 
@@ -179,11 +193,7 @@ def end_to_end(make_table, title: str, per_file: bool = True) -> dict:
         plain_label = "plain PySpark: per-file count/min/max/nulls (groupBy(input_file_name()))"
 
         def plain() -> None:
-            frame = spark.read.parquet(*paths).withColumn("file", F.input_file_name())
-            aggregates = [F.count(F.lit(1)).alias("rows")]
-            for column in columns:
-                aggregates += [F.min(column), F.max(column), F.count(F.when(F.col(column).isNull(), 1))]
-            frame.groupBy("file").agg(*aggregates).collect()
+            plain_scan(spark, paths, columns)
 
         plain()  # warm-up
         timings = {}

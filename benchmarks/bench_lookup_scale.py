@@ -8,7 +8,14 @@ rows the predicate needs), and a warm `IndexHandle` (what planner code keeps), w
 down by step; the files each keeps and the files that truly hold a match; peak RSS of the fresh process; and what
 the fresh process read of the index (Arrow bytes), next to the size of the whole index.
 
-    .venv/bin/python benchmarks/bench_lookup_scale.py [--files 10000] [--rows 16]
+With `--row-groups N` the files are written with N Parquet row groups each and indexed twice, side by side: with
+row-group entries (`row_groups = "true"`, row-group payloads at the declared settings as the build makes them) and
+without (the same entries with their row-group lists left out: the file-level part of an entry does not depend on
+them, checked on the first files against a plain `index_file`). Per query: the warm handle and the cold lookup on
+each index, the files and row groups each keeps, and the files and row groups that truly hold a match.
+pyiceberg's `plan_files` is left out of that table (it is the same as above).
+
+    .venv/bin/python benchmarks/bench_lookup_scale.py [--files 10000] [--rows 16] [--row-groups 8]
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from itertools import repeat
 from pathlib import Path
 from typing import Any
@@ -46,6 +54,7 @@ from indexlib.store.table import IndexTable, LiveSet
 
 MODES = np.array(["AIR", "FOB", "MAIL", "RAIL", "REG AIR", "SHIP", "TRUCK"])
 TABLE = "bench.events"
+FILES_ONLY = "skipindex_files_only"  # --row-groups: the second index, without row-group entries
 
 
 def _queries(rng: np.random.Generator, files: int, rows: int) -> list[tuple[str, str]]:
@@ -60,9 +69,11 @@ def _queries(rng: np.random.Generator, files: int, rows: int) -> list[tuple[str,
 
 
 def _make_table(
-    root: Path, files: int, rows: int, rng: np.random.Generator, false_files: float | None
-) -> tuple[Path, dict[str, pa.Table]]:
-    """The table, its index, and each data file's rows (for the truth)."""
+    root: Path, files: int, rows: int, rng: np.random.Generator, false_files: float | None, row_groups: int = 0
+) -> tuple[Path, dict[str, pa.Table], Path | None]:
+    """The table, its index, and each data file's rows (for the truth). With `row_groups`, files of that many row
+    groups, indexed with row-group entries, and a second index of the same entries without them (in namespace
+    `FILES_ONLY`): the conf of that second index is the third value."""
     warehouse = root / "warehouse"
     warehouse.mkdir()
     conf = root / "conf.toml"
@@ -84,41 +95,85 @@ def _make_table(
             }
         )
         path = str(warehouse / f"file-{n:07d}.parquet")
-        pq.write_table(rows_of, path)
+        pq.write_table(rows_of, path, row_group_size=-(-rows // row_groups) if row_groups else None)
         data[path], _ = rows_of, paths.append(path)
     table.add_files(paths)
     table = catalog.load_table(TABLE)
     iceberg_schema, name_mapping = table.schema(), table.properties.get("schema.name-mapping.default")
     declared = IndexSettings() if false_files is None else IndexSettings(bloom_false_files=false_files)
     settings = {f.field_id: sized_settings(declared, files) for f in iceberg_schema.fields}  # as the build sizes
+    # row-group payloads at the declared settings, as the build makes them (indexing/build.py)
+    group_settings = {f.field_id: declared for f in iceberg_schema.fields} if row_groups else None
     # files written without field ids: matched by the name mapping add_files records; one process per core
     with ProcessPoolExecutor() as pool:
         entries = list(
-            pool.map(_entry, paths, repeat(iceberg_schema), repeat(name_mapping), repeat(settings), chunksize=256)
+            pool.map(
+                _entry,
+                paths,
+                repeat(iceberg_schema),
+                repeat(name_mapping),
+                repeat(settings),
+                repeat(group_settings),
+                chunksize=256,
+            )
         )
     config = load_config(conf)
     version = table.current_snapshot().snapshot_id
+    live = LiveSet(version, frozenset(paths))
     IndexTable(catalog, config.index_namespace, TABLE).commit(  # as a build commits: rows of exactly the live files
-        pa.Table.from_pylist(entries, schema=ENTRY_ARROW_SCHEMA),
-        live=LiveSet(version, frozenset(paths)),
+        pa.Table.from_pylist([with_groups for with_groups, _ in entries], schema=ENTRY_ARROW_SCHEMA),
+        live=live,
         watermark=version,
     )
-    return conf, data
+    if not row_groups:
+        return conf, data, None
+    for path in paths[:20]:  # the entry without row-group entries is what a build without them writes
+        plain = _entry(path, iceberg_schema, name_mapping, settings, None)[0]
+        assert plain == _entry(path, iceberg_schema, name_mapping, settings, group_settings)[1], path
+    files_only = root / "files_only.toml"
+    files_only.write_text(conf.read_text() + f'[index]\nnamespace = "{FILES_ONLY}"\n')
+    IndexTable(catalog, FILES_ONLY, TABLE).commit(
+        pa.Table.from_pylist([without for _, without in entries], schema=ENTRY_ARROW_SCHEMA),
+        live=live,
+        watermark=version,
+    )
+    return conf, data, files_only
 
 
-def _entry(path: str, schema: Any, name_mapping: str | None, settings: dict) -> dict:
-    count, stats = index_file(path, "PARQUET", schema, {}, name_mapping, settings)
-    return entry_row(path, Path(path).stat().st_size, count, 1, stats, file_format="PARQUET", spec_id=0, partition=[])
+def _entry(
+    path: str, schema: Any, name_mapping: str | None, settings: dict, group_settings: dict | None
+) -> tuple[dict, dict]:
+    """The file's entry (with row-group entries when `group_settings` is given), and the same entry without them."""
+    mode = "true" if group_settings is not None else "false"
+    count, stats = index_file(
+        path, "PARQUET", schema, {}, name_mapping, settings, row_groups=mode, row_group_settings=group_settings
+    )
+    size = Path(path).stat().st_size
+
+    def row(of: list) -> dict:
+        return entry_row(path, size, count, 1, of, file_format="PARQUET", spec_id=0, partition=[])
+
+    return row(stats), row([replace(column, row_groups=None) for column in stats])
 
 
-def _truth(data: dict[str, pa.Table], where: str) -> int:
-    """Files holding a matching row, by DuckDB over every file's rows."""
+def _truth(data: dict[str, pa.Table], where: str, row_groups: int = 0) -> int | tuple[int, int]:
+    """Files holding a matching row, by DuckDB over every file's rows; with `row_groups` (the files' row groups,
+    written as `_make_table` writes them), also the row groups holding one."""
     import duckdb
 
-    rows = pa.concat_tables(t.append_column("file", pa.array([n] * t.num_rows)) for n, t in enumerate(data.values()))
+    def labelled(n: int, t: pa.Table) -> pa.Table:
+        t = t.append_column("file", pa.array([n] * t.num_rows))
+        if row_groups:  # pyarrow fills row groups of row_group_size rows in order
+            t = t.append_column("rg", pa.array(np.arange(t.num_rows) // -(-t.num_rows // row_groups)))
+        return t
+
+    rows = pa.concat_tables(labelled(n, t) for n, t in enumerate(data.values()))
     con = duckdb.connect()
     con.register("t", rows)
-    return con.execute(f"SELECT count(DISTINCT file) FROM t WHERE {where}").fetchone()[0]
+    files = con.execute(f"SELECT count(DISTINCT file) FROM t WHERE {where}").fetchone()[0]
+    if not row_groups:
+        return files
+    return files, con.execute(f"SELECT count(*) FROM (SELECT DISTINCT file, rg FROM t WHERE {where})").fetchone()[0]
 
 
 COLD = """
@@ -170,6 +225,48 @@ def _row(
     )
 
 
+def _cold(conf: Path, where: str) -> dict:
+    return json.loads(
+        subprocess.run(
+            [sys.executable, "-c", COLD, str(conf), TABLE], input=where, capture_output=True, text=True, check=True
+        ).stdout
+    )
+
+
+def _row_groups_row(
+    files: int,
+    label: str,
+    where: str,
+    confs: tuple[Path, Path],
+    handles: tuple[IndexHandle, IndexHandle],
+    data: dict,
+    runs: int,
+    row_groups: int,
+) -> tuple[str, dict[str, float]]:
+    """One query on the index without row-group entries and the one with them, side by side (alternating runs)."""
+    for handle in handles:
+        handle.lookup(where)
+    warm = [float("inf"), float("inf")]
+    for _ in range(runs):  # alternate, so both see the same moments of a shared machine
+        for n, handle in enumerate(handles):
+            warm[n] = min(warm[n], best_of(1, lambda h=handle: h.lookup(where)))
+    cold = [_cold(conf, where) for conf in confs]
+    plain, grouped = (handle.lookup(where) for handle in handles)
+    read_groups = sum(len(g) for g in grouped.row_groups.values()) + row_groups * sum(
+        1 for path in grouped.files if path not in grouped.row_groups
+    )
+    true_files, true_groups = _truth(data, where, row_groups)
+    index_stages = [s for s in grouped.stages if s.name.startswith("row groups: ")]
+    return (
+        f"| {files:,} | {label} | {warm[0] * 1e3:,.1f} | {warm[1] * 1e3:,.1f} | {warm[1] / warm[0]:,.2f}x | "
+        f"{cold[0]['lookup_s'] * 1e3:,.0f} / {cold[1]['lookup_s'] * 1e3:,.0f} | "
+        f"{cold[0]['read_mb']:,.1f} / {cold[1]['read_mb']:,.1f} | {len(plain.files):,} / {len(grouped.files):,} | "
+        f"{true_files:,} | {len(plain.files) * row_groups:,} / {read_groups:,} | {true_groups:,} | "
+        f"{index_stages[0].row_groups_in if index_stages else 0:,} |",
+        {"without row groups": warm[0], "with row groups": warm[1]},
+    )
+
+
 def _chart(results: dict[tuple[int, str], dict[str, float]], path: str) -> None:
     """Grouped bars, log scale: per file count and query, plan_files against our cold and warm lookups."""
     import matplotlib
@@ -178,7 +275,7 @@ def _chart(results: dict[tuple[int, str], dict[str, float]], path: str) -> None:
     import matplotlib.pyplot as plt
 
     keys = list(results)
-    series = ["plan_files", "cold lookup", "warm handle"]
+    series = list(next(iter(results.values())))
     figure, axes = plt.subplots(figsize=(max(6, 1.1 * len(keys)), 4))
     width = 0.8 / len(series)
     for n, name in enumerate(series):
@@ -207,7 +304,16 @@ def main() -> None:
         "--bloom-false-files", type=float, default=None, help="[index] bloom_false_files (default: its default)"
     )
     parser.add_argument("--chart", help="also draw the times as a PNG chart at this path")
+    parser.add_argument(
+        "--row-groups",
+        type=int,
+        default=0,
+        help="write files of this many row groups and compare the index with row-group entries to the one without",
+    )
     args = parser.parse_args()
+    if args.row_groups:
+        row_groups_main(args)
+        return
     print(
         "| files | query | plan_files ms | kept | cold lookup ms | cold: index MB read | warm ms | warm: parse+bind / "
         "partition / index stages ms | kept | true | cold peak RSS MB |"
@@ -218,7 +324,7 @@ def main() -> None:
         rng = np.random.default_rng(7)
         with tempfile.TemporaryDirectory() as tmp:
             started = time.perf_counter()
-            conf, data = _make_table(Path(tmp), files, args.rows, rng, args.bloom_false_files)
+            conf, data, _ = _make_table(Path(tmp), files, args.rows, rng, args.bloom_false_files)
             setup_s = time.perf_counter() - started
             config = load_config(conf)
             catalog = config.load_catalog()
@@ -236,6 +342,47 @@ def main() -> None:
                 f"the whole index: {index_bytes / 1e6:,.1f} MB of Parquet in {len(index.scan().plan_files())} data files\n"
             )
 
+    if args.chart:
+        _chart(results, args.chart)
+
+
+def row_groups_main(args: argparse.Namespace) -> None:
+    """`--row-groups N`: the warm and cold lookups with and without row-group entries, side by side."""
+    print(
+        "| files | query | warm ms without row-group entries | warm ms with them | with / without | "
+        "cold lookup ms: without / with | "
+        "cold: index MB read, without / with | files kept: without / with | true files | row groups kept: "
+        "without (all of the kept files') / with | true row groups | row groups judged |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    results: dict[tuple[int, str], dict[str, float]] = {}
+    for files in args.files:
+        rng = np.random.default_rng(7)
+        with tempfile.TemporaryDirectory() as tmp:
+            started = time.perf_counter()
+            conf, data, files_only = _make_table(
+                Path(tmp), files, args.rows, rng, args.bloom_false_files, args.row_groups
+            )
+            setup_s = time.perf_counter() - started
+            confs = (files_only, conf)
+            handles = tuple(open_handle(load_config(c), TABLE) for c in confs)
+            sizes = []
+            for c in confs:
+                config = load_config(c)
+                index = IndexTable(config.load_catalog(), config.index_namespace, TABLE).load()
+                sizes.append(sum(task.file.file_size_in_bytes for task in index.scan().plan_files()))
+            for label, where in _queries(rng, files, args.rows):
+                if args.only and label not in args.only:
+                    continue
+                line, results[files, label] = _row_groups_row(
+                    files, label, where, confs, handles, data, args.runs, args.row_groups
+                )
+                print(line, flush=True)
+            print(
+                f"\n{files:,} files of {args.rows} rows in {args.row_groups} row groups: setup {setup_s:,.0f} s (both "
+                f"indexes); the whole index: {sizes[0] / 1e6:,.1f} MB of Parquet without row-group entries, "
+                f"{sizes[1] / 1e6:,.1f} MB with them\n"
+            )
     if args.chart:
         _chart(results, args.chart)
 

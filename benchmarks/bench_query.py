@@ -26,6 +26,16 @@ min/max pruning cannot skip the files around a mid-range key (the smallest key s
     python benchmarks/bench_query.py                                       # SF 3, 200 files, 200 shards
     python benchmarks/bench_query.py --scale 0.01 --files 4 --shards 8 --shard-rows 2000 --runs 1  # toy, ~40 s
 
+Row groups (`--row-groups N`, instead of the above): lineitem (`--scale`, default 1) sorted by `l_shipdate` in
+`--files` (default 6) large files of N row groups each, indexed by the build twice, without and with row-group
+entries (`[index] row_groups`), side by side with the plain Spark scan of bench_build.py (build seconds, index
+bytes); per query the row groups holding a match (brute force), what Parquet's own statistics keep, and the row
+groups and bytes read with file-level and with row-group-level pruning. The scans are not run: what a reader reads
+comes from the lookup's answer and the footers, and the query time is a pyarrow read of exactly the kept row groups
+against the whole kept files (each + the filter).
+
+    python benchmarks/bench_query.py --row-groups 16 --build-runs 3        # SF 1 in 6 files of 16 row groups
+
 Prints Markdown tables for docs/benchmarks.md; `--chart PATH` writes a PNG.
 """
 
@@ -46,6 +56,7 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from bench_build import _lineitem_table, _registered
 from pyiceberg.io.pyarrow import ArrowScan
@@ -373,15 +384,318 @@ def _build(conf: Path) -> float:
     return time.perf_counter() - started
 
 
-def main(argv: list[str] | None = None) -> list[Row]:
+# --- Row groups: file-level against row-group-level pruning (`--row-groups N`) ---------------------------------------
+
+
+@dataclass
+class GroupRead:
+    """What one way of pruning makes a reader read: files, row groups, their compressed bytes (the footers'
+    `total_compressed_size`), the warm lookup, and the pyarrow read of exactly those row groups + filter."""
+
+    files: int
+    groups: int
+    bytes: int
+    lookup_s: float = 0.0
+    read_s: float = 0.0
+    rows: int = 0
+
+
+@dataclass
+class GroupRow:
+    label: str
+    where: str
+    true_files: int
+    true_groups: int
+    statistics_groups: int  # row groups Parquet's own min/max statistics keep, over every file
+    file_level: GroupRead
+    group_level: GroupRead
+
+
+def _footer_sizes(paths: list[str]) -> dict[str, list[int]]:
+    """Compressed bytes of every row group of every file, from the footers."""
+    sizes = {}
+    for path in paths:
+        meta = pq.ParquetFile(path).metadata
+        sizes[path] = [
+            sum(meta.row_group(g).column(c).total_compressed_size for c in range(meta.num_columns))
+            for g in range(meta.num_row_groups)
+        ]
+    return sizes
+
+
+def _matching_groups(con: duckdb.DuckDBPyConnection, paths: list[str], where: str, key: str | None = None) -> Any:
+    """The (file, row group) pairs holding a matching row, brute force (DuckDB over every row; a row's group from
+    the footers' row counts); with `key`, per value of that column: {value: pairs}."""
+    starts = {}
+    for path in paths:
+        meta = pq.ParquetFile(path).metadata
+        starts[path] = np.cumsum([0] + [meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
+    extra = f", {key}" if key else ""
+    found = con.sql(
+        f"SELECT filename, file_row_number{extra} FROM read_parquet(?, filename = true, file_row_number = true) "
+        f"WHERE {where}",
+        params=[paths],
+    ).fetchall()
+    pairs: dict[Any, set[tuple[str, int]]] = {}
+    for hit in found:
+        group = int(np.searchsorted(starts[hit[0]], hit[1], side="right") - 1)
+        pairs.setdefault(hit[2] if key else None, set()).add((hit[0], group))
+    return pairs if key else pairs.get(None, set())
+
+
+def _statistics_groups(paths: list[str], expression: Any) -> int:
+    """Row groups a reader's own min/max pruning keeps (pyarrow, the footers' statistics), over every file."""
+    import pyarrow.dataset as ds
+
+    return sum(len(f.split_by_row_group(filter=expression)) for f in ds.dataset(paths).get_fragments())
+
+
+def _read(kept: dict[str, tuple[int, ...] | None], expression: Any) -> int:
+    """Rows of a pyarrow read of the kept row groups (None: the whole file), filtered."""
+    rows = 0
+    for path, groups in kept.items():
+        parquet = pq.ParquetFile(path)
+        table = parquet.read() if groups is None else parquet.read_row_groups(list(groups))
+        rows += table.filter(expression).num_rows
+    return rows
+
+
+def _kept_groups(result: Any, sizes: dict[str, list[int]]) -> dict[str, tuple[int, ...]]:
+    """Per kept file, the row groups a reader reads (all of them where the lookup gave none)."""
+    return {
+        path: groups if (groups := result.needed_row_groups(path)) is not None else tuple(range(len(sizes[path])))
+        for path in result.files
+    }
+
+
+def _group_queries(con: duckdb.DuckDBPyConnection, paths: list[str]) -> tuple[list[tuple[str, str, Any]], list[int]]:
+    """(label, SQL, pyarrow expression) per query, and 50 order keys for the point summary; literals that exist."""
+    import datetime
+
+    rng = np.random.default_rng(28)
+    orders = con.sql("SELECT DISTINCT l_orderkey FROM read_parquet(?) ORDER BY 1", params=[paths]).fetchnumpy()
+    order_keys = sorted(int(k) for k in rng.choice(orders["l_orderkey"], 51, replace=False))
+    parts = con.sql(
+        "SELECT DISTINCT l_partkey FROM read_parquet(?) WHERE l_shipdate BETWEEN DATE '1995-01-01' AND DATE "
+        "'1995-06-30' ORDER BY 1",
+        params=[paths],
+    ).fetchnumpy()
+    part_key = int(rng.choice(parts["l_partkey"]))
+    day = lambda text: pa.scalar(datetime.date.fromisoformat(text), pa.date32())  # noqa: E731
+    ship, order, part = pc.field("l_shipdate"), pc.field("l_orderkey"), pc.field("l_partkey")
+    half_year = (ship >= day("1995-01-01")) & (ship <= day("1995-06-30"))
+    queries = [
+        ("point: order key", f"l_orderkey = {order_keys[25]}", order == order_keys[25]),
+        ("point: part key", f"l_partkey = {part_key}", part == part_key),
+        (
+            "date range",
+            "l_shipdate BETWEEN DATE '1995-03-01' AND DATE '1995-03-07'",
+            (ship >= day("1995-03-01")) & (ship <= day("1995-03-07")),
+        ),
+        (
+            "date range AND part key",
+            f"l_shipdate BETWEEN DATE '1995-01-01' AND DATE '1995-06-30' AND l_partkey = {part_key}",
+            half_year & (part == part_key),
+        ),
+    ]
+    return queries, order_keys[:25] + order_keys[26:]
+
+
+def _group_builds(conf: Path, paths: list[str], runs: int, spark: bool) -> tuple[dict[str, float], dict[str, Path]]:
+    """Build seconds (best of `runs`, alternating) of the index without and with row-group entries and of the plain
+    Spark scan; and a conf per index (namespaces `idx_false`, `idx_true`: the first build of each)."""
+    from bench_build import bench_spark, plain_scan
+
+    from indexlib.indexing.build import build_index
+
+    session = bench_spark() if spark else None
+    columns = pq.read_schema(paths[0]).names
+
+    def variant(name: str, row_groups: str) -> Path:
+        path = conf.with_name(f"{name}.toml")
+        path.write_text(conf.read_text() + f'[index]\nnamespace = "{name}"\nrow_groups = {row_groups}\n')
+        return path
+
+    if session is not None:  # warm-up: the JVM and the Python workers' imports
+        build_index(load_config(variant("idx_warmup", "false")), TABLE, session)
+        plain_scan(session, paths, columns)
+    confs = {"false": variant("idx_false", "false"), "true": variant("idx_true", "true")}
+    seconds: dict[str, float] = {}
+    for run in range(runs):
+        for mode in ("false", "true"):
+            target = confs[mode] if run == 0 else variant(f"idx_{mode}_{run}", mode)
+            started = time.perf_counter()
+            build_index(load_config(target), TABLE, session)
+            seconds[mode] = min(seconds.get(mode, float("inf")), time.perf_counter() - started)
+        if session is not None:
+            started = time.perf_counter()
+            plain_scan(session, paths, columns)
+            seconds["plain"] = min(seconds.get("plain", float("inf")), time.perf_counter() - started)
+    return seconds, confs
+
+
+def _index_bytes(conf: Path) -> int:
+    config = load_config(conf)
+    index = config.load_catalog().load_table(f"{config.index_namespace}.bench__small")
+    return sum(index.inspect.files().column("file_size_in_bytes").to_pylist())
+
+
+def row_groups_main(args: argparse.Namespace) -> list[GroupRow]:
+    """Lineitem as large files of `args.row_groups` row groups each, clustered by ship date; indexed without and
+    with row-group entries; per query what each makes a reader read, and the build and index bytes of each."""
+    scale, files = args.scale or 1, args.files or 6
+    rows: list[GroupRow] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        started = time.perf_counter()
+        conf, paths = _lineitem_table(directory, scale, files, order_by="l_shipdate", row_groups=args.row_groups)
+        made = time.perf_counter() - started
+        sizes = _footer_sizes(paths)
+        data_mb = sum(Path(p).stat().st_size for p in paths) / 1e6
+        print(
+            f"\nTPC-H lineitem SF {scale:g} by l_shipdate: {len(paths)} files ({data_mb / len(paths):,.1f} MB each), "
+            f"{sum(map(len, sizes.values()))} row groups ({min(map(len, sizes.values()))}-"
+            f"{max(map(len, sizes.values()))} per file), {data_mb:,.1f} MB; made in {made:.0f} s",
+            flush=True,
+        )
+        seconds, confs = _group_builds(conf, paths, args.build_runs, not args.no_spark)
+        index_bytes = {mode: _index_bytes(c) for mode, c in confs.items()}
+        _print_group_builds(seconds, index_bytes, data_mb, not args.no_spark)
+        handles = {mode: open_handle(load_config(c), TABLE) for mode, c in confs.items()}
+        con = duckdb.connect()
+        queries, point_keys = _group_queries(con, paths)
+        for label, where, expression in queries:
+            truth = _matching_groups(con, paths, where)
+            reads = {}
+            for mode, handle in handles.items():
+                result = handle.lookup(where)
+                kept = _kept_groups(result, sizes)
+                reads[mode] = GroupRead(
+                    len(kept),
+                    sum(map(len, kept.values())),
+                    sum(sizes[p][g] for p, groups in kept.items() for g in groups),
+                )
+                reads[mode].rows = _read(kept if mode == "true" else dict.fromkeys(kept), expression)
+            for _ in range(args.runs):  # alternating, so both see the same moments of a shared machine
+                for mode, handle in handles.items():
+                    started = time.perf_counter()
+                    result = handle.lookup(where)
+                    looked = time.perf_counter()
+                    kept = _kept_groups(result, sizes)
+                    _read(kept if mode == "true" else dict.fromkeys(kept), expression)
+                    done = time.perf_counter()
+                    reads[mode].lookup_s = min(reads[mode].lookup_s or float("inf"), looked - started)
+                    reads[mode].read_s = min(reads[mode].read_s or float("inf"), done - looked)
+            true_rows = con.sql(f"SELECT count(*) FROM read_parquet(?) WHERE {where}", params=[paths]).fetchall()[0][0]
+            assert reads["false"].rows == reads["true"].rows == true_rows, f"{where}: rows differ"
+            rows.append(
+                GroupRow(
+                    label,
+                    where,
+                    len({p for p, _ in truth}),
+                    len(truth),
+                    _statistics_groups(paths, expression),
+                    reads["false"],
+                    reads["true"],
+                )
+            )
+            print(f"  row groups {label}: done", file=sys.stderr, flush=True)
+        _print_group_rows(rows)
+        _print_point_keys(con, paths, sizes, handles, point_keys)
+    return rows
+
+
+def _print_group_builds(seconds: dict[str, float], index_bytes: dict[str, int], data_mb: float, spark: bool) -> None:
+    where = "Spark local[2], one session, after a warm-up" if spark else "in this process (no Spark)"
+    print(f"\nBuild ({where}; best of the runs, alternating) and index bytes\n")
+    print("| job | seconds | vs plain Spark | vs without row groups | index MB | % of the data | vs without |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    plain = seconds.get("plain")
+    for mode, label in (
+        ("false", "skipindex build, row_groups = false"),
+        ("true", "skipindex build, row_groups = true"),
+    ):
+        versus = f"{seconds[mode] / plain:.2f}x" if plain else "-"
+        print(
+            f"| {label} | {seconds[mode]:.1f} | {versus} | {seconds[mode] / seconds['false']:.2f}x | "
+            f"{index_bytes[mode] / 1e6:,.2f} | {100 * index_bytes[mode] / 1e6 / data_mb:.1f} % | "
+            f"{index_bytes[mode] / index_bytes['false']:.2f}x |"
+        )
+    if plain:
+        print(f"| plain PySpark per-file count/min/max/nulls | {plain:.1f} | 1.00x | | | | |")
+
+
+def _print_group_rows(rows: list[GroupRow]) -> None:
+    print("\nPer query: file-level pruning (index without row-group entries: whole kept files) against row-level\n")
+    print(
+        "| query | true: files / row groups | Parquet statistics keep (row groups) | row groups read: file level / "
+        "row-group level | vs true: file level / row-group level | MB read: file level / row-group level | "
+        "warm lookup ms: file level / row-group level | pyarrow read + filter ms: whole files / kept row groups | "
+        "read speed-up | rows | target |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for row in rows:
+        f, g = row.file_level, row.group_level
+        ratio = lambda n, t=row.true_groups: f"{n / t:.2f}x" if t else "-"  # noqa: E731
+        target = ""
+        if row.label.startswith("point"):
+            target = f"1.2x {'met' if g.groups <= 1.2 * row.true_groups else 'MISSED'}"
+        print(
+            f"| {row.label} | {row.true_files} / {row.true_groups} | {row.statistics_groups} | {f.groups} / {g.groups} "
+            f"| {ratio(f.groups)} / {ratio(g.groups)} | {f.bytes / 1e6:,.1f} / {g.bytes / 1e6:,.1f} | "
+            f"{_ms(f.lookup_s)} / {_ms(g.lookup_s)} | {_ms(f.read_s)} / {_ms(g.read_s)} | "
+            f"{f.read_s / g.read_s:.1f}x | {g.rows:,} | {target} |"
+        )
+    print("\nQueries: " + "; ".join(f"{row.label}: `{_short(row.where)}`" for row in rows))
+
+
+def _print_point_keys(
+    con: duckdb.DuckDBPyConnection,
+    paths: list[str],
+    sizes: dict[str, list[int]],
+    handles: dict[str, Any],
+    keys: list[int],
+) -> None:
+    """Point queries on many order keys (lookups only): row groups read against the row groups holding the key."""
+    truth = _matching_groups(con, paths, _in("l_orderkey", keys), key="l_orderkey")
+    true_total = read_files = read_groups = over = 0
+    worst = 0.0
+    for key in keys:
+        true = len(truth[key])
+        result = {mode: _kept_groups(h.lookup(f"l_orderkey = {key}"), sizes) for mode, h in handles.items()}
+        file_level = sum(len(sizes[p]) for p in result["false"])
+        group_level = sum(map(len, result["true"].values()))
+        true_total, read_files, read_groups = true_total + true, read_files + file_level, read_groups + group_level
+        over += group_level > 1.2 * true
+        worst = max(worst, group_level / true)
+    print(
+        f"\nPoint queries `l_orderkey = k` for {len(keys)} order keys (lookups only): row groups holding the key "
+        f"{true_total} in all; read at file level {read_files} ({read_files / true_total:.2f}x), at row-group level "
+        f"{read_groups} ({read_groups / true_total:.2f}x); keys over 1.2x: {over} of {len(keys)}, worst "
+        f"{worst:.2f}x"
+    )
+
+
+def main(argv: list[str] | None = None) -> list[Row] | list[GroupRow]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=float, default=3, help="TPC-H scale factor of lineitem (default 3)")
-    parser.add_argument("--files", type=int, default=200, help="files of the lineitem table (default 200)")
+    parser.add_argument("--scale", type=float, help="TPC-H scale factor of lineitem (default 3; with --row-groups 1)")
+    parser.add_argument("--files", type=int, help="files of the lineitem table (default 200; with --row-groups 6)")
     parser.add_argument("--shards", type=int, default=200, help="shards (files) of the service-log table")
     parser.add_argument("--shard-rows", type=int, default=25_000, help="rows per service-log shard")
     parser.add_argument("--runs", type=int, default=5, help="repetitions per cell (3 when one takes over 1 s)")
     parser.add_argument("--chart", help="write a PNG here")
+    parser.add_argument(
+        "--row-groups",
+        type=int,
+        default=0,
+        help="instead: lineitem in large files of this many row groups, file-level against row-group-level pruning",
+    )
+    parser.add_argument("--build-runs", type=int, default=2, help="--row-groups: builds of each index (best shown)")
+    parser.add_argument("--no-spark", action="store_true", help="--row-groups: build in this process, no Spark")
     args = parser.parse_args(argv)
+    if args.row_groups:
+        return row_groups_main(args)
+    args.scale, args.files = args.scale or 3, args.files or 200
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, make in (

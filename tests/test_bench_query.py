@@ -45,3 +45,33 @@ def test_the_index_keeps_every_matching_file_and_reads_no_more_than_duckdb_over_
         assert row.cells[("duckdb", "index warm")].files <= row.cells[("duckdb", "own")].files, (
             f"{row.table} {row.label}: through the index DuckDB opens no more files than over every file"
         )
+
+
+@pytest.fixture(scope="module")
+def group_rows() -> list:
+    """The row-group mode at toy size: lineitem SF 0.02 in 2 files of 8 row groups, built in this process."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import bench_query
+
+        return bench_query.main(
+            ["--row-groups", "8", "--scale", "0.02", "--files", "2", "--runs", "1", "--build-runs", "1", "--no-spark"]
+        )
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def test_row_group_pruning_reads_every_matching_row_group_and_no_more_than_file_level(group_rows: list) -> None:
+    assert [row.label for row in group_rows] == [
+        "point: order key",
+        "point: part key",
+        "date range",
+        "date range AND part key",
+    ]
+    for row in group_rows:
+        files, groups = row.file_level, row.group_level
+        assert files.rows == groups.rows > 0, f"{row.label}: both reads return the matching rows (script asserts)"
+        assert row.true_groups <= groups.groups <= files.groups, f"{row.label}: {groups} against {files}"
+        assert groups.bytes <= files.bytes and groups.files <= files.files, row.label
+    date_range = group_rows[2]
+    assert date_range.group_level.groups == date_range.statistics_groups, "a date range: the row groups' bounds"
