@@ -161,7 +161,7 @@ class Config:
                 raise UserError(f"{where}: table {table} has no column {name!r}")
             column = by_name[name]
             column_settings = parse_settings(column_raw, table_wide, where)
-            for kind in column_settings.kinds or ():
+            for kind in dict.fromkeys((*(column_settings.kinds or ()), *(column_settings.row_group_kinds or ()))):
                 if not can_index(kind, column.field_type):
                     article = "an" if kind[:1] in "aeiou" else "a"
                     raise UserError(f"{where}: {article} {kind} index cannot be built on {name} ({column.field_type})")

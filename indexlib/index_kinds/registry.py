@@ -25,19 +25,20 @@ def build_order() -> list[IndexKind]:
 
 
 def setting_names() -> tuple[str, ...]:
-    return ("kinds", *declared_settings())
+    return ("kinds", "row_group_kinds", *declared_settings())
 
 
 def parse_settings(raw: dict[str, Any], base: IndexSettings, where: str) -> IndexSettings:
     """`base` updated with the settings in `raw`; ValueError naming `where` and the setting on bad input."""
     declared = declared_settings()
-    kinds, updates = None, {}
+    kinds: dict[str, tuple[str, ...]] = {}
+    updates = {}
     for name, value in raw.items():
-        if name == "kinds":
+        if name in ("kinds", "row_group_kinds"):
             names = tuple(registry())
             if not isinstance(value, list) or any(kind not in names for kind in value):
-                raise ValueError(f"{where}.kinds: expected a list of {names}, got {value!r}")
-            kinds = tuple(dict.fromkeys(value))
+                raise ValueError(f"{where}.{name}: expected a list of {names}, got {value!r}")
+            kinds[name] = tuple(dict.fromkeys(value))
         elif name in declared:
             try:
                 updates[name] = declared[name].check(value)
@@ -45,7 +46,7 @@ def parse_settings(raw: dict[str, Any], base: IndexSettings, where: str) -> Inde
                 raise ValueError(f"{where}.{name}: {error}") from None
         else:
             raise ValueError(f"{where}.{name}: unknown setting (expected one of {', '.join(setting_names())})")
-    return base.updated(kinds, **updates)
+    return base.updated(**kinds, **updates)
 
 
 def can_index(kind: str, iceberg_type: IcebergType) -> bool:

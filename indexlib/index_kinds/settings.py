@@ -1,5 +1,6 @@
 """Index settings (conf `[index]`, per table, per column): `kinds`, which overrides the automatic choice (`["bloom"]`,
-`["automaton"]`, both, or `[]` for min/max only), plus the settings each kind declares for itself (`Setting`).
+`["automaton"]`, both, or `[]` for min/max only), `row_group_kinds`, the same for the payloads of row-group entries
+(default: as `kinds`), plus the settings each kind declares for itself (`Setting`).
 
 Min/max, null and NaN counts, the exact distinct count and an NDV sketch are kept for every column whatever the
 settings; each kind decides on its own whether a column of a file gets it (`IndexKind.wanted`, in the kind's module).
@@ -52,16 +53,20 @@ class IndexSettings:
     against the registry, loaded on the first check, so do not build an IndexSettings with values while a kind's
     module is being imported."""
 
-    __slots__ = ("kinds", "values")
+    __slots__ = ("kinds", "row_group_kinds", "values")
     kinds: tuple[str, ...] | None
+    row_group_kinds: tuple[str, ...] | None
     values: Mapping[str, Any]
 
-    def __init__(self, kinds: Iterable[str] | None = None, **values: Any) -> None:
+    def __init__(
+        self, kinds: Iterable[str] | None = None, row_group_kinds: Iterable[str] | None = None, **values: Any
+    ) -> None:
         declared = declared_settings() if values else {}
         for name in values:
             if name not in declared:
                 raise TypeError(f"IndexSettings.__init__() got an unexpected keyword argument {name!r}")
         object.__setattr__(self, "kinds", None if kinds is None else tuple(kinds))
+        object.__setattr__(self, "row_group_kinds", None if row_group_kinds is None else tuple(row_group_kinds))
         object.__setattr__(self, "values", MappingProxyType(dict(values)))
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -73,22 +78,42 @@ class IndexSettings:
     def value(self, setting: Setting) -> Any:
         return self.values.get(setting.name, setting.default)
 
-    def updated(self, kinds: Iterable[str] | None = None, **values: Any) -> IndexSettings:
-        return IndexSettings(self.kinds if kinds is None else kinds, **{**self.values, **values})
+    def updated(
+        self, kinds: Iterable[str] | None = None, row_group_kinds: Iterable[str] | None = None, **values: Any
+    ) -> IndexSettings:
+        return IndexSettings(
+            self.kinds if kinds is None else kinds,
+            self.row_group_kinds if row_group_kinds is None else row_group_kinds,
+            **{**self.values, **values},
+        )
+
+    def for_row_groups(self) -> IndexSettings:
+        """The settings row-group payloads are chosen and built with: `row_group_kinds` as their `kinds`."""
+        if self.row_group_kinds is None:
+            return self
+        return IndexSettings(self.row_group_kinds, **self.values)
 
     def to_json(self) -> dict[str, Any]:
         """`kinds` and every registered setting with its value (defaults included), so equal settings give equal
         text: `{"kinds": null, "bloom_fpp": 0.01, "automaton_max_ndv": 256, ...}` (part of the configuration
-        version, see indexing/file_indexer.py `config_version`)."""
+        version, see indexing/file_indexer.py `config_version`); `row_group_kinds` only when set, so settings
+        written before it existed keep their text."""
         kinds = None if self.kinds is None else list(self.kinds)
-        return {"kinds": kinds, **{name: self.value(setting) for name, setting in declared_settings().items()}}
+        shown = {"kinds": kinds, **{name: self.value(setting) for name, setting in declared_settings().items()}}
+        if self.row_group_kinds is not None:
+            shown["row_group_kinds"] = list(self.row_group_kinds)
+        return shown
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> IndexSettings:
         return cls(**data)
 
     def _key(self) -> tuple[Any, ...]:
-        return self.kinds, tuple(sorted((name, self.value(setting)) for name, setting in declared_settings().items()))
+        return (
+            self.kinds,
+            self.row_group_kinds,
+            tuple(sorted((name, self.value(setting)) for name, setting in declared_settings().items())),
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, IndexSettings) and self._key() == other._key()
@@ -97,15 +122,18 @@ class IndexSettings:
         return hash(self._key())
 
     def __reduce__(self) -> tuple[Any, ...]:  # pickle and copy: the frozen attributes are set by __init__ only
-        return _restore, (self.kinds, dict(self.values))
+        return _restore, (self.kinds, self.row_group_kinds, dict(self.values))
 
     def __repr__(self) -> str:
         values = "".join(f", {name}={value!r}" for name, value in sorted(self.values.items()))
-        return f"IndexSettings(kinds={self.kinds!r}{values})"
+        groups = "" if self.row_group_kinds is None else f", row_group_kinds={self.row_group_kinds!r}"
+        return f"IndexSettings(kinds={self.kinds!r}{groups}{values})"
 
 
-def _restore(kinds: tuple[str, ...] | None, values: dict[str, Any]) -> IndexSettings:
-    return IndexSettings(kinds, **values)
+def _restore(
+    kinds: tuple[str, ...] | None, row_group_kinds: tuple[str, ...] | None, values: dict[str, Any]
+) -> IndexSettings:
+    return IndexSettings(kinds, row_group_kinds, **values)
 
 
 def declared_settings() -> dict[str, Setting]:

@@ -103,7 +103,7 @@ def index_new_files(
         config_version(settings, row_groups),
         skip_unreadable,
         row_groups,
-        settings_json(settings),
+        settings_json({fid: s.for_row_groups() for fid, s in settings.items()}),
     )
     size = sum(f.file_size_in_bytes for f in files)
     try:
