@@ -396,12 +396,11 @@ class RowGroupVerdicts:
     def _by_file(self, live_paths: list[str], mask: np.ndarray) -> dict[str, tuple[int, ...]]:
         """Per file with a row group kept, its row groups in `mask` (containers are ordered by file, then row
         group)."""
-        found = {live_paths[i]: () for i in np.unique(self.live_of[self.might])}
+        found: dict[str, tuple[int, ...]] = {live_paths[i]: () for i in np.unique(self.live_of[self.might]).tolist()}
         files, starts = np.unique(self.live_of[mask], return_index=True)
-        if not len(files):
-            return found
-        for file, groups in zip(files, np.split(self.ordinal[mask], starts[1:]), strict=True):
-            found[live_paths[file]] = tuple(groups.tolist())
+        ordinals, bounds = self.ordinal[mask].tolist(), [*starts.tolist(), int(mask.sum())]
+        for k, file in enumerate(files.tolist()):
+            found[live_paths[file]] = tuple(ordinals[bounds[k] : bounds[k + 1]])
         return found
 
 
