@@ -404,16 +404,23 @@ class RowGroupVerdicts:
         return found
 
 
+# Files that may reach the row-group stages of one lookup. The stages cost ~1-2 us per row group judged (their
+# lists read and decoded, each stage's verdict); a predicate that keeps more files than this reads so much that
+# narrowing inside its files saves little of its time, so every row group of them is kept (as the Bloom stage
+# leaves a leaf with too many probes to the others).
+MAX_ROW_GROUP_FILES = 5_000
+
+
 def prune_row_groups(
     predicate: Expr, state: TableState, learnt: dict[int, Verdict], kept: np.ndarray, kinds: list[IndexKind]
 ) -> RowGroupVerdicts | None:
     """The row-group stages over the row groups of the `kept` files (the file stages' survivors not proven
     all-match, whose row groups all match too) that have row-group entries for a column the predicate names (None
-    when none has): each row group takes its file's leaf verdicts (`PerPart`), narrowed by its own bounds and
-    payloads, read only for these files."""
+    when none has, or more than MAX_ROW_GROUP_FILES files would reach them): each row group takes its file's leaf
+    verdicts (`PerPart`), narrowed by its own bounds and payloads, read only for these files."""
     candidates = np.flatnonzero(kept & state.aligned.indexed)
     field_ids = list(dict.fromkeys(c.field_id for leaf in judged_leaves(predicate) if (c := _column_of(leaf))))
-    if state.rows is None or not len(candidates) or not field_ids:
+    if state.rows is None or not 0 < len(candidates) <= MAX_ROW_GROUP_FILES or not field_ids:
         return None
     live_paths = state.live_paths
     paths = pa.array([live_paths[i] for i in candidates], pa.string())
