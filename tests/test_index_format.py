@@ -13,8 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 from lakes import PARTS, QUERIES, Lake, events_batch, live_rows, rewrite_as_format_4, write_format_3_index
 from pyiceberg.schema import Schema
+from test_crash_and_concurrency import COMMIT_STEPS, Run
 
 from indexlib.config import load_config
+from indexlib.indexing.backfill import backfill
 from indexlib.indexing.build import build_index
 from indexlib.lookup import lookup, lookup_in, read_state
 from indexlib.query.sql import Clock
@@ -215,3 +217,66 @@ def test_a_lookup_right_after_the_format_4_upgrade_reads_the_index_at_its_snapsh
     result = build_index(load_config(with_row_groups), lake.name)
     assert not result.committed and _layout(index) == (5, True), "upgraded in place; nothing else to do"
     _check_row_groups(config, lake.name, "a build that only upgraded")
+
+
+@pytest.mark.parametrize("kill_at", [None, "metadata-written", "before-commit", "after-commit"])
+def test_a_format_4_index_gains_row_groups_in_place_and_a_kill_during_the_upgrade_leaves_4_or_5_whole(
+    conf_path, config, catalog, tmp_path, kill_at
+):
+    lake = Lake("iceberg", catalog, tmp_path, "events", partitioned=True)
+    with lake.iceberg.transaction() as transaction:
+        transaction.set_properties({"write.parquet.row-group-limit": str(ROW_GROUP_ROWS)})
+    rng = random.Random(5)
+    for n in range(4):
+        lake.append(events_batch(rng, n * 40, 40, PARTS[n % 3]))
+    build_index(config, lake.name)  # without row-group entries (`row_groups` is "false" by default)
+    index = rewrite_as_format_4(catalog, "skipindex", lake.name)
+    assert _layout(index) == (4, False), "a format-4 index table: no row_groups field"
+    assert _check_row_groups(config, lake.name, "format 4, before the upgrade") == 0, "format 4 has no row groups"
+
+    with_row_groups = tmp_path / "row_groups.toml"
+    with_row_groups.write_text(conf_path.read_text() + "[index]\nrow_groups = true\n")
+    row_group_config = load_config(with_row_groups)
+    watermark = index.watermark()
+    lake.append(events_batch(rng, 160, 40, "b"))  # the next build has a file to index, with row groups
+    if kill_at is None:
+        build_index(row_group_config, lake.name)
+    else:
+        run = Run(
+            tmp_path, ["build", "--conf", str(with_row_groups), "--table", lake.name], SKIPINDEX_TEST_PAUSE_AT=kill_at
+        )
+        run.wait_for(kill_at)
+        run.kill()
+        steps = [line for line in run.out.read_text().splitlines() if line in COMMIT_STEPS]
+        assert steps[-1] == kill_at, f"the kill landed at {kill_at} of the first commit (the upgrade): {steps}"
+        assert index.watermark() == watermark, "the build's own commit never came"
+        expected = (5, True) if kill_at == "after-commit" else (4, False)
+        assert _layout(index) == expected, (
+            f"killed at {kill_at} of the upgrade's one commit: format {expected[0]}, whole"
+        )
+        _check_row_groups(config, lake.name, f"a build killed at {kill_at} of the upgrade")
+        build_index(row_group_config, lake.name)  # the next build upgrades (again, or not) and indexes
+
+    assert _layout(index) == (5, True), "the build upgraded the index to format 5 in place"  # (reloads it)
+    indexed = index.entries()
+    with_groups = {
+        entry["file_path"]
+        for entry in indexed.to_pylist()
+        if entry["columns"] and all(column["row_groups"] for column in entry["columns"])
+    }
+    assert len(with_groups) == 1, "the file the build indexed has row-group entries, the old entries none"
+    assert _check_row_groups(row_group_config, lake.name, "the upgrade and a build with row groups") > 0
+
+    result = backfill(row_group_config, lake.name, None)
+    assert result.files_rebuilt == 4, "enabling row_groups changes the configuration version: old entries rebuilt"
+    index.reload()
+    assert set(index.config_versions().values()) == set(index.entries().column("config_version").to_pylist()), (
+        "read at the index's current snapshot"
+    )
+    assert len(set(index.config_versions().values())) == 1, "every entry is current"
+    judged = _check_row_groups(row_group_config, lake.name, "the backfill with row groups")
+    assert judged > 0
+    point = lookup(row_group_config, lake.name, "id = 17", CLOCK)
+    assert point.row_groups_total == 4 and list(point.row_groups.values()) == [(1,)], (
+        "id = 17 is in the second row group (ids 10-19) of the first file: only that row group is read"
+    )
