@@ -8,11 +8,12 @@ catalog) with `add_files`, indexed by the real build (`build_index`, the per-fil
 `lookup_in`). The truth is DuckDB over the same rows, per (file, row group), with SQL three-valued logic.
 
 - The property test draws files of every column type the file-level property test covers
-  (tests/test_pruning_properties.py, whose predicate strategy it reuses), each row group with its own NULL / NaN
-  pattern per column (all NULL, all NaN, no NULL beside some NULL), row groups of one row among them, indexed with the
-  automatic choice or every kind forced with tiny budgets. CI profile: EXAMPLES examples x PREDICATES_PER_EXAMPLE
-  predicates; SKIPINDEX_ROW_GROUP_EXAMPLES runs more.
-- The rule table states each rule with a hand-made case and its expected row groups exactly (what must be kept, and
+  (tests/test_pruning_properties.py, whose predicate strategy it reuses), each row group with its own pattern per
+  column (all NULL, all NaN, one value, no NULL beside some NULL), row groups of one row among them, indexed with
+  the automatic choice or every kind forced with tiny budgets. CI profile: EXAMPLES examples x
+  PREDICATES_PER_EXAMPLE predicates; SKIPINDEX_ROW_GROUP_EXAMPLES runs more. (A row group judged with a
+  neighbouring file's evidence took 150 examples to find once, and was missed by 60; a rule test catches it.)
+- The rule tests state each rule with a hand-made case and its expected row groups exactly (what must be kept, and
   what the index proves may be left out).
 - `wants_row_groups` decides which files get row-group entries.
 """
@@ -56,7 +57,7 @@ from indexlib.indexing.file_indexer import AUTO_ROW_GROUPS_MIN_BYTES, wants_row_
 from indexlib.lookup import lookup, lookup_in, read_state
 from indexlib.query.sql import Clock
 
-EXAMPLES = int(os.environ.get("SKIPINDEX_ROW_GROUP_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("SKIPINDEX_ROW_GROUP_EXAMPLES", "150"))
 PREDICATES_PER_EXAMPLE = 6
 CLOCK = Clock()
 
@@ -85,16 +86,19 @@ INDEX_SETTINGS = [
 
 @st.composite
 def row_groups(draw: st.DrawFn) -> list[dict]:
-    """One row group (1 to 4 rows): per column all NULL, all NaN (float columns), no NULL, or NULLs among values."""
+    """One row group (1 to 4 rows): per column all NULL, all NaN (float columns), one value (bounds x..x: all-match
+    proofs), no NULL, or NULLs among values."""
     size = draw(st.sampled_from([1, 1, 2, 3, 4]))
     columns = {}
     for name, values in VALUES.items():
-        modes = ["mixed", "mixed", "no nulls", "all null"] + (["all nan"] if name in NAN_COLUMNS else [])
+        modes = ["mixed", "mixed", "no nulls", "one value", "all null"] + (["all nan"] if name in NAN_COLUMNS else [])
         mode = draw(st.sampled_from(modes))
         if mode == "all null":
             columns[name] = [None] * size
         elif mode == "all nan":
             columns[name] = [math.nan] * size
+        elif mode == "one value":
+            columns[name] = [draw(values)] * size
         else:
             drawn = values if mode == "no nulls" else nullable(values)
             columns[name] = draw(st.lists(drawn, min_size=size, max_size=size))
@@ -321,6 +325,17 @@ def test_row_group_rules(catalogs, tmp_path, case):
     assert kept.row_groups == (None if len(case.kept) == len(case.groups) else case.kept), (
         f"{case.rule}: KeptFile.row_groups is what a reader reads (None: every row group)"
     )
+
+
+def test_each_row_group_takes_its_own_files_evidence(catalogs, tmp_path):
+    """Two files, each matching `k = 1 OR s = 'z'` by a different leaf: the first file's evidence rules out the
+    second leaf, the second file's the first. A row group judged with another file's evidence loses its row."""
+    by_k = _groups([(1, 0.0, "a"), (2, 0.0, "a")], [(3, 0.0, "b"), (4, 0.0, "b")])
+    by_s = _groups([(10, 0.0, "z"), (11, 0.0, "y")], [(12, 0.0, "c"), (13, 0.0, "d")])
+    config, name, (first, second) = _indexed_table(catalogs, tmp_path, [by_k, by_s], RULE_SCHEMA)
+    result = lookup(config, name, "k = 1 OR s = 'z'", CLOCK)
+    assert result.row_groups == {first: (0,), second: (0,)}, "each file's first row group holds the match"
+    assert result.all_match_row_groups == {}, "(2, 'a') and (11, 'y') are not TRUE"
 
 
 def test_a_file_without_row_group_entries_beside_one_with_is_read_whole(catalogs, tmp_path):
