@@ -181,3 +181,40 @@ def write_format_3_index(catalog, namespace: str, source_name: str, files: list[
         snapshot_properties={WATERMARK_PROPERTY: str(version)},
     )
     return index
+
+
+def rewrite_as_format_4(catalog, namespace: str, source_name: str):
+    """The index table of `source_name` (built now, format 5) rewritten as skipindex wrote format 4: the same rows
+    and the same snapshot summary (watermark, live version), in the format-4 layout (INDEX_SCHEMA without
+    `row_groups`, the same partitioning, sort order and table properties, `skipindex.format-version` 4). Returns
+    its IndexTable; the next writer upgrades it in place."""
+    from pyiceberg.schema import Schema as IcebergSchema
+
+    from indexlib.store.schema import INDEX_PARTITION_SPEC, INDEX_SCHEMA, INDEX_SORT_ORDER, INDEX_TABLE_PROPERTIES
+    from indexlib.store.table import (
+        FORMAT_PROPERTY,
+        LIVE_PROPERTY,
+        SOURCE_PROPERTY,
+        TABLE_PROPERTIES,
+        WATERMARK_PROPERTY,
+        IndexTable,
+        live_version_of,
+        watermark_of,
+    )
+
+    index = IndexTable(catalog, namespace, source_name)
+    built = index.require()
+    rows = built.scan().to_arrow().drop_columns(["row_groups"])
+    versions = {WATERMARK_PROPERTY: watermark_of(built), LIVE_PROPERTY: live_version_of(built)}
+    kept = {key: str(version) for key, version in versions.items() if version is not None}
+    catalog.drop_table(index.identifier)
+    old = catalog.create_table(
+        index.identifier,
+        schema=IcebergSchema(*(f for f in INDEX_SCHEMA.fields if f.name != "row_groups")),
+        partition_spec=INDEX_PARTITION_SPEC,
+        sort_order=INDEX_SORT_ORDER,
+        properties={SOURCE_PROPERTY: source_name, FORMAT_PROPERTY: "4", **TABLE_PROPERTIES, **INDEX_TABLE_PROPERTIES},
+    )
+    old.append(rows.cast(old.schema().as_arrow()), snapshot_properties=kept)
+    index.reload()
+    return index

@@ -171,3 +171,76 @@ def test_the_packaged_default_works_from_any_directory(tmp_path):
     assert (done.returncode, done.stderr.strip()) == (2, "skipindex: error: unknown table 'db.nope' in catalog 'local'")
     assert (home / ".local/share/skipindex/catalog.db").is_file(), "the catalog is under the data location"
     assert not any(empty.iterdir()), "nothing is written to the working directory"
+
+
+# ---- [index] row_groups (row-group entries, format 5) --------------------------------------------------------------
+
+ROW_GROUP_TABLES = '[index.tables."db.t"]\nrow_groups = {table}\n'
+
+
+@pytest.mark.parametrize(
+    ("index", "table", "expected", "other", "rule"),
+    [
+        (None, None, "false", "false", "unset: no row-group entries"),
+        ("true", None, "true", "true", "[index] row_groups = true: every table"),
+        ("false", None, "false", "false", "false is the default spelled out"),
+        ('"auto"', None, "auto", "auto", '"auto": the indexer decides per file'),
+        ("true", "false", "false", "true", "a table's own value wins over [index]'s; other tables keep [index]'s"),
+        (None, '"auto"', "auto", "false", "a table may turn them on alone"),
+        ('"auto"', "true", "true", "auto", "per table true over [index] auto"),
+    ],
+)
+def test_row_groups_is_true_false_or_auto_per_table_falling_back_to_index(
+    tmp_path, index, table, expected, other, rule
+):
+    conf = tmp_path / "conf.toml"
+    body = CATALOG + ("[index]\n" + (f"row_groups = {index}\n" if index else ""))
+    body += ROW_GROUP_TABLES.format(table=table) if table else ""
+    conf.write_text(body)
+    config = load_config(conf)
+    assert config.row_groups_for("db.t") == expected, f"{rule}: db.t"
+    assert config.row_groups_for("db.other") == other, f"{rule}: a table without its own value"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('[index]\nrow_groups = "yes"\n', "index.row_groups: expected true, false or \"auto\", got 'yes'"),
+        ("[index]\nrow_groups = 1\n", 'index.row_groups: expected true, false or "auto", got 1'),
+        ('[index]\nrow_groups = "true"\n', "index.row_groups: expected true, false or \"auto\", got 'true'"),
+        (
+            '[index.tables."db.t"]\nrow_groups = "Auto"\n',
+            'index.tables."db.t".row_groups: expected true, false or "auto", got \'Auto\'',
+        ),
+        (
+            '[index.tables."db.t".columns.c]\nrow_groups = true\n',
+            'index.tables."db.t".columns.c.row_groups: unknown setting',
+        ),
+        ("[index]\nrow_group = true\n", "index.row_group: unknown setting (did you mean index.row_groups?)"),
+    ],
+)
+def test_a_bad_row_groups_value_is_one_line_naming_the_key(tmp_path, body, message):
+    conf = tmp_path / "conf.toml"
+    conf.write_text(f"{CATALOG}{body}")
+    with pytest.raises(UserError) as exc:
+        load_config(conf)
+    assert str(exc.value).startswith(f"config file {conf}: {message}"), f"the load fails naming the key: {exc.value}"
+    assert "\n" not in str(exc.value), "one line"
+
+
+def test_row_groups_is_not_a_column_setting_and_changes_the_configuration_version_unless_false(tmp_path):
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
+
+    from indexlib.indexing.file_indexer import config_version
+
+    conf = tmp_path / "conf.toml"
+    conf.write_text(CATALOG + '[index]\nbloom_fpp = 0.05\n[index.tables."db.t"]\nrow_groups = true\nkinds = []\n')
+    config = load_config(conf)
+    settings = config.column_settings("db.t", Schema(NestedField(1, "k", LongType())))
+    assert settings[1].kinds == (), "the table's other settings still apply to its columns"
+    versions = {mode: config_version(settings, mode) for mode in ("false", "true", "auto")}
+    assert versions["false"] == config_version(settings), (
+        "entries built before row-group entries existed stay current while row_groups is false"
+    )
+    assert len(set(versions.values())) == 3, "turning row_groups on (or to auto) makes a backfill rebuild entries"

@@ -1,16 +1,22 @@
-"""Index format 4 (docs/index-table.md): a lookup reads only what its predicate needs of the index, takes the live
-files from the index's file rows while the source only appended, and an older index table is rewritten in the new
-format with every file live at its watermark. Real Iceberg tables (SQLite catalog), a real Spark build, answers
-checked against the rows."""
+"""Index formats 4 and 5 (docs/index-table.md): a lookup reads only what its predicate needs of the index, takes the
+live files from the index's file rows while the source only appended; a format-3 index table is rewritten in the new
+format with every file live at its watermark, and a format-4 one gains the row-group field in place (one metadata
+commit: a build killed at any step of it leaves format 4 or 5, whole). Real Iceberg tables (SQLite catalog), real
+builds (Spark, or the per-file task in this process for small work; a `skipindex` subprocess for the kills), answers
+checked against the rows, and row group by row group where the index has row-group entries."""
 
 from __future__ import annotations
 
 import random
 
+import pyarrow.parquet as pq
 import pytest
-from lakes import PARTS, QUERIES, Lake, events_batch, live_rows, write_format_3_index
+from lakes import PARTS, QUERIES, Lake, events_batch, live_rows, rewrite_as_format_4, write_format_3_index
 from pyiceberg.schema import Schema
+from test_crash_and_concurrency import COMMIT_STEPS, Run
 
+from indexlib.config import load_config
+from indexlib.indexing.backfill import backfill
 from indexlib.indexing.build import build_index
 from indexlib.lookup import lookup, lookup_in, read_state
 from indexlib.query.sql import Clock
@@ -154,3 +160,123 @@ def test_a_backfill_batch_never_brings_back_the_row_of_a_file_a_build_dropped_me
     assert victim not in index.known_paths(), "a file row must not outlive its file"
     assert index.live_version() == index.watermark() == lake.version() and result.added == 0
     _check(config, lake.name, "a backfill batch committed after a build")
+
+
+# ---- format 4 -> 5: the row-group field added in place ---------------------------------------------------------
+
+ROW_GROUP_ROWS = 10  # the source's row-group limit: each 40-row file has four row groups
+
+
+def _row_groups_of(config, name: str) -> dict[str, list[list[dict]]]:
+    """Every live file's rows, per Parquet row group (footer order)."""
+    files = {}
+    for path in live_rows(config, name):
+        parquet = pq.ParquetFile(path.removeprefix("file://"))
+        files[path] = [parquet.read_row_group(g).to_pylist() for g in range(parquet.metadata.num_row_groups)]
+    return files
+
+
+def _check_row_groups(config, name: str, step: str) -> int:
+    """`_check`, and per kept file: every row group holding a matching row is among those a reader reads. Returns
+    how many row groups the lookups judged (0: no row-group entries were used)."""
+    _check(config, name, step)
+    judged = 0
+    for where, matches in QUERIES:
+        result = lookup(config, name, where, CLOCK)
+        judged += result.row_groups_total
+        needed = {kept.file.path: kept.row_groups for kept in result.kept_files}
+        for path, groups in _row_groups_of(config, name).items():
+            for g, rows in enumerate(groups):
+                if any(matches(r) for r in rows):
+                    assert needed[path] is None or g in needed[path], (
+                        f"after {step}: {where!r} leaves out row group {g} of {path}, which holds a matching row"
+                    )
+    return judged
+
+
+def _layout(index: IndexTable) -> tuple[int, bool]:
+    """(format property, whether the schema has `row_groups`): 4 without or 5 with, never a mix."""
+    table = index.reload()
+    return int(table.properties[FORMAT_PROPERTY]), "row_groups" in table.schema().column_names
+
+
+def test_a_lookup_right_after_the_format_4_upgrade_reads_the_index_at_its_snapshot_schema(
+    conf_path, config, catalog, tmp_path
+):
+    """The upgrade is a schema commit without a snapshot: the index's current snapshot was written with the
+    format-4 schema, which has no `row_groups`, and a build with nothing to do commits no snapshot after it."""
+    lake = Lake("iceberg", catalog, tmp_path, "events", partitioned=True)
+    with lake.iceberg.transaction() as transaction:
+        transaction.set_properties({"write.parquet.row-group-limit": str(ROW_GROUP_ROWS)})
+    for n in range(3):
+        lake.append(events_batch(random.Random(n), n * 40, 40, PARTS[n]))
+    build_index(config, lake.name)
+    index = rewrite_as_format_4(catalog, "skipindex", lake.name)
+    with_row_groups = tmp_path / "row_groups.toml"
+    with_row_groups.write_text(conf_path.read_text() + "[index]\nrow_groups = true\n")
+    result = build_index(load_config(with_row_groups), lake.name)
+    assert not result.committed and _layout(index) == (5, True), "upgraded in place; nothing else to do"
+    _check_row_groups(config, lake.name, "a build that only upgraded")
+
+
+@pytest.mark.parametrize("kill_at", [None, "metadata-written", "before-commit", "after-commit"])
+def test_a_format_4_index_gains_row_groups_in_place_and_a_kill_during_the_upgrade_leaves_4_or_5_whole(
+    conf_path, config, catalog, tmp_path, kill_at
+):
+    lake = Lake("iceberg", catalog, tmp_path, "events", partitioned=True)
+    with lake.iceberg.transaction() as transaction:
+        transaction.set_properties({"write.parquet.row-group-limit": str(ROW_GROUP_ROWS)})
+    rng = random.Random(5)
+    for n in range(4):
+        lake.append(events_batch(rng, n * 40, 40, PARTS[n % 3]))
+    build_index(config, lake.name)  # without row-group entries (`row_groups` is "false" by default)
+    index = rewrite_as_format_4(catalog, "skipindex", lake.name)
+    assert _layout(index) == (4, False), "a format-4 index table: no row_groups field"
+    assert _check_row_groups(config, lake.name, "format 4, before the upgrade") == 0, "format 4 has no row groups"
+
+    with_row_groups = tmp_path / "row_groups.toml"
+    with_row_groups.write_text(conf_path.read_text() + "[index]\nrow_groups = true\n")
+    row_group_config = load_config(with_row_groups)
+    watermark = index.watermark()
+    lake.append(events_batch(rng, 160, 40, "b"))  # the next build has a file to index, with row groups
+    if kill_at is None:
+        build_index(row_group_config, lake.name)
+    else:
+        run = Run(
+            tmp_path, ["build", "--conf", str(with_row_groups), "--table", lake.name], SKIPINDEX_TEST_PAUSE_AT=kill_at
+        )
+        run.wait_for(kill_at)
+        run.kill()
+        steps = [line for line in run.out.read_text().splitlines() if line in COMMIT_STEPS]
+        assert steps[-1] == kill_at, f"the kill landed at {kill_at} of the first commit (the upgrade): {steps}"
+        assert index.watermark() == watermark, "the build's own commit never came"
+        expected = (5, True) if kill_at == "after-commit" else (4, False)
+        assert _layout(index) == expected, (
+            f"killed at {kill_at} of the upgrade's one commit: format {expected[0]}, whole"
+        )
+        _check_row_groups(config, lake.name, f"a build killed at {kill_at} of the upgrade")
+        build_index(row_group_config, lake.name)  # the next build upgrades (again, or not) and indexes
+
+    assert _layout(index) == (5, True), "the build upgraded the index to format 5 in place"  # (reloads it)
+    indexed = index.entries()
+    with_groups = {
+        entry["file_path"]
+        for entry in indexed.to_pylist()
+        if entry["columns"] and all(column["row_groups"] for column in entry["columns"])
+    }
+    assert len(with_groups) == 1, "the file the build indexed has row-group entries, the old entries none"
+    assert _check_row_groups(row_group_config, lake.name, "the upgrade and a build with row groups") > 0
+
+    result = backfill(row_group_config, lake.name, None)
+    assert result.files_rebuilt == 4, "enabling row_groups changes the configuration version: old entries rebuilt"
+    index.reload()
+    assert set(index.config_versions().values()) == set(index.entries().column("config_version").to_pylist()), (
+        "read at the index's current snapshot"
+    )
+    assert len(set(index.config_versions().values())) == 1, "every entry is current"
+    judged = _check_row_groups(row_group_config, lake.name, "the backfill with row groups")
+    assert judged > 0
+    point = lookup(row_group_config, lake.name, "id = 17", CLOCK)
+    assert point.row_groups_total == 4 and list(point.row_groups.values()) == [(1,)], (
+        "id = 17 is in the second row group (ids 10-19) of the first file: only that row group is read"
+    )

@@ -15,11 +15,21 @@ After every step, for a fixed set of predicates over the columns the table has n
 - "handle made now": an `IndexHandle` made at the check, Iceberg: from the table object the test loaded before the
   step ran (what a planner holding a table object does); Delta: from the path (`for_delta` takes no table object).
 Each answer must (a) hold every live file with a row where the predicate is TRUE, (b) hold only live files, (c) list
-in `all_match` only files where every row is TRUE, (d) count every live file in `summary["files_total"]`.
+in `all_match` only files where every row is TRUE, (d) count every live file in `summary["files_total"]`, and, for
+files with row-group entries, (e) leave no row group holding a TRUE row out of `row_groups` or out of what a reader
+reads (`needed_row_groups`, KeptFile.row_groups), (f) list in `all_match_row_groups` only row groups where every
+row is TRUE.
+
+About half the examples run with row-group entries (`start`'s `row_groups`): `[index] row_groups = true`, and
+source files written in row groups of ROW_GROUP_ROWS rows (Iceberg: the table property
+`write.parquet.row-group-limit`; Delta: delta-rs `WriterProperties(max_row_group_size=...)` on every write).
 
 The truth is DuckDB over in-memory Arrow: each live file's rows as the table's CURRENT schema reads them (Iceberg:
 pyiceberg's `ArrowScan` per planned task, by field id; Delta: the Parquet file plus its partition values from the log,
-by name), each predicate counted per file as `count(*) FILTER (WHERE p)` against `count(*)`.
+by name), each predicate counted per (file, Parquet row group) as `count(*) FILTER (WHERE p)` against `count(*)`. A
+row's row group comes from its position in the file and the footer's row-group sizes; the histories write no delete
+files or deletion vectors (deletes rewrite files), and a file whose read rows are not its physical rows (deletes
+applied) is checked at the file level only.
 
 Failures are recorded, not raised at once: one bug often hides another (a handle's bug may show only after a one-off
 lookup already went wrong), so the example runs to its end and `teardown` raises the most telling failure, each kind
@@ -32,7 +42,8 @@ One rule is aimed: `back_to_the_watermark` rolls back (Iceberg) or restores (Del
 the index's idea of which files are live is most at stake; `rollback` / `restore` go to any version written.
 
 CI profile (`make test`): EXAMPLES examples of up to STEPS steps per format (8 and 12: about 40 s each on the 2-core
-machine), and KNOWN_HISTORIES, histories the machine found, replayed step by step. Long runs, by environment variable:
+machine; about half of them with row-group entries), and KNOWN_HISTORIES, histories the machine found (and two with
+row-group entries, one per format), replayed step by step. Long runs, by environment variable:
 SKIPINDEX_LIFE_EXAMPLES, SKIPINDEX_LIFE_STEPS (e.g. 300 and 15); SKIPINDEX_LIFE_SEED (hypothesis's seed, printed with
 every failure); SKIPINDEX_LIFE_FOCUS (only the named failure types fail an example: hypothesis stops looking 10 s after
 its first failure, so a hunt for one bug names it; such a run keeps its examples in .hypothesis/table-life/ and goes
@@ -60,7 +71,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable, write_deltalake
+from deltalake import DeltaTable, WriterProperties, write_deltalake
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
@@ -101,6 +112,7 @@ RULES = {name.strip() for name in os.environ.get("SKIPINDEX_LIFE_RULES", "").spl
 VERBOSE = bool(os.environ.get("SKIPINDEX_LIFE_VERBOSE"))  # print every example's history and check times
 CLOCK = Clock()
 ROWS = 10  # rows per appended batch: one partition each, so one data file
+ROW_GROUP_ROWS = 3  # with row-group entries: the source writes row groups of this many rows (a batch: 3, 3, 3, 1)
 
 S1_VALUES = ["auth", "billing", "search"]
 S2_VALUES = ["mail", "queue", "web"]
@@ -150,6 +162,8 @@ KINDS = {
     "not live": "ReturnedAFileNotLive",
     "all_match": "ClaimedAllMatchWrongly",
     "files_total": "CountedLiveFilesWrongly",
+    "row group skipped": "SkippedAMatchingRowGroup",
+    "row group all_match": "ClaimedAllMatchWronglyForARowGroup",
     "error": "Raised",
 }
 # A held handle's first question and a handle made now go wrong together, in as many kinds as there are, whenever a
@@ -203,10 +217,12 @@ class Failure:
 
 @dataclass
 class Truth:
-    """The live files and, per predicate, each file's (rows, rows where it is TRUE)."""
+    """The live files and, per predicate, each file's (rows, rows where it is TRUE), and the same per Parquet row
+    group of each file whose rows map to its row groups."""
 
     live: set[str]
     counts: dict[str, dict[str, tuple[int, int]]]
+    group_counts: dict[str, dict[str, list[tuple[int, int]]]]
 
     def matching(self, where: str) -> set[str]:
         return {path for path, (_, matched) in self.counts[where].items() if matched}
@@ -252,15 +268,7 @@ class TableLife(RuleBasedStateMachine):
         super().__init__()
         self.spark = spark
         self.dir = Path(tempfile.mkdtemp(prefix=f"{self.kind}-", dir=base))
-        conf = self.dir / "conf.toml"
-        conf.write_text(
-            f'[catalog]\nname = "life"\ntype = "sql"\nuri = "sqlite:///{self.dir}/catalog.db"\n'
-            f'warehouse = "file://{self.dir}/warehouse"\n[spark]\nmaster = "local[2]"\n'
-        )
-        self.config = load_config(conf)
-        late = self.dir / "late.toml"  # the same catalog; a first build leaves existing files to backfill
-        late.write_text(conf.read_text() + "[build]\nindex_existing_files = false\nbackfill_files_per_commit = 2\n")
-        self.late_config = load_config(late)
+        self.configure(row_groups=False)
         self.catalog = self.config.load_catalog()
         self.next_id = 0
         self.history: list[str] = []
@@ -271,6 +279,21 @@ class TableLife(RuleBasedStateMachine):
         self.held_asked = False
         self.duck = duckdb.connect()
         self.started = time.monotonic()
+
+    def configure(self, row_groups: bool) -> None:
+        """The configurations builds use (one catalog): `config`, and `late_config`, whose first build leaves
+        existing files to backfill; with `row_groups`, both build row-group entries."""
+        self.row_groups = row_groups
+        conf = self.dir / "conf.toml"
+        conf.write_text(
+            f'[catalog]\nname = "life"\ntype = "sql"\nuri = "sqlite:///{self.dir}/catalog.db"\n'
+            f'warehouse = "file://{self.dir}/warehouse"\n[spark]\nmaster = "local[2]"\n'
+            + ("[index]\nrow_groups = true\n" if row_groups else "")
+        )
+        self.config = load_config(conf)
+        late = self.dir / "late.toml"  # the same catalog; a first build leaves existing files to backfill
+        late.write_text(conf.read_text() + "[build]\nindex_existing_files = false\nbackfill_files_per_commit = 2\n")
+        self.late_config = load_config(late)
 
     # ---- what the formats provide -------------------------------------------------------------------------------
 
@@ -326,13 +349,15 @@ class TableLife(RuleBasedStateMachine):
 
     # Hypothesis orders rules by their number of arguments and favours the first: every rule takes at most one.
 
-    @initialize(seed=st.integers(0, 1000), files=st.integers(2, 3))
-    def start(self, seed: int, files: int) -> None:
+    @initialize(seed=st.integers(0, 1000), files=st.integers(2, 3), row_groups=st.booleans())
+    def start(self, seed: int, files: int, row_groups: bool = False) -> None:
+        self.configure(row_groups)
         self.create()
         for n in range(files):
             self.write(self.batch(seed + n, PARTS[n % 3]))
         self.held = self.held_handle()  # made now, first asked after the first step
-        self.wrote(f"start: {files} appended files; held handle made")
+        shown = f", row groups of {ROW_GROUP_ROWS} rows with row-group entries" if row_groups else ""
+        self.wrote(f"start: {files} appended files{shown}; held handle made")
 
     def wrote(self, what: str) -> None:
         self.versions.append(self.version())
@@ -458,27 +483,39 @@ class TableLife(RuleBasedStateMachine):
     def truth(self, wheres: list[str]) -> Truth:
         tables = self.live_tables()
         schema = self.arrow_schema()
-        parts = []
-        for number, table in enumerate(tables.values()):
-            parts.append(table.append_column("__file", pa.array([number] * table.num_rows, pa.int32())))
-        rows = (
-            pa.concat_tables(parts) if parts else schema.empty_table().append_column("__file", pa.array([], pa.int32()))
-        )
+        parts, sizes = [], {}  # sizes: the row-group sizes of each file whose rows are its physical rows, in order
+        for number, (path, table) in enumerate(tables.items()):
+            groups = pq.ParquetFile(unquote(path.removeprefix("file://"))).metadata
+            group_sizes = [groups.row_group(g).num_rows for g in range(groups.num_row_groups)]
+            if sum(group_sizes) == table.num_rows:
+                sizes[path] = group_sizes
+            group_of = [g for g, size in enumerate(group_sizes) for _ in range(size)] if path in sizes else None
+            table = table.append_column("__file", pa.array([number] * table.num_rows, pa.int32()))
+            parts.append(table.append_column("__rg", pa.array(group_of or [-1] * table.num_rows, pa.int32())))
+        empty = schema.empty_table().append_column("__file", pa.array([], pa.int32()))
+        rows = pa.concat_tables(parts) if parts else empty.append_column("__rg", pa.array([], pa.int32()))
         paths = list(tables)
-        counts: dict[str, dict[str, tuple[int, int]]] = {}
         self.duck.register("t", rows)
         try:
             filters = ", ".join(f"count(*) FILTER (WHERE {where})" for where in wheres)
-            found = self.duck.execute(f"SELECT __file, count(*), {filters} FROM t GROUP BY __file").fetchall()
+            query = f"SELECT __file, __rg, count(*), {filters} FROM t GROUP BY __file, __rg"
+            found = self.duck.execute(query).fetchall()
         finally:
             self.duck.unregister("t")
-        by_file = {number: row[1:] for number, row in ((row[0], row) for row in found)}
+        counts: dict[str, dict[str, tuple[int, int]]] = {where: {} for where in wheres}
+        group_counts: dict[str, dict[str, list[tuple[int, int]]]] = {where: {} for where in wheres}
         for n, where in enumerate(wheres):
-            counts[where] = {}
-            for number, path in enumerate(paths):
-                row = by_file.get(number, (0,) + (0,) * len(wheres))
-                counts[where][path] = (row[0], row[1 + n])
-        return Truth(set(paths), counts)
+            for path in paths:
+                counts[where][path] = (0, 0)
+                if path in sizes:
+                    group_counts[where][path] = [(0, 0)] * len(sizes[path])
+            for number, group, total, *matched in found:
+                path = paths[number]
+                rows_so_far, matched_so_far = counts[where][path]
+                counts[where][path] = (rows_so_far + total, matched_so_far + matched[n])
+                if group >= 0:
+                    group_counts[where][path][group] = (total, matched[n])
+        return Truth(set(paths), counts, group_counts)
 
     @invariant()
     def check(self) -> None:
@@ -532,6 +569,27 @@ class TableLife(RuleBasedStateMachine):
             wrong["all_match"] = f"all_match lists files where not every row matches: {shown}"
         if result.summary["files_total"] != len(truth.live):
             wrong["files_total"] = f"files_total {result.summary['files_total']}, but {len(truth.live)} files are live"
+        left_out, overclaimed = [], []
+        for path, groups in truth.group_counts[where].items():
+            if path not in files:
+                continue
+            listed, needed = result.row_groups.get(path), result.needed_row_groups(path)
+            proven = result.all_match_row_groups.get(path, ())
+            for group, (total, matched) in enumerate(groups):
+                if matched and (
+                    (listed is not None and group not in listed) or (needed is not None and group not in needed)
+                ):
+                    left_out.append(
+                        f"{_short([path])} row group {group} ({matched} TRUE rows; kept {listed}, read {needed})"
+                    )
+                if group in proven and matched != total:
+                    overclaimed.append(f"{_short([path])} row group {group} ({matched}/{total} rows TRUE)")
+        if left_out:
+            wrong["row group skipped"] = "left out row groups holding TRUE rows: " + ", ".join(left_out)
+        if overclaimed:
+            wrong["row group all_match"] = "all_match_row_groups lists row groups not all TRUE: " + ", ".join(
+                overclaimed
+            )
         return wrong
 
     def teardown(self) -> None:
@@ -574,7 +632,8 @@ class IcebergLife(TableLife):
             NestedField(5, "part", StringType()),
         )
         spec = PartitionSpec(PartitionField(5, 1000, IdentityTransform(), "part"))
-        self.catalog.create_table("db.life", schema=schema, partition_spec=spec)
+        properties = {"write.parquet.row-group-limit": str(ROW_GROUP_ROWS)} if self.row_groups else {}
+        self.catalog.create_table("db.life", schema=schema, partition_spec=spec, properties=properties)
         self.name = "db.life"
         self.before = None
 
@@ -710,20 +769,24 @@ class DeltaLife(TableLife):
             return self.schema
         return pa.schema(self.table().schema().to_arrow())
 
+    def writer(self) -> dict[str, Any]:
+        """delta-rs's writer options of every write: row groups of ROW_GROUP_ROWS rows with row-group entries."""
+        return {"writer_properties": WriterProperties(max_row_group_size=ROW_GROUP_ROWS)} if self.row_groups else {}
+
     def write(self, batch: pa.Table, **options: Any) -> None:
-        write_deltalake(self.name, batch, mode="append", partition_by=["part"], **options)
+        write_deltalake(self.name, batch, mode="append", partition_by=["part"], **self.writer(), **options)
 
     def version(self) -> int | None:
         return self.table().version()
 
     def delete_rows(self, where: str) -> None:
-        self.table().delete(where)
+        self.table().delete(where, **self.writer())
 
     def overwrite_rows(self, batch: pa.Table, where: str | None) -> None:
-        write_deltalake(self.name, batch, mode="overwrite", partition_by=["part"], predicate=where)
+        write_deltalake(self.name, batch, mode="overwrite", partition_by=["part"], predicate=where, **self.writer())
 
     def rewrite_source(self) -> None:
-        self.table().optimize.compact()
+        self.table().optimize.compact(**self.writer())
 
     def live_tables(self) -> dict[str, pa.Table]:
         table = self.table()
@@ -803,7 +866,9 @@ class DeltaLife(TableLife):
             rows = rows.drop_columns([column])
         else:
             rows = rows.set_column(rows.schema.get_field_index("n"), "n", rows.column("n").cast(pa.int64()))
-        write_deltalake(self.name, rows, mode="overwrite", partition_by=["part"], schema_mode="overwrite")
+        write_deltalake(
+            self.name, rows, mode="overwrite", partition_by=["part"], schema_mode="overwrite", **self.writer()
+        )
         self.wrote(f"overwrite the table's rows with schema change {change}")
 
 
@@ -908,6 +973,35 @@ KNOWN_HISTORIES: dict[str, tuple[type[TableLife], list[tuple[str, dict[str, Any]
         IcebergLife,
         [("backfill_index", {}), ("compact_source", {}), ("compact_index", {})],
     ),
+    # not found by the machine: row-group entries through appends, deletes that rewrite files, source compaction,
+    # backfill and a rollback, checked row group by row group in every CI run
+    "row-group-entries-through-a-life-iceberg": (
+        IcebergLife,
+        [
+            ("start", {"row_groups": True}),
+            ("build", {}),
+            ("append", {"part": "b"}),
+            ("delete", {"where": "s2 = 'mail'"}),
+            ("build_from_now", {}),
+            ("backfill_index", {}),
+            ("compact_source", {}),
+            ("build", {}),
+            ("back_to_the_watermark", {}),
+        ],
+    ),
+    "row-group-entries-through-a-life-delta": (
+        DeltaLife,
+        [
+            ("start", {"row_groups": True}),
+            ("build", {}),
+            ("append", {"part": "b"}),
+            ("delete", {"where": "s2 = 'mail'"}),
+            ("build", {}),
+            ("compact_source", {}),
+            ("backfill_index", {}),
+            ("build", {}),
+        ],
+    ),
 }
 
 
@@ -915,7 +1009,11 @@ KNOWN_HISTORIES: dict[str, tuple[type[TableLife], list[tuple[str, dict[str, Any]
 def test_known_histories_keep_the_rule(spark, tmp_path, history):
     machine_type, steps = KNOWN_HISTORIES[history]
     machine = machine_type(spark, tmp_path)
-    machine.start(seed=0, files=2)
+    start = {"seed": 0, "files": 2}
+    if steps and steps[0][0] == "start":  # a history that starts otherwise (e.g. with row-group entries)
+        start |= steps[0][1]
+        steps = steps[1:]
+    machine.start(**start)
     machine.check()
     for name, arguments in steps:
         getattr(machine, name)(**arguments)

@@ -131,6 +131,11 @@ class IndexSnapshot(IndexRows):
             return IndexRows.of_entries(table.scan(snapshot_id=snapshot.snapshot_id).to_arrow(), watermark_of(table))
         return IndexSnapshot(table, snapshot.snapshot_id, watermark_of(table), live_version_of(table))
 
+    def _schema(self) -> Any:
+        """The schema this snapshot's rows were written with, which a scan at it reads: the format-4 upgrade adds
+        fields in a commit without a snapshot, so the current schema may have fields the current snapshot has not."""
+        return self.table.schemas().get(self.table.snapshot_by_id(self.snapshot_id).schema_id, self.table.schema())
+
     def _scan(
         self, what: str, field_ids: Sequence[int], row_filter: BooleanExpression, fields: Sequence[str]
     ) -> pa.Table:
@@ -161,8 +166,8 @@ class IndexSnapshot(IndexRows):
 
     def _of_files(self, field_id: int, paths: pa.Array, fields: Sequence[str]) -> pa.Table:
         what = "payloads" if fields == PAYLOAD_FIELDS else "row groups"
-        if fields == ROW_GROUP_FIELDS and "row_groups" not in self.table.schema().column_names:
-            return _empty(fields)  # format 4: no row-group entries
+        if fields == ROW_GROUP_FIELDS and "row_groups" not in self._schema().column_names:
+            return _empty(fields)  # written in format 4: no row-group entries
         with self._lock:
             have = self._per_file.get((what, field_id), _empty(fields))
             missing = pc.filter(paths, pc.invert(pc.is_in(paths, value_set=have.column("file_path"))))
