@@ -257,7 +257,7 @@ def plan_latency(
     directory = root / f"scale-{files}"
     directory.mkdir()
     started = time.perf_counter()
-    conf, data = _make_table(directory, files, rows, np.random.default_rng(7), None)
+    conf, data, _ = _make_table(directory, files, rows, np.random.default_rng(7), None)
     print(f"\n{files:,} files: table and index made in {time.perf_counter() - started:,.0f} s", flush=True)
     upstream = load_config(conf).load_catalog().load_table(SCALE_TABLE)
     server = Server(conf)
