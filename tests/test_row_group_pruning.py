@@ -36,6 +36,7 @@ from deltalake import DeltaTable, WriterProperties, write_deltalake
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyiceberg.schema import Schema
+from pyiceberg.table.name_mapping import create_mapping_from_schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 from test_pruning_properties import (
     SCHEMA,
@@ -52,6 +53,7 @@ from test_pruning_properties import (
 )
 
 from indexlib.config import Config, load_config
+from indexlib.errors import UserError
 from indexlib.indexing.build import build_index
 from indexlib.indexing.file_indexer import AUTO_ROW_GROUPS_MIN_BYTES, wants_row_groups
 from indexlib.lookup import lookup, lookup_in, read_state
@@ -243,6 +245,7 @@ RULE_SCHEMA = Schema(
     NestedField(3, "s", StringType()),
 )
 RULE_ARROW = pa.schema([("k", pa.int64()), ("x", pa.float64()), ("s", pa.string())])
+RULE_MAPPING = create_mapping_from_schema(RULE_SCHEMA).model_dump_json()  # the files carry no field ids
 NAN = math.nan
 
 
@@ -441,11 +444,61 @@ def test_index_file_gives_each_column_its_row_groups_when_the_file_wants_them(tm
     from indexlib.indexing.file_indexer import index_file
 
     path = write_row_groups(tmp_path / "f.parquet", (SCATTERED if groups == 3 else [pa.concat_tables(SCATTERED)]))
-    records, stats = index_file(path, "PARQUET", RULE_SCHEMA, {}, None, row_groups=mode)
+    records, stats = index_file(path, "PARQUET", RULE_SCHEMA, {}, RULE_MAPPING, row_groups=mode)
     assert records == 9
+    assert [column.name for column in stats] == ["k", "x", "s"], "every column is indexed"
     for column in stats:
         listed = None if column.row_groups is None else len(column.row_groups)
         assert listed == expected, f"{mode}: {column.name} has {listed} row-group entries"
         if column.row_groups:
             assert [g.value_count for g in column.row_groups] == [3, 3, 3], "counts per row group, footer order"
             assert sum(g.value_count for g in column.row_groups) == column.value_count
+
+
+@pytest.mark.parametrize(
+    ("row_group_kinds", "expected", "rule"),
+    [
+        (None, {"bloom"}, "by default row groups get the kinds the automatic choice gives their values"),
+        ((), set(), "row_group_kinds = [] keeps row-group bounds and counts but no row-group payloads"),
+        (("bloom",), {"bloom"}, "row_group_kinds names the kinds row groups get"),
+    ],
+)
+def test_row_group_kinds_choose_the_row_groups_payloads(tmp_path, row_group_kinds, expected, rule):
+    from indexlib.index_kinds.settings import IndexSettings
+    from indexlib.indexing.file_indexer import index_file
+
+    path = write_row_groups(tmp_path / "f.parquet", SCATTERED)
+    settings = IndexSettings(row_group_kinds=row_group_kinds)
+    per_column = {field.field_id: settings.for_row_groups() for field in RULE_SCHEMA.fields}
+    _, stats = index_file(
+        path, "PARQUET", RULE_SCHEMA, {}, RULE_MAPPING, row_groups="true", row_group_settings=per_column
+    )
+    (k,) = [column for column in stats if column.name == "k"]
+    assert len(k.row_groups) == 3 and all(g.lower is not None for g in k.row_groups), f"{rule}: bounds per row group"
+    assert {i["kind"] for g in k.row_groups for i in g.indexes} == expected, rule
+
+
+def test_row_group_kinds_is_a_column_setting_in_the_configuration_version_only_when_set(tmp_path):
+    from indexlib.indexing.file_indexer import config_version
+
+    catalog = '[catalog]\ntype = "sql"\nuri = "sqlite:///c.db"\n'
+    conf = tmp_path / "conf.toml"
+    conf.write_text(catalog + '[index.tables."db.t".columns.k]\nrow_group_kinds = []\n')
+    config = load_config(conf)
+    settings = config.column_settings("db.t", RULE_SCHEMA)
+    k = next(f.field_id for f in RULE_SCHEMA.fields if f.name == "k")
+    assert settings[k].row_group_kinds == () and settings[k].kinds is None, "set on the column, kinds untouched"
+    plain = load_config(_conf(tmp_path, catalog)).column_settings("db.t", RULE_SCHEMA)
+    assert config_version(plain) == config_version({f: s.updated() for f, s in plain.items()}), "stable"
+    assert config_version(settings) != config_version(plain), "setting it makes a backfill rebuild the entries"
+    assert "row_group_kinds" not in plain[k].to_json(), "unset, the settings' text is what it was before it existed"
+    conf.write_text(catalog + '[index.tables."db.t".columns.k]\nrow_group_kinds = ["nope"]\n')
+    with pytest.raises(UserError) as exc:
+        load_config(conf)
+    assert 'index.tables."db.t".columns.k.row_group_kinds: expected a list of' in str(exc.value), "names the key"
+
+
+def _conf(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "plain.toml"
+    path.write_text(text)
+    return path
