@@ -82,32 +82,15 @@ def index_column(
 
 
 def index_summary(
-    field_id: int, name: str, iceberg_type: PrimitiveType, summary: ColumnSummary, settings: IndexSettings
-) -> ColumnStats:
-    """Counts and bounds, distinct count, NDV sketch and the chosen index kinds of one column of one file."""
-    stats = summary.statistics(field_id, name, iceberg_type)
-    keys = distinct_keys(summary.distinct(), iceberg_type)
-    if keys is None:
-        return stats
-    built: list[BuiltIndex] = []
-    indexes: list[dict[str, Any]] = []
-    for kind in build_order():
-        if kind.chosen(settings, iceberg_type, keys, built):
-            index = kind.build(keys, iceberg_type, settings)
-            if index is not None:
-                built.append(index)
-                indexes.append({"kind": kind.name, "version": kind.version, "payload": index.payload})
-    return replace(stats, distinct_count=len(keys), ndv_sketch=sketch_keys(keys), indexes=tuple(indexes))
-
-
-def row_group_summary(
     field_id: int,
     name: str,
     iceberg_type: PrimitiveType,
     summary: ColumnSummary,
     settings: IndexSettings,
+    sketch: bool = True,
 ) -> ColumnStats:
-    """Counts and bounds of one column in one row group, and the payloads of the kinds that choose its values."""
+    """Counts and bounds, distinct count, NDV sketch and the chosen index kinds of one column of one file (or,
+    without `sketch`, of one row group: nothing reads a row group's NDV)."""
     stats = summary.statistics(field_id, name, iceberg_type)
     keys = distinct_keys(summary.distinct(), iceberg_type)
     if keys is None:
@@ -120,7 +103,8 @@ def row_group_summary(
             if index is not None:
                 built.append(index)
                 indexes.append({"kind": kind.name, "version": kind.version, "payload": index.payload})
-    return replace(stats, distinct_count=len(keys), indexes=tuple(indexes))
+    ndv_sketch = sketch_keys(keys) if sketch else None
+    return replace(stats, distinct_count=len(keys), ndv_sketch=ndv_sketch, indexes=tuple(indexes))
 
 
 def index_file(
@@ -176,7 +160,9 @@ def index_file(
             group_settings = row_group_settings.get(fid, DEFAULT_SETTINGS)
             column = replace(
                 column,
-                row_groups=tuple(row_group_summary(fid, name, ftype, group[fid], group_settings) for group in groups),
+                row_groups=tuple(
+                    index_summary(fid, name, ftype, group[fid], group_settings, sketch=False) for group in groups
+                ),
             )
         stats.append(column)
     return record_count, stats

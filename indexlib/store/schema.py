@@ -49,11 +49,16 @@ ROWS_FORMAT = 4  # the first format storing rows per (file, column); older ones 
 STATISTICS_VERSION = 3
 FILE_ROW = 0  # the field_id of file rows (Iceberg field ids start at 1)
 
-INDEXES_TYPE = StructType(
-    NestedField(22, "kind", StringType(), required=True),
-    NestedField(23, "version", IntegerType(), required=True),
-    NestedField(24, "payload", BinaryType(), required=True),
-)
+def _indexes(list_id: int, first_id: int) -> ListType:
+    """The list of (kind, version, payload) of the index kinds built, its element and fields numbered from the ids
+    given (a file's and a row group's lists are two fields of one schema)."""
+    element = StructType(
+        NestedField(first_id, "kind", StringType(), required=True),
+        NestedField(first_id + 1, "version", IntegerType(), required=True),
+        NestedField(first_id + 2, "payload", BinaryType(), required=True),
+    )
+    return ListType(list_id, element, element_required=True)
+
 
 # Per row group of a file (format 5): what a column row holds of the whole file, for one row group.
 ROW_GROUP_STATS_TYPE = StructType(
@@ -62,20 +67,7 @@ ROW_GROUP_STATS_TYPE = StructType(
     NestedField(35, "nan_count", LongType(), required=False),
     NestedField(36, "lower", BinaryType(), required=False),
     NestedField(37, "upper", BinaryType(), required=False),
-    NestedField(
-        38,
-        "indexes",
-        ListType(
-            39,
-            StructType(
-                NestedField(40, "kind", StringType(), required=True),
-                NestedField(41, "version", IntegerType(), required=True),
-                NestedField(42, "payload", BinaryType(), required=True),
-            ),
-            element_required=True,
-        ),
-        required=False,
-    ),
+    NestedField(38, "indexes", _indexes(39, 40), required=False),
 )
 
 COLUMN_STATS_TYPE = StructType(
@@ -89,7 +81,7 @@ COLUMN_STATS_TYPE = StructType(
     NestedField(17, "upper", BinaryType(), required=False),
     NestedField(18, "distinct_count", LongType(), required=False),
     NestedField(19, "ndv_sketch", BinaryType(), required=False),
-    NestedField(20, "indexes", ListType(21, INDEXES_TYPE, element_required=True), required=False),
+    NestedField(20, "indexes", _indexes(21, 22), required=False),
     # one element per Parquet row group of the file, in footer order; null: no row-group entries (format 5)
     NestedField(31, "row_groups", ListType(32, ROW_GROUP_STATS_TYPE, element_required=True), required=False),
 )
