@@ -502,3 +502,27 @@ def _conf(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "plain.toml"
     path.write_text(text)
     return path
+
+
+def test_verify_finds_a_row_group_entry_that_disagrees_with_the_data(catalogs, tmp_path):
+    """A row group's bounds are facts of the data like the file's: verify recomputes them and reports the entry
+    stale when they differ."""
+    from indexlib.indexing.upkeep import verify
+    from indexlib.store.schema import ENTRY_ARROW_SCHEMA
+    from indexlib.store.table import IndexTable
+
+    config, name, (path,) = _indexed_table(catalogs, tmp_path, [GAPPED], RULE_SCHEMA)
+    assert verify(config, name, sample=1, seed=1).ok, "a fresh index agrees with its data"
+
+    def tamper(entries: pa.Table, live_version: int | None) -> pa.Table:
+        """Row group 1 of column k claims an upper bound of 0 (the data says 20)."""
+        rows = entries.to_pylist()
+        for row in rows:
+            for column in row["columns"]:
+                if column["name"] == "k":
+                    column["row_groups"][1]["upper"] = bytes(8)
+        return pa.Table.from_pylist(rows, schema=ENTRY_ARROW_SCHEMA)
+
+    IndexTable(config.load_catalog(), config.index_namespace, name).rewrite(tamper)
+    report = verify(config, name, sample=1, seed=1)
+    assert report.stale == [(path, "column k: row_groups differs")], "the damaged row-group entry is stale"

@@ -258,8 +258,8 @@ def verify(
 def _difference(stored: dict[str, Any], fresh: dict[str, Any], same_config: bool) -> str | None:
     """The first way a stored entry disagrees with one computed now from the data (None: they agree).
 
-    Min/max and counts must always agree; index payloads only when the entry was built with the current
-    configuration (otherwise it is outdated, not stale). NDV sketches are not compared byte for byte.
+    Min/max and counts must always agree; index payloads and row-group entries only when the entry was built with
+    the current configuration (otherwise it is outdated, not stale). NDV sketches are not compared byte for byte.
     """
     if stored["record_count"] != fresh["record_count"]:
         return f"record count {stored['record_count']} in the index, {fresh['record_count']} in the file"
@@ -269,7 +269,7 @@ def _difference(stored: dict[str, Any], fresh: dict[str, Any], same_config: bool
         mine = old.get(field_id)
         if mine is None:
             continue  # no statistics stored for this column: it reads as unknown, which is safe
-        for name in _DATA_FIELDS if not same_config else (*_DATA_FIELDS, "indexes"):
+        for name in _DATA_FIELDS if not same_config else (*_DATA_FIELDS, "indexes", "row_groups"):
             if mine.get(name) is not None and mine.get(name) != column.get(name):
                 return f"column {column['name']}: {name} differs"
     return None
