@@ -49,6 +49,7 @@ ROWS_FORMAT = 4  # the first format storing rows per (file, column); older ones 
 STATISTICS_VERSION = 3
 FILE_ROW = 0  # the field_id of file rows (Iceberg field ids start at 1)
 
+
 def _indexes(list_id: int, first_id: int) -> ListType:
     """The list of (kind, version, payload) of the index kinds built, its element and fields numbered from the ids
     given (a file's and a row group's lists are two fields of one schema)."""
