@@ -39,7 +39,7 @@ from indexlib.pruning.minmax import MinMaxEvidence
 from indexlib.pruning.partitions import PartitionEvidence
 from indexlib.query.binding import bind
 from indexlib.query.from_iceberg import from_iceberg
-from indexlib.query.model import Expr, Widened
+from indexlib.query.model import Expr
 from indexlib.query.normalize import leaves, normalize, unusable_parts
 from indexlib.query.sql import Clock, parse_where, predicate_from_tree
 from indexlib.sources.base import DataFileRef, KeptFile, Source, paths_of, pick
@@ -419,7 +419,9 @@ def prune_row_groups(
     when none has, or more than MAX_ROW_GROUP_FILES files would reach them): each row group takes its file's leaf
     verdicts (`PerPart`), narrowed by its own bounds and payloads, read only for these files."""
     candidates = np.flatnonzero(kept & state.aligned.indexed)
-    field_ids = list(dict.fromkeys(c.field_id for leaf in judged_leaves(predicate) if (c := _column_of(leaf))))
+    # judged_leaves unwraps widened leaves: each leaf here is one evidence answers, naming its column
+    columns = (getattr(leaf, "column", None) for leaf in judged_leaves(predicate))
+    field_ids = list(dict.fromkeys(column.field_id for column in columns if column is not None))
     if state.rows is None or not 0 < len(candidates) <= MAX_ROW_GROUP_FILES or not field_ids:
         return None
     live_paths = state.live_paths
@@ -435,8 +437,3 @@ def prune_row_groups(
     ]
     results = evaluate(predicate, row_group_evidence, len(live_of))
     return RowGroupVerdicts(live_of, stats.ordinal, results)
-
-
-def _column_of(leaf: Expr) -> Any:
-    """The column a leaf judges (a widened leaf's child's), or None."""
-    return getattr(leaf.child if isinstance(leaf, Widened) else leaf, "column", None)

@@ -183,6 +183,11 @@ def test_no_row_group_holding_a_true_row_is_left_out_and_all_match_is_never_over
     file_groups = [[pa.Table.from_pylist(rows, schema=PLAIN_SCHEMA) for rows in groups] for groups in file_rows]
     config, name, paths = _indexed_table(catalogs, tmp_path_factory.mktemp("files"), file_groups, SCHEMA, setting)
     state = read_state(config, name)
+    for f, groups in enumerate(file_groups):  # the property is about row-group entries: they must be there
+        if len(groups) > 1:
+            first = state.source.schema.fields[0].field_id
+            stored = state.rows.row_groups(first, pa.array([paths[f]], pa.string())).column("row_groups").to_pylist()
+            assert [len(listed or ()) for listed in stored] == [len(groups)], f"file {f} has row-group entries"
 
     labelled = [
         group.append_column("file", pa.array([f] * group.num_rows, pa.int32())).append_column(
