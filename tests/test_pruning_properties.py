@@ -81,19 +81,19 @@ def nullable(values: st.SearchStrategy) -> st.SearchStrategy:
     return st.one_of(st.none(), values, values, values)
 
 
-rows = st.fixed_dictionaries(
-    {
-        "i": nullable(ints),
-        "f": nullable(doubles),
-        "s": nullable(strings),
-        "d": nullable(dates),
-        "dec": nullable(decimals),
-        "b": nullable(st.booleans()),
-        "r": nullable(floats32),
-        "ts": nullable(instants),
-        "tz": nullable(instants.map(lambda t: t.replace(tzinfo=dt.UTC))),
-    }
-)
+# each column's values (test_row_group_pruning.py draws its row groups from them too)
+VALUES = {
+    "i": ints,
+    "f": doubles,
+    "s": strings,
+    "d": dates,
+    "dec": decimals,
+    "b": st.booleans(),
+    "r": floats32,
+    "ts": instants,
+    "tz": instants.map(lambda t: t.replace(tzinfo=dt.UTC)),
+}
+rows = st.fixed_dictionaries({name: nullable(values) for name, values in VALUES.items()})
 files = st.lists(st.lists(rows, min_size=0, max_size=6), min_size=1, max_size=4)
 
 

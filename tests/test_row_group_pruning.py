@@ -20,7 +20,6 @@ catalog) with `add_files`, indexed by the real build (`build_index`, the per-fil
 
 from __future__ import annotations
 
-import datetime as dt
 import itertools
 import math
 import os
@@ -38,19 +37,7 @@ from hypothesis import strategies as st
 from pyiceberg.schema import Schema
 from pyiceberg.table.name_mapping import create_mapping_from_schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType
-from test_pruning_properties import (
-    SCHEMA,
-    ZONES,
-    dates,
-    decimals,
-    doubles,
-    floats32,
-    instants,
-    ints,
-    nullable,
-    predicates,
-    strings,
-)
+from test_pruning_properties import SCHEMA, VALUES, ZONES, nullable, predicates
 
 from indexlib.config import Config, load_config
 from indexlib.errors import UserError
@@ -65,17 +52,6 @@ CLOCK = Clock()
 
 # The property test's files: no Iceberg field ids in the Parquet schema (add_files maps columns by name).
 PLAIN_SCHEMA = pa.schema([f.remove_metadata() for f in SCHEMA.as_arrow()])
-VALUES = {
-    "i": ints,
-    "f": doubles,
-    "s": strings,
-    "d": dates,
-    "dec": decimals,
-    "b": st.booleans(),
-    "r": floats32,
-    "ts": instants,
-    "tz": instants.map(lambda t: t.replace(tzinfo=dt.UTC)),
-}
 NAN_COLUMNS = {"f", "r"}
 # Index settings drawn per example: the automatic choice, or every kind forced with tiny budgets (trimmed automata,
 # Bloom filters with a 30 % false-positive rate), so the row groups' Bloom and automaton stages are under the oracle.
