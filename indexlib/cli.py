@@ -154,6 +154,12 @@ def _print_explain(result) -> None:  # noqa: ANN001 (LookupResult; imported lazi
             line += f"{stage.row_groups_in:>15}{stage.row_groups_out:>16}"
         print(line)
     print()
+    if result.key_reads is not None:
+        read = result.key_reads
+        print(
+            f"key index  read {read.row_groups} row groups ({read.rows} key rows, {read.bytes / 1024:.1f} KiB) of "
+            f"{read.data_files} index data files"
+        )
     print(
         f"files kept {summary['files_kept']} of {summary['files_total']} "
         f"({summary['files_unindexed']} unindexed, {summary['files_all_match']} proven to match on every row)"

@@ -2,8 +2,8 @@
 
 Stages run in order over the live files of the source's current snapshot, each over the files the previous one
 kept, one per source of evidence handed to the one evaluator (pruning/evaluator.py): "partition" (the source's own
-partition values; covers every live file), "minmax" (bounds and counts of the index entries), then one stage per
-index kind ("bloom", "automaton"). Each stage evaluates the whole predicate with everything known so far (a leaf's
+partition values; covers every live file), "minmax" (bounds and counts of the index entries), "key index" (the
+global key index, for `=` / IN on keyed columns), then one stage per index kind ("bloom", "automaton"). Each stage evaluates the whole predicate with everything known so far (a leaf's
 verdict combines the evidence up to that stage), so the stages report how many files each removed. A live file with
 no index entry (committed after the last build) is unknown to the index stages: it is kept and counted in
 `files_unindexed` (unless the predicate is FALSE on every row, as `x NOT IN (1, NULL)` is: the first stage then
@@ -20,7 +20,7 @@ list the row groups a reader needs (`row_groups`), and which of them match on ev
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -34,6 +34,7 @@ from indexlib.index_kinds.base import IndexKind
 from indexlib.index_kinds.registry import registry
 from indexlib.pruning.containers import PerPart
 from indexlib.pruning.evaluator import Evidence, StageVerdict, describe, evaluate, judged_leaves
+from indexlib.pruning.key_index import KeyIndexEvidence
 from indexlib.pruning.kinds import KindEvidence
 from indexlib.pruning.minmax import MinMaxEvidence
 from indexlib.pruning.partitions import PartitionEvidence
@@ -46,6 +47,7 @@ from indexlib.sources.base import DataFileRef, KeptFile, Source, paths_of, pick
 from indexlib.sources.registry import open_source
 from indexlib.statistics.verdict import Verdict
 from indexlib.store.entries import EntryStatistics
+from indexlib.store.key_rows import KeyReads
 from indexlib.store.row_groups import RowGroupStatistics
 from indexlib.store.snapshot import IndexRows, IndexSnapshot
 from indexlib.store.table import IndexTable
@@ -99,6 +101,7 @@ class LookupResult:
     all_match_row_groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
     row_groups_total: int = 0  # row groups of the files that reached the row-group stages
     row_group_counts: dict[str, int] = field(default_factory=dict, compare=False, repr=False)  # of those files
+    key_reads: KeyReads | None = None  # what this lookup read of the global key index (None: nothing)
 
     @property
     def source(self) -> Source | None:
@@ -145,6 +148,7 @@ class LookupResult:
                 else {}
             ),
             "stages": [stage.as_dict() for stage in self.stages],
+            **({"key_index_read": asdict(self.key_reads)} if self.key_reads is not None else {}),
         }
 
     def as_json(self) -> dict[str, Any]:
@@ -200,13 +204,18 @@ def prune(
 
 
 def index_evidence(aligned: AlignedEntries, kinds: list[IndexKind] | None = None) -> list[Evidence]:
-    """The index's evidence over the aligned files, cheap first: min/max and counts, then each kind in lookup order
-    (default: every kind). A file without an index entry is outside what they cover: unknown, so kept."""
+    """The index's evidence over the aligned files, cheap first: min/max and counts, the global key index, then each
+    kind in lookup order (default: every kind). A file without an index entry is outside what they cover: unknown,
+    so kept."""
     kinds = list(registry().values()) if kinds is None else kinds
     if aligned.stats is None:
-        return [_Unindexed(name) for name in ("minmax", *(kind.name for kind in kinds))]
+        return [_Unindexed(name) for name in ("minmax", KeyIndexEvidence.name, *(kind.name for kind in kinds))]
     covers = aligned.indexed
-    return [MinMaxEvidence(aligned.stats, covers), *(KindEvidence(kind, aligned.stats, covers) for kind in kinds)]
+    return [
+        MinMaxEvidence(aligned.stats, covers),
+        KeyIndexEvidence(aligned.stats, covers),
+        *(KindEvidence(kind, aligned.stats, covers) for kind in kinds),
+    ]
 
 
 class _Unindexed(Evidence):
@@ -304,7 +313,9 @@ def lookup_in(
     partitions = PartitionEvidence(state.source, state.live)
     evidence = [partitions, *index_evidence(state.aligned, kinds)]
     learnt: dict[int, Verdict] = {}
+    keys_before = replace(state.rows.key_reads) if state.rows is not None and state.rows.key_reads else None
     results = evaluate(predicate, evidence, len(live_paths), learnt)
+    key_reads = _read_since(keys_before, state.rows.key_reads if state.rows is not None else None)
     stages, files_in = [], len(live_paths)
     for result in results:
         stages.append(Stage(result.name, files_in, int(result.verdict.might.sum())))
@@ -338,7 +349,15 @@ def lookup_in(
         all_match_row_groups=groups.proven(live_paths) if groups is not None else {},
         row_groups_total=len(groups.live_of) if groups is not None else 0,
         row_group_counts=groups.counts(live_paths) if groups is not None else {},
+        key_reads=key_reads,
     )
+
+
+def _read_since(before: KeyReads | None, now: KeyReads | None) -> KeyReads | None:
+    """What one lookup read of the key index: the snapshot's counts now, less those before it (None: nothing)."""
+    if before is None or now is None or now == before:
+        return None
+    return KeyReads(*(getattr(now, f) - getattr(before, f) for f in ("data_files", "row_groups", "rows", "bytes")))
 
 
 @dataclass(frozen=True)

@@ -195,9 +195,11 @@ def _check_row_groups(config, name: str, step: str) -> int:
 
 
 def _layout(index: IndexTable) -> tuple[int, bool]:
-    """(format property, whether the schema has `row_groups`): 4 without or 5 with, never a mix."""
+    """(format property, whether the schema has the fields added since format 4, `row_groups` and `key_hash`): 4
+    without or the current format with, never a mix."""
     table = index.reload()
-    return int(table.properties[FORMAT_PROPERTY]), "row_groups" in table.schema().column_names
+    names = table.schema().column_names
+    return int(table.properties[FORMAT_PROPERTY]), "row_groups" in names and "key_hash" in names
 
 
 def test_a_lookup_right_after_the_format_4_upgrade_reads_the_index_at_its_snapshot_schema(
@@ -215,7 +217,7 @@ def test_a_lookup_right_after_the_format_4_upgrade_reads_the_index_at_its_snapsh
     with_row_groups = tmp_path / "row_groups.toml"
     with_row_groups.write_text(conf_path.read_text() + "[index]\nrow_groups = true\n")
     result = build_index(load_config(with_row_groups), lake.name)
-    assert not result.committed and _layout(index) == (5, True), "upgraded in place; nothing else to do"
+    assert not result.committed and _layout(index) == (FORMAT_VERSION, True), "upgraded in place; nothing else to do"
     _check_row_groups(config, lake.name, "a build that only upgraded")
 
 
@@ -250,14 +252,16 @@ def test_a_format_4_index_gains_row_groups_in_place_and_a_kill_during_the_upgrad
         steps = [line for line in run.out.read_text().splitlines() if line in COMMIT_STEPS]
         assert steps[-1] == kill_at, f"the kill landed at {kill_at} of the first commit (the upgrade): {steps}"
         assert index.watermark() == watermark, "the build's own commit never came"
-        expected = (5, True) if kill_at == "after-commit" else (4, False)
+        expected = (FORMAT_VERSION, True) if kill_at == "after-commit" else (4, False)
         assert _layout(index) == expected, (
             f"killed at {kill_at} of the upgrade's one commit: format {expected[0]}, whole"
         )
         _check_row_groups(config, lake.name, f"a build killed at {kill_at} of the upgrade")
         build_index(row_group_config, lake.name)  # the next build upgrades (again, or not) and indexes
 
-    assert _layout(index) == (5, True), "the build upgraded the index to format 5 in place"  # (reloads it)
+    assert _layout(index) == (FORMAT_VERSION, True), (
+        "the build upgraded the index to the current format in place"
+    )  # (reloads it)
     indexed = index.entries()
     with_groups = {
         entry["file_path"]

@@ -271,7 +271,7 @@ def test_minmax_cannot_skip_the_husky_case_but_the_automaton_can(tmp_path):
     paths, entries = write_and_index(tmp_path, [table], schema)  # automatic choice
     stages = prune(bound_predicate("c = 'metadata'", schema, "db.t"), paths, entries).stages
     kept = {name: bool(mask[0]) for name, mask, _ in stages}
-    assert kept == {"minmax": True, "bloom": True, "automaton": False}, kept
+    assert kept == {"minmax": True, "key index": True, "bloom": True, "automaton": False}, kept
 
 
 # ---------------------------------------------------------------- property: zero false negatives per kind

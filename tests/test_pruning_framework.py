@@ -145,7 +145,7 @@ def test_a_toy_kind_that_answers_ranges_plugs_in_as_a_peer(zone_files, where, al
     runs_only = evaluate(predicate, [KindEvidence(RangeZones(), aligned.stats, aligned.indexed)], len(paths))
     assert runs_only[-1].verdict.might.tolist() == alone, f"{where}, by the runs alone (file 3 has none): {rule}"
     verdicts = prune(predicate, paths, entries)
-    assert [name for name, _, _ in verdicts.stages] == ["minmax", "bloom", "automaton", "zones"]
+    assert [name for name, _, _ in verdicts.stages] == ["minmax", "key index", "bloom", "automaton", "zones"]
     assert verdicts.kept.tolist() == kept, f"{where}: {rule}"
 
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 
 import duckdb
@@ -43,6 +45,7 @@ from pyiceberg.types import (
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.lookup import prune
 from indexlib.query.binding import bound_predicate
+from indexlib.statistics import key_hash
 
 EXAMPLES = int(os.environ.get("SKIPINDEX_PROPERTY_EXAMPLES", "2500"))
 PREDICATES_PER_EXAMPLE = 4
@@ -169,6 +172,21 @@ INDEX_SETTINGS = st.sampled_from(
         IndexSettings(kinds=("bloom", "automaton"), bloom_fpp=0.3, automaton_max_states=4, automaton_max_bytes=64),
     ]
 )
+# the global key index on every column with keys, with the kinds or alone (apart: tests/pruning_snapshot.py draws
+# from INDEX_SETTINGS as recorded)
+KEY_INDEX_SETTINGS = st.sampled_from([IndexSettings(key_index=True), IndexSettings(kinds=(), key_index=True)])
+# Bits of the key index's hashes: 64 as built, or 2 (a test hook), where every lookup meets collisions
+HASH_BITS = st.sampled_from([64, 64, 2])
+
+
+@contextmanager
+def hash_bits(bits: int) -> Iterator[None]:
+    """Build and look up with key hashes of `bits` bits (statistics/key_hash.py's test hook)."""
+    saved, key_hash.HASH_BITS = key_hash.HASH_BITS, bits
+    try:
+        yield
+    finally:
+        key_hash.HASH_BITS = saved
 
 
 def _maybe_null(literals: st.SearchStrategy) -> st.SearchStrategy:
@@ -254,11 +272,17 @@ def duck():
     file_rows=files,
     wheres=st.lists(predicates, min_size=PREDICATES_PER_EXAMPLE, max_size=PREDICATES_PER_EXAMPLE),
     zone=st.sampled_from(ZONES),
-    index_settings=INDEX_SETTINGS,
+    index_settings=st.one_of(INDEX_SETTINGS, KEY_INDEX_SETTINGS),
+    bits=HASH_BITS,
 )
 def test_lookup_never_skips_a_matching_file_and_never_overclaims_all_match(
-    tmp_path_factory, duck, file_rows, wheres, zone, index_settings
+    tmp_path_factory, duck, file_rows, wheres, zone, index_settings, bits
 ):
+    with hash_bits(bits):
+        _check_lookups(tmp_path_factory, duck, file_rows, wheres, zone, index_settings)
+
+
+def _check_lookups(tmp_path_factory, duck, file_rows, wheres, zone, index_settings):
     tables = [pa.Table.from_pylist(r, schema=ARROW_SCHEMA) for r in file_rows]
     paths, entries = write_and_index(tmp_path_factory.mktemp("files"), tables, SCHEMA, index_settings)
     rows = pa.concat_tables(

@@ -20,7 +20,9 @@ files with row-group entries, (e) leave no row group holding a TRUE row out of `
 reads (`needed_row_groups`, KeptFile.row_groups), (f) list in `all_match_row_groups` only row groups where every
 row is TRUE.
 
-About half the examples run with row-group entries (`start`'s `row_groups`): `[index] row_groups = true`, and
+About half the examples run with the global key index on every column with keys (`start`'s `key_index`:
+`[index] key_index = true`, key rows written, kept and dropped by every index operation), and about half with
+row-group entries (`start`'s `row_groups`): `[index] row_groups = true`, and
 source files written in row groups of ROW_GROUP_ROWS rows (Iceberg: the table property
 `write.parquet.row-group-limit`; Delta: delta-rs `WriterProperties(max_row_group_size=...)` on every write).
 
@@ -133,6 +135,8 @@ PREDICATES = [
     ("num <= 2", {"num"}),
     ("extra >= 50", {"extra"}),
     ("amount > 2.50", {"amount"}),  # decimal(18, 8), holding 0: Arrow prints it '0E-8' (issue 25, item 6)
+    ("id IN (3, 41, 77)", {"id"}),  # the global key index answers these where it is on
+    ("extra IN (50, 51, 52)", {"extra"}),
 ]
 # deletes: the first files whole (or part of a compacted one), whole partitions, part of files
 DELETES = [*(f"id < {ROWS * n}" for n in (1, 2, 3)), *(f"part = '{p}'" for p in PARTS)]
@@ -268,7 +272,7 @@ class TableLife(RuleBasedStateMachine):
         super().__init__()
         self.spark = spark
         self.dir = Path(tempfile.mkdtemp(prefix=f"{self.kind}-", dir=base))
-        self.configure(row_groups=False)
+        self.configure(row_groups=False, key_index=False)
         self.catalog = self.config.load_catalog()
         self.next_id = 0
         self.history: list[str] = []
@@ -280,15 +284,17 @@ class TableLife(RuleBasedStateMachine):
         self.duck = duckdb.connect()
         self.started = time.monotonic()
 
-    def configure(self, row_groups: bool) -> None:
+    def configure(self, row_groups: bool, key_index: bool) -> None:
         """The configurations builds use (one catalog): `config`, and `late_config`, whose first build leaves
-        existing files to backfill; with `row_groups`, both build row-group entries."""
+        existing files to backfill; with `row_groups`, both build row-group entries; with `key_index`, every
+        column with keys goes into the global key index (`[index] key_index = true`)."""
         self.row_groups = row_groups
+        settings = ("row_groups = true\n" if row_groups else "") + ("key_index = true\n" if key_index else "")
         conf = self.dir / "conf.toml"
         conf.write_text(
             f'[catalog]\nname = "life"\ntype = "sql"\nuri = "sqlite:///{self.dir}/catalog.db"\n'
             f'warehouse = "file://{self.dir}/warehouse"\n[spark]\nmaster = "local[2]"\n'
-            + ("[index]\nrow_groups = true\n" if row_groups else "")
+            + (f"[index]\n{settings}" if settings else "")
         )
         self.config = load_config(conf)
         late = self.dir / "late.toml"  # the same catalog; a first build leaves existing files to backfill
@@ -349,14 +355,15 @@ class TableLife(RuleBasedStateMachine):
 
     # Hypothesis orders rules by their number of arguments and favours the first: every rule takes at most one.
 
-    @initialize(seed=st.integers(0, 1000), files=st.integers(2, 3), row_groups=st.booleans())
-    def start(self, seed: int, files: int, row_groups: bool = False) -> None:
-        self.configure(row_groups)
+    @initialize(seed=st.integers(0, 1000), files=st.integers(2, 3), row_groups=st.booleans(), key_index=st.booleans())
+    def start(self, seed: int, files: int, row_groups: bool = False, key_index: bool = False) -> None:
+        self.configure(row_groups, key_index)
         self.create()
         for n in range(files):
             self.write(self.batch(seed + n, PARTS[n % 3]))
         self.held = self.held_handle()  # made now, first asked after the first step
         shown = f", row groups of {ROW_GROUP_ROWS} rows with row-group entries" if row_groups else ""
+        shown += ", the global key index on every column" if key_index else ""
         self.wrote(f"start: {files} appended files{shown}; held handle made")
 
     def wrote(self, what: str) -> None:

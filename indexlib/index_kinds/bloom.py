@@ -36,8 +36,7 @@ from indexlib.index_kinds import split_block
 from indexlib.index_kinds.base import BuiltIndex, IndexKind
 from indexlib.index_kinds.settings import IndexSettings, Setting, fraction, positive_number
 from indexlib.query.model import Pattern
-from indexlib.query.patterns import pattern_shape
-from indexlib.query.value_set import ValueSet
+from indexlib.query.value_set import ValueSet, equality_literals
 from indexlib.statistics.canonical import Keys, has_keys, literal_hashes, literal_key
 from indexlib.statistics.provider import ColumnStatistics
 from indexlib.statistics.verdict import Verdict
@@ -84,14 +83,12 @@ class BloomIndex(IndexKind):
         return BuiltIndex(split_block.build(keys.hashes(), split_block.optimal_bytes(len(keys), settings.value(FPP))))
 
     def _literals(self, leaf: ValueSet | Pattern) -> list[Any] | None:
-        """Values one of which a matching row must hold; None when the leaf is not a positive equality."""
-        if isinstance(leaf, Pattern):
-            shape = pattern_shape(leaf.kind, leaf.pattern, leaf.escape)
-            return [shape.prefix] if shape.exact == "equal" and not leaf.negated else None  # LIKE without wildcards
-        if leaf.negated:
+        """Values one of which a matching row must hold; None when the leaf is not a positive equality, or a
+        literal has no key (NaN: cannot be ruled out)."""
+        literals = equality_literals(leaf)
+        if literals is None or any(literal_key(leaf.column.type, value) is None for value in literals):
             return None
-        keys = [literal_key(leaf.column.type, value) for value in leaf.values]
-        return None if any(key is None for key in keys) else list(leaf.values)  # NaN: no key, cannot rule out
+        return literals
 
     def verdict(
         self, leaf: ValueSet | Pattern, payloads: Sequence[bytes | None], stats: ColumnStatistics

@@ -25,20 +25,27 @@ def build_order() -> list[IndexKind]:
 
 
 def setting_names() -> tuple[str, ...]:
-    return ("kinds", "row_group_kinds", *declared_settings())
+    return ("kinds", "row_group_kinds", "key_index", *declared_settings())
 
 
 def parse_settings(raw: dict[str, Any], base: IndexSettings, where: str) -> IndexSettings:
     """`base` updated with the settings in `raw`; ValueError naming `where` and the setting on bad input."""
     declared = declared_settings()
     kinds: dict[str, tuple[str, ...]] = {}
-    updates = {}
+    updates: dict[str, Any] = {}
     for name, value in raw.items():
         if name in ("kinds", "row_group_kinds"):
             names = tuple(registry())
             if not isinstance(value, list) or any(kind not in names for kind in value):
                 raise ValueError(f"{where}.{name}: expected a list of {names}, got {value!r}")
             kinds[name] = tuple(dict.fromkeys(value))
+        elif name == "key_index":
+            if not isinstance(value, bool) and value != "auto":
+                raise ValueError(f'{where}.key_index: expected true, false or "auto", got {value!r}')
+            if value == "auto":  # back to the automatic choice, whatever `base` set
+                base = IndexSettings(base.kinds, base.row_group_kinds, None, **base.values)
+            else:
+                updates["key_index"] = value
         elif name in declared:
             try:
                 updates[name] = declared[name].check(value)

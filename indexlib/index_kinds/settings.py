@@ -1,6 +1,7 @@
 """Index settings (conf `[index]`, per table, per column): `kinds`, which overrides the automatic choice (`["bloom"]`,
 `["automaton"]`, both, or `[]` for min/max only), `row_group_kinds`, the same for the payloads of row-group entries
-(default: as `kinds`), plus the settings each kind declares for itself (`Setting`).
+(default: as `kinds`), `key_index` (true / false; unset: the automatic choice, indexing/key_index.py), whether the
+column's values go into the table's global key index, plus the settings each kind declares for itself (`Setting`).
 
 Min/max, null and NaN counts, the exact distinct count and an NDV sketch are kept for every column whatever the
 settings; each kind decides on its own whether a column of a file gets it (`IndexKind.wanted`, in the kind's module).
@@ -53,13 +54,18 @@ class IndexSettings:
     against the registry, loaded on the first check, so do not build an IndexSettings with values while a kind's
     module is being imported."""
 
-    __slots__ = ("kinds", "row_group_kinds", "values")
+    __slots__ = ("key_index", "kinds", "row_group_kinds", "values")
     kinds: tuple[str, ...] | None
     row_group_kinds: tuple[str, ...] | None
+    key_index: bool | None
     values: Mapping[str, Any]
 
     def __init__(
-        self, kinds: Iterable[str] | None = None, row_group_kinds: Iterable[str] | None = None, **values: Any
+        self,
+        kinds: Iterable[str] | None = None,
+        row_group_kinds: Iterable[str] | None = None,
+        key_index: bool | None = None,
+        **values: Any,
     ) -> None:
         declared = declared_settings() if values else {}
         for name in values:
@@ -67,6 +73,7 @@ class IndexSettings:
                 raise TypeError(f"IndexSettings.__init__() got an unexpected keyword argument {name!r}")
         object.__setattr__(self, "kinds", None if kinds is None else tuple(kinds))
         object.__setattr__(self, "row_group_kinds", None if row_group_kinds is None else tuple(row_group_kinds))
+        object.__setattr__(self, "key_index", key_index)
         object.__setattr__(self, "values", MappingProxyType(dict(values)))
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -79,11 +86,16 @@ class IndexSettings:
         return self.values.get(setting.name, setting.default)
 
     def updated(
-        self, kinds: Iterable[str] | None = None, row_group_kinds: Iterable[str] | None = None, **values: Any
+        self,
+        kinds: Iterable[str] | None = None,
+        row_group_kinds: Iterable[str] | None = None,
+        key_index: bool | None = None,
+        **values: Any,
     ) -> IndexSettings:
         return IndexSettings(
             self.kinds if kinds is None else kinds,
             self.row_group_kinds if row_group_kinds is None else row_group_kinds,
+            self.key_index if key_index is None else key_index,
             **{**self.values, **values},
         )
 
@@ -91,17 +103,19 @@ class IndexSettings:
         """The settings row-group payloads are chosen and built with: `row_group_kinds` as their `kinds`."""
         if self.row_group_kinds is None:
             return self
-        return IndexSettings(self.row_group_kinds, **self.values)
+        return IndexSettings(self.row_group_kinds, key_index=self.key_index, **self.values)
 
     def to_json(self) -> dict[str, Any]:
         """`kinds` and every registered setting with its value (defaults included), so equal settings give equal
         text: `{"kinds": null, "bloom_fpp": 0.01, "automaton_max_ndv": 256, ...}` (part of the configuration
-        version, see indexing/file_indexer.py `config_version`); `row_group_kinds` only when set, so settings
-        written before it existed keep their text."""
+        version, see indexing/file_indexer.py `config_version`); `row_group_kinds` and `key_index` only when set,
+        so settings written before they existed keep their text."""
         kinds = None if self.kinds is None else list(self.kinds)
         shown = {"kinds": kinds, **{name: self.value(setting) for name, setting in declared_settings().items()}}
         if self.row_group_kinds is not None:
             shown["row_group_kinds"] = list(self.row_group_kinds)
+        if self.key_index is not None:
+            shown["key_index"] = self.key_index
         return shown
 
     @classmethod
@@ -112,6 +126,7 @@ class IndexSettings:
         return (
             self.kinds,
             self.row_group_kinds,
+            self.key_index,
             tuple(sorted((name, self.value(setting)) for name, setting in declared_settings().items())),
         )
 
@@ -122,18 +137,22 @@ class IndexSettings:
         return hash(self._key())
 
     def __reduce__(self) -> tuple[Any, ...]:  # pickle and copy: the frozen attributes are set by __init__ only
-        return _restore, (self.kinds, self.row_group_kinds, dict(self.values))
+        return _restore, (self.kinds, self.row_group_kinds, self.key_index, dict(self.values))
 
     def __repr__(self) -> str:
         values = "".join(f", {name}={value!r}" for name, value in sorted(self.values.items()))
         groups = "" if self.row_group_kinds is None else f", row_group_kinds={self.row_group_kinds!r}"
-        return f"IndexSettings(kinds={self.kinds!r}{groups}{values})"
+        keyed = "" if self.key_index is None else f", key_index={self.key_index!r}"
+        return f"IndexSettings(kinds={self.kinds!r}{groups}{keyed}{values})"
 
 
 def _restore(
-    kinds: tuple[str, ...] | None, row_group_kinds: tuple[str, ...] | None, values: dict[str, Any]
+    kinds: tuple[str, ...] | None,
+    row_group_kinds: tuple[str, ...] | None,
+    key_index: bool | None,
+    values: dict[str, Any],
 ) -> IndexSettings:
-    return IndexSettings(kinds, row_group_kinds, **values)
+    return IndexSettings(kinds, row_group_kinds, key_index, **values)
 
 
 def declared_settings() -> dict[str, Setting]:

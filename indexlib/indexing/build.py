@@ -104,6 +104,7 @@ def index_new_files(
         skip_unreadable,
         row_groups,
         settings_json({fid: s.for_row_groups() for fid, s in settings.items()}),
+        table_files or len(files),
     )
     size = sum(f.file_size_in_bytes for f in files)
     try:

@@ -33,12 +33,17 @@ from pyiceberg.types import PrimitiveType
 from indexlib.index_kinds.base import BuiltIndex
 from indexlib.index_kinds.registry import build_order, registry
 from indexlib.index_kinds.settings import IndexSettings
+from indexlib.indexing.key_index import wants_key_index
 from indexlib.statistics.canonical import distinct_keys
 from indexlib.statistics.column_stats import ColumnStats, ColumnSummary
+from indexlib.statistics.key_hash import key_hashes
 from indexlib.statistics.sketches import sketch_keys
 from indexlib.store.schema import ENTRY_ARROW_SCHEMA, STATISTICS_VERSION, entry_row
 
 DEFAULT_SETTINGS = IndexSettings()
+# The key index answers `=`, IN and LIKE without wildcards exactly (up to hash collisions, which only keep more
+# files): kinds that answer only those skip a keyed column, as they skip one another kind describes exactly.
+_KEYED = BuiltIndex(b"", exact=True)
 
 
 def indexed_fields(schema: Schema) -> list[tuple[int, str, PrimitiveType]]:
@@ -72,13 +77,18 @@ def wants_row_groups(mode: str, row_groups: int, file_size: int) -> bool:
 
 
 def index_column(
-    field_id: int, name: str, iceberg_type: PrimitiveType, column: pa.ChunkedArray, settings: IndexSettings
+    field_id: int,
+    name: str,
+    iceberg_type: PrimitiveType,
+    column: pa.ChunkedArray,
+    settings: IndexSettings,
+    table_files: int = 1,
 ) -> ColumnStats:
     """`index_summary` of a column held in memory."""
     summary = ColumnSummary(column.type)
     for chunk in column.chunks:
         summary.add(chunk, iceberg_type)
-    return index_summary(field_id, name, iceberg_type, summary, settings)
+    return index_summary(field_id, name, iceberg_type, summary, settings, table_files=table_files)
 
 
 def index_summary(
@@ -88,14 +98,19 @@ def index_summary(
     summary: ColumnSummary,
     settings: IndexSettings,
     sketch: bool = True,
+    table_files: int | None = 1,
 ) -> ColumnStats:
-    """Counts and bounds, distinct count, NDV sketch and the chosen index kinds of one column of one file (or,
-    without `sketch`, of one row group: nothing reads a row group's NDV)."""
+    """Counts and bounds, distinct count, NDV sketch, key hashes (when the column goes into the global key index of
+    a table of `table_files` live files, indexing/key_index.py) and the chosen index kinds of one column of one file
+    (or, without `sketch` and `table_files`, of one row group: nothing reads a row group's NDV, and the key index
+    is per file)."""
     stats = summary.statistics(field_id, name, iceberg_type)
     keys = distinct_keys(summary.distinct(), iceberg_type)
     if keys is None:
         return stats
-    built: list[BuiltIndex] = []
+    values = stats.value_count - stats.null_count - (stats.nan_count or 0)
+    keyed = table_files is not None and wants_key_index(settings, iceberg_type, keys, values, table_files)
+    built: list[BuiltIndex] = [_KEYED] if keyed else []
     indexes: list[dict[str, Any]] = []
     for kind in build_order():
         if kind.chosen(settings, iceberg_type, keys, built):
@@ -104,7 +119,8 @@ def index_summary(
                 built.append(index)
                 indexes.append({"kind": kind.name, "version": kind.version, "payload": index.payload})
     ndv_sketch = sketch_keys(keys) if sketch else None
-    return replace(stats, distinct_count=len(keys), ndv_sketch=ndv_sketch, indexes=tuple(indexes))
+    hashes = key_hashes(keys.hashes()) if keyed else None
+    return replace(stats, distinct_count=len(keys), ndv_sketch=ndv_sketch, indexes=tuple(indexes), key_hashes=hashes)
 
 
 def index_file(
@@ -117,10 +133,11 @@ def index_file(
     batch_rows: int = BATCH_ROWS,
     row_groups: str = "false",
     row_group_settings: dict[int, IndexSettings] | None = None,
+    table_files: int = 1,
 ) -> tuple[int, list[ColumnStats]]:
-    """(record count, column statistics) of one data file, read `batch_rows` rows at a time; with row-group
-    entries (`row_groups`, see `wants_row_groups`) one row group at a time, their payloads built with
-    `row_group_settings` (default: `settings`)."""
+    """(record count, column statistics) of one data file of a table of `table_files` live files, read
+    `batch_rows` rows at a time; with row-group entries (`row_groups`, see `wants_row_groups`) one row group at a
+    time, their payloads built with `row_group_settings` (default: `settings`)."""
     if file_format.upper() != "PARQUET":
         raise ValueError(f"cannot index {path}: file format {file_format} is not supported (only Parquet)")
     io = load_file_io(io_properties, location=path)
@@ -155,13 +172,16 @@ def index_file(
     row_group_settings = row_group_settings or settings
     stats = []
     for fid, name, ftype in wanted:
-        column = index_summary(fid, name, ftype, summaries[fid], settings.get(fid, DEFAULT_SETTINGS))
+        column = index_summary(
+            fid, name, ftype, summaries[fid], settings.get(fid, DEFAULT_SETTINGS), table_files=table_files
+        )
         if groups:
             group_settings = row_group_settings.get(fid, DEFAULT_SETTINGS)
             column = replace(
                 column,
                 row_groups=tuple(
-                    index_summary(fid, name, ftype, group[fid], group_settings, sketch=False) for group in groups
+                    index_summary(fid, name, ftype, group[fid], group_settings, sketch=False, table_files=None)
+                    for group in groups
                 ),
             )
         stats.append(column)
@@ -205,12 +225,14 @@ def index_files_task(
     skip_unreadable: bool = False,
     row_groups: str = "false",
     row_group_settings_json: str = "{}",
+    table_files: int = 1,
 ) -> Any:
     """The function Spark's `mapInArrow` runs: batches of (path, format, size) in, rows of TASK_OUTPUT_SCHEMA out.
 
     A file that cannot be read fails the task with a line naming it, or with `skip_unreadable` comes back as an
     error row (no entry is written for it, so it stays unindexed and every lookup keeps it). `row_groups` and
-    `row_group_settings_json`: `index_file`'s row-group entries.
+    `row_group_settings_json`: `index_file`'s row-group entries. `table_files`: the live files of the table, for
+    the key index's automatic choice.
     """
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -234,6 +256,7 @@ def index_files_task(
                         settings,
                         row_groups=row_groups,
                         row_group_settings=group_settings,
+                        table_files=table_files,
                     )
                 except Exception as exc:  # name the file: the driver turns this into a one-line error
                     reason = f"cannot index data file {path}: {' '.join(str(exc).split()) or type(exc).__name__}"

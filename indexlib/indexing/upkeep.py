@@ -230,7 +230,15 @@ def verify(
     if chosen:
         by_path = {f.path: f for f in live}
         computed = index_new_files(
-            spark, source, [by_path[p] for p in chosen], 0, config, settings, skip_unreadable=True, verb="recomputed"
+            spark,
+            source,
+            [by_path[p] for p in chosen],
+            0,
+            config,
+            settings,
+            skip_unreadable=True,
+            table_files=len(live),
+            verb="recomputed",
         )
         stale += [(path, f"cannot be read now: {reason}") for path, reason in computed.skipped]
         fresh = {row["file_path"]: row for row in computed.entries.to_pylist()}
@@ -259,7 +267,9 @@ def _difference(stored: dict[str, Any], fresh: dict[str, Any], same_config: bool
     """The first way a stored entry disagrees with one computed now from the data (None: they agree).
 
     Min/max and counts must always agree; index payloads and row-group entries only when the entry was built with
-    the current configuration (otherwise it is outdated, not stale). NDV sketches are not compared byte for byte.
+    the current configuration (otherwise it is outdated, not stale); key hashes when both have them (the automatic
+    choice of the key index depends on the table's size when the file was indexed). NDV sketches are not compared
+    byte for byte.
     """
     if stored["record_count"] != fresh["record_count"]:
         return f"record count {stored['record_count']} in the index, {fresh['record_count']} in the file"
@@ -272,4 +282,7 @@ def _difference(stored: dict[str, Any], fresh: dict[str, Any], same_config: bool
         for name in _DATA_FIELDS if not same_config else (*_DATA_FIELDS, "indexes", "row_groups"):
             if mine.get(name) is not None and mine.get(name) != column.get(name):
                 return f"column {column['name']}: {name} differs"
+        if same_config and None not in (mine.get("key_hashes"), column.get("key_hashes")):
+            if mine["key_hashes"] != column["key_hashes"]:
+                return f"column {column['name']}: key_hashes differs"
     return None

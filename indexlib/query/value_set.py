@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from indexlib.query.model import BoundColumn, BoundCompare, BoundIn, Expr
+from indexlib.query.model import BoundColumn, BoundCompare, BoundIn, Expr, Pattern
+from indexlib.query.patterns import pattern_shape
 
 
 @dataclass(frozen=True)
@@ -27,4 +28,15 @@ def value_set(expr: Expr) -> ValueSet | None:
         return ValueSet(expr.column, expr.values, expr.negated)
     if isinstance(expr, BoundCompare) and expr.op in ("=", "!="):
         return ValueSet(expr.column, (expr.value,), negated=expr.op == "!=")
+    return None
+
+
+def equality_literals(leaf: ValueSet | Pattern | Expr) -> list[Any] | None:
+    """Values one of which a matching row must hold (`=`, IN, LIKE without wildcards); None when the leaf is not
+    such a positive equality. What filters of a file's values (Bloom filters, the key index) can answer."""
+    if isinstance(leaf, Pattern):
+        shape = pattern_shape(leaf.kind, leaf.pattern, leaf.escape)
+        return [shape.prefix] if shape.exact == "equal" and not leaf.negated else None
+    if isinstance(leaf, ValueSet) and not leaf.negated:
+        return list(leaf.values)
     return None

@@ -15,7 +15,7 @@ A type this module does not know gets counts but no bounds, which the lookup rea
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -66,6 +66,8 @@ class ColumnStats:
     indexes: tuple[dict[str, Any], ...] = ()  # {"kind", "version", "payload"} per index kind built (index_kinds/)
     # the same per Parquet row group of the file (counts, bounds, indexes), when row-group entries are built
     row_groups: tuple[ColumnStats, ...] | None = None
+    # the column's distinct key hashes (sorted int64), when it is in the table's global key index (store/key_rows.py)
+    key_hashes: np.ndarray | None = field(default=None, compare=False)
 
 
 def supports_bounds(iceberg_type: IcebergType) -> bool:

@@ -77,6 +77,29 @@ class EntryStatistics(StatisticsProvider):
                 asked |= wanted
             return [found[i] for i in files]
 
+    def keyed(self, column: ColumnRef) -> np.ndarray:
+        """Per file, whether its rows of `column` are in the global key index (store/key_rows.py), written for a
+        type of the column's physical domain (another domain's values hash to other keys)."""
+        rows, described = self._column_rows(column.field_id)
+        found = np.zeros(self.num_files, dtype=bool)
+        keyed = pc.fill_null(rows.column("keyed"), False).to_numpy(zero_copy_only=False)
+        if not keyed.any():
+            return found
+        types = rows.column("type")
+        usable = [
+            t for t in pc.unique(types).to_pylist() if (s := _parsed(t)) is not None and same_domain(s, column.type)
+        ]
+        usable_row = pc.is_in(types, value_set=pa.array(usable, pa.string())).to_numpy(zero_copy_only=False)
+        found[described[keyed & usable_row]] = True
+        return found
+
+    def key_files(self, column: ColumnRef, hashes: np.ndarray) -> np.ndarray:
+        """Per file, whether a key row of `column` holds one of `hashes` (int64, sorted, unique)."""
+        paths = self.rows.key_files(column.field_id, hashes)
+        found = np.zeros(self.num_files, dtype=bool)
+        found[pc.drop_null(pc.index_in(paths, value_set=self.paths)).to_numpy()] = True
+        return found
+
     def file_name(self, index: int) -> str:
         return self.paths[index].as_py()
 

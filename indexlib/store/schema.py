@@ -42,12 +42,19 @@ from indexlib.statistics.column_stats import ColumnStats
 #    other), indexed or not, with its partition values (docs/index-table.md, "What the file rows mean")
 # 5: `row_groups` per column row: the same counts, bounds and payloads per Parquet row group, for files built with
 #    `[index] row_groups` (an optional field added in place: format-4 rows read as files without row-group entries)
-FORMAT_VERSION = 5
+# 6: the global key index (store/key_rows.py): `keyed` on column rows, and key rows (`field_id` -c for column c, one
+#    per distinct key hash of the column in the file, `key_hash`); optional fields added in place, as for format 5
+FORMAT_VERSION = 6
 ROWS_FORMAT = 4  # the first format storing rows per (file, column); older ones stored entries as they are
 # What an entry's statistics are (part of its configuration version); format 4 changed how entries are stored, not
 # what they hold, so upgraded entries are not outdated.
 STATISTICS_VERSION = 3
 FILE_ROW = 0  # the field_id of file rows (Iceberg field ids start at 1)
+
+
+def key_rows_id(field_id: int) -> int:
+    """The `field_id` of the key rows of column `field_id` (their own partition of the index table)."""
+    return -field_id
 
 
 def _indexes(list_id: int, first_id: int) -> ListType:
@@ -85,6 +92,8 @@ COLUMN_STATS_TYPE = StructType(
     NestedField(20, "indexes", _indexes(21, 22), required=False),
     # one element per Parquet row group of the file, in footer order; null: no row-group entries (format 5)
     NestedField(31, "row_groups", ListType(32, ROW_GROUP_STATS_TYPE, element_required=True), required=False),
+    # format 6: the distinct key hashes of a column in the global key index (stored as key rows, not in the row)
+    NestedField(41, "key_hashes", ListType(42, LongType(), element_required=True), required=False),
 )
 
 # The per-file facts an entry and a file row share (the file's own, not a column's).
@@ -122,7 +131,10 @@ INDEX_SCHEMA = Schema(
     NestedField(10, "field_id", IntegerType(), required=True),
     *(_optional(f) for f in _FILE_FIELDS),
     *_FILE_FACTS,
-    *(_optional(f) for f in COLUMN_STATS_TYPE.fields if f.name != "field_id"),
+    *(_optional(f) for f in COLUMN_STATS_TYPE.fields if f.name not in ("field_id", "key_hashes")),
+    # format 6: on a column row, whether the file's column has key rows; on a key row, one distinct key hash
+    NestedField(43, "keyed", BooleanType(), required=False),
+    NestedField(44, "key_hash", LongType(), required=False),
 )
 INDEX_PARTITION_SPEC = PartitionSpec(
     PartitionField(source_id=10, field_id=1000, transform=IdentityTransform(), name="field_id")
@@ -186,6 +198,7 @@ def entry_row(
                 **stats.__dict__,
                 "indexes": list(stats.indexes),
                 "row_groups": None if stats.row_groups is None else [_row_group(group) for group in stats.row_groups],
+                "key_hashes": None if stats.key_hashes is None else stats.key_hashes.tolist(),
             }
             for stats in columns
         ],
@@ -222,7 +235,9 @@ def as_entries(table: pa.Table) -> pa.Table:
 
 
 def rows_of(entries: pa.Table) -> pa.Table:
-    """Entries as stored rows: one file row each, and one row per (entry, column), sorted by (field_id, path)."""
+    """Entries as stored rows: one file row each, one row per (entry, column), and one key row per distinct key hash
+    of each column in the global key index; sorted by (field_id, key_hash, path), so each column's key rows are
+    written in hash order (store/key_rows.py reads them by their row groups' hash ranges)."""
     entries = as_entries(entries)
     n = entries.num_rows
     files = {name: entries.column(name) for name in ENTRY_ARROW_SCHEMA.names if name != "columns"}
@@ -232,12 +247,24 @@ def rows_of(entries: pa.Table) -> pa.Table:
     parents = pc.list_parent_indices(listed) if n else pa.array([], pa.int64())
     columns = {} if flat is None else {name: flat.column(name) for name in flat.column_names}
     columns["file_path"] = entries.column("file_path").take(parents)
+    sources = [files, columns]
+    if flat is not None:
+        hashes = flat.column("key_hashes")
+        columns["keyed"] = pc.is_valid(hashes)
+        of_column = pc.list_parent_indices(hashes)
+        sources.append(
+            {
+                "file_path": columns["file_path"].take(of_column),
+                "field_id": pc.negate(flat.column("field_id").take(of_column)),  # key_rows_id
+                "key_hash": pc.list_flatten(hashes),
+            }
+        )
     stacked = [
         pa.table({f.name: _column(source, f, len(source["file_path"])) for f in ROW_ARROW_SCHEMA}, ROW_ARROW_SCHEMA)
-        for source in (files, columns)
+        for source in sources
     ]
     rows = pa.concat_tables(stacked)
-    return rows.sort_by([("field_id", "ascending"), ("file_path", "ascending")])
+    return rows.sort_by([("field_id", "ascending"), ("key_hash", "ascending"), ("file_path", "ascending")])
 
 
 def _column(source: dict[str, Any], field: pa.Field, n: int) -> pa.Array | pa.ChunkedArray:
@@ -247,24 +274,50 @@ def _column(source: dict[str, Any], field: pa.Field, n: int) -> pa.Array | pa.Ch
 
 
 def entries_of(rows: pa.Table) -> pa.Table:
-    """Stored rows as entries, one per file row, ordered by path (column rows without a file row are left out)."""
-    is_file = pc.equal(rows.column("field_id"), FILE_ROW)
+    """Stored rows as entries, one per file row, ordered by path (column and key rows without a file row are left
+    out); a keyed column row gets its key rows' hashes back as `key_hashes`."""
+    field_ids = rows.column("field_id")
+    is_file = pc.equal(field_ids, FILE_ROW)
     files = rows.filter(is_file).sort_by("file_path")
     paths = files.column("file_path").combine_chunks()
-    columns = rows.filter(pc.invert(is_file))
+    columns = rows.filter(pc.greater(field_ids, FILE_ROW))
     columns = columns.filter(pc.is_in(columns.column("file_path"), value_set=paths))
     columns = columns.sort_by([("file_path", "ascending"), ("field_id", "ascending")])
-    file_of_row = np.searchsorted(
-        paths.to_numpy(zero_copy_only=False), columns.column("file_path").to_numpy(zero_copy_only=False)
-    )
+    sorted_paths = paths.to_numpy(zero_copy_only=False)
+    file_of_row = np.searchsorted(sorted_paths, columns.column("file_path").to_numpy(zero_copy_only=False))
     offsets = np.searchsorted(file_of_row, np.arange(files.num_rows + 1), side="left").astype(np.int32)
     struct_type = ENTRY_ARROW_SCHEMA.field("columns").type.value_type
-    elements = pa.StructArray.from_arrays(
-        [_stored(columns, f).cast(f.type) for f in struct_type], fields=list(struct_type)
-    )
+    stored = {f.name: _stored(columns, f).cast(f.type) for f in struct_type if f.name != "key_hashes"}
+    stored["key_hashes"] = _key_hashes(rows, columns, file_of_row, sorted_paths)
+    elements = pa.StructArray.from_arrays([stored[f.name] for f in struct_type], fields=list(struct_type))
     listed = pa.ListArray.from_arrays(pa.array(offsets), elements, type=ENTRY_ARROW_SCHEMA.field("columns").type)
     arrays = [listed if f.name == "columns" else files.column(f.name).cast(f.type) for f in ENTRY_ARROW_SCHEMA]
     return pa.Table.from_arrays(arrays, schema=ENTRY_ARROW_SCHEMA)
+
+
+def _key_hashes(rows: pa.Table, columns: pa.Table, file_of_row: np.ndarray, sorted_paths: np.ndarray) -> pa.Array:
+    """Per column row (of file `file_of_row`), the hashes of its key rows; null where the row is not keyed."""
+    list_type = ENTRY_ARROW_SCHEMA.field("columns").type.value_type.field("key_hashes").type
+    keyed = pc.fill_null(_stored(columns, pa.field("keyed", pa.bool_())), False).to_numpy(zero_copy_only=False)
+    if not keyed.any():
+        return pa.nulls(columns.num_rows, list_type)
+    keys = rows.filter(pc.less(rows.column("field_id"), FILE_ROW))
+    key_paths = keys.column("file_path").to_numpy(zero_copy_only=False)
+    key_file = np.searchsorted(sorted_paths, key_paths)
+    present = (key_file < len(sorted_paths)) & (sorted_paths[np.minimum(key_file, len(sorted_paths) - 1)] == key_paths)
+    # one int64 per (file, column): rows and key rows of the same pair get the same code
+    key_code = key_file[present] * (1 << 32) - keys.column("field_id").to_numpy()[present]
+    hashes = keys.column("key_hash").to_numpy()[present]
+    order = np.lexsort((hashes, key_code))
+    key_code, hashes = key_code[order], hashes[order]
+    row_code = file_of_row * (1 << 32) + columns.column("field_id").to_numpy()
+    starts = np.searchsorted(key_code, row_code, side="left")
+    stops = np.where(keyed, np.searchsorted(key_code, row_code, side="right"), starts)
+    offsets = np.concatenate([[0], np.cumsum(stops - starts)]).astype(np.int32)
+    taken = hashes[np.isin(key_code, row_code[keyed])]  # both in (file, column) order: the rows' lists, concatenated
+    return pa.ListArray.from_arrays(
+        pa.array(offsets), pa.array(taken, pa.int64()), mask=pa.array(~keyed), type=list_type
+    )
 
 
 def _stored(rows: pa.Table, field: pa.Field) -> pa.Array:

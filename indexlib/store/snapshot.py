@@ -16,11 +16,21 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.expressions import And, BooleanExpression, EqualTo, In
 
-from indexlib.store.schema import FILE_ROW, ROW_ARROW_SCHEMA, ROWS_FORMAT, as_entries, one_entry_per_path, rows_of
+from indexlib.store.key_rows import KeyReads, KeyRows
+from indexlib.store.schema import (
+    FILE_ROW,
+    ROW_ARROW_SCHEMA,
+    ROWS_FORMAT,
+    as_entries,
+    key_rows_id,
+    one_entry_per_path,
+    rows_of,
+)
 from indexlib.store.table import format_of, live_version_of, watermark_of
 
 FILE_FIELDS = (
@@ -45,6 +55,7 @@ BOUND_FIELDS = (
     "lower",
     "upper",
     "distinct_count",
+    "keyed",  # format 6: the column's values are in the global key index (store/key_rows.py)
 )
 PAYLOAD_FIELDS = ("file_path", "field_id", "type", "indexes")
 ROW_GROUP_FIELDS = ("file_path", "field_id", "type", "row_groups")  # format 5: per row group, read like payloads
@@ -63,9 +74,16 @@ def _empty(fields: Sequence[str]) -> pa.Table:
 
 
 def _conform(table: pa.Table, fields: Sequence[str]) -> pa.Table:
-    """`fields` of the rows, in the stored Arrow layout (pyiceberg reads large types)."""
+    """`fields` of the rows, in the stored Arrow layout (pyiceberg reads large types); a field the rows were
+    written without (an older format) reads as null."""
     schema = _schema(fields)
-    return pa.Table.from_arrays([table.column(f.name).cast(f.type) for f in schema], schema=schema)
+    return pa.Table.from_arrays(
+        [
+            table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+            for f in schema
+        ],
+        schema=schema,
+    )
 
 
 class IndexRows:
@@ -103,6 +121,18 @@ class IndexRows:
         rows = self._rows.filter(pc.equal(self._rows.column("field_id"), field_id))
         return rows.filter(pc.is_in(rows.column("file_path"), value_set=paths)).select(list(fields))
 
+    def key_files(self, field_id: int, hashes: np.ndarray) -> pa.Array:
+        """The paths (repeated, unordered) of the files whose key rows of column `field_id` hold one of `hashes`
+        (int64, sorted, unique: statistics/key_hash.py)."""
+        rows = self._rows.filter(pc.equal(self._rows.column("field_id"), key_rows_id(field_id)))
+        held = np.isin(rows.column("key_hash").to_numpy(zero_copy_only=False), hashes)
+        return rows.column("file_path").filter(pa.array(held)).combine_chunks()
+
+    @property
+    def key_reads(self) -> KeyReads | None:
+        """What lookups read of the key index (None: held in memory, nothing read)."""
+        return None
+
 
 class IndexSnapshot(IndexRows):
     """One snapshot of a format-4 index table, read as asked and cached (see the module docstring). Thread-safe."""
@@ -120,6 +150,7 @@ class IndexSnapshot(IndexRows):
         self._columns: dict[int, pa.Table] = {}
         # per ("payloads" or "row groups", column): the rows read so far
         self._per_file: dict[tuple[str, int], pa.Table] = {}
+        self._keys = KeyRows(table, snapshot_id)
 
     @staticmethod
     def of(table: Any) -> IndexRows | None:
@@ -139,10 +170,22 @@ class IndexSnapshot(IndexRows):
     def _scan(
         self, what: str, field_ids: Sequence[int], row_filter: BooleanExpression, fields: Sequence[str]
     ) -> pa.Table:
-        scan = self.table.scan(row_filter=row_filter, selected_fields=tuple(fields), snapshot_id=self.snapshot_id)
+        stored = [name for name in fields if name in self._schema().column_names]  # older formats lack some
+        scan = self.table.scan(row_filter=row_filter, selected_fields=tuple(stored), snapshot_id=self.snapshot_id)
         read = _conform(scan.to_arrow(), fields)
         self._count(what, field_ids, read)
         return read
+
+    def key_files(self, field_id: int, hashes: np.ndarray) -> pa.Array:
+        if "key_hash" not in self._schema().column_names:
+            return pa.array([], pa.string())  # written before format 6: no key rows
+        found = self._keys.files_of(field_id, hashes)
+        self.reads.append(("keys", (field_id,), len(found)))
+        return found
+
+    @property
+    def key_reads(self) -> KeyReads | None:
+        return self._keys.reads
 
     def _count(self, what: str, field_ids: Sequence[int], read: pa.Table) -> None:
         self.reads.append((what, tuple(field_ids), read.num_rows))
@@ -197,11 +240,12 @@ class IndexSnapshot(IndexRows):
         appended since (read with the same filters, from the appended data files only)."""
         snapshot_id = table.current_snapshot().snapshot_id
         later = IndexSnapshot(table, snapshot_id, watermark_of(table), live_version_of(table))
+        later._keys = self._keys.carried_to(table, snapshot_id)
 
         def appended(row_filter: BooleanExpression, fields: Sequence[str]) -> pa.Table:
             scan = table.incremental_append_scan(
                 row_filter=row_filter,
-                selected_fields=tuple(fields),
+                selected_fields=tuple(name for name in fields if name in later._schema().column_names),
                 from_snapshot_id_exclusive=self.snapshot_id,
                 to_snapshot_id_inclusive=snapshot_id,
             )
