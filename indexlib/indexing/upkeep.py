@@ -282,7 +282,7 @@ def _difference(stored: dict[str, Any], fresh: dict[str, Any], same_config: bool
         for name in _DATA_FIELDS if not same_config else (*_DATA_FIELDS, "indexes", "row_groups"):
             if mine.get(name) is not None and mine.get(name) != column.get(name):
                 return f"column {column['name']}: {name} differs"
-        if same_config and None not in (mine.get("key_hashes"), column.get("key_hashes")):
-            if mine["key_hashes"] != column["key_hashes"]:
-                return f"column {column['name']}: key_hashes differs"
+        both_keyed = None not in (mine.get("key_hashes"), column.get("key_hashes"))
+        if same_config and both_keyed and mine["key_hashes"] != column["key_hashes"]:
+            return f"column {column['name']}: key_hashes differs"
     return None
