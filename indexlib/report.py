@@ -98,6 +98,17 @@ def _fill_reports(reports: dict[int, ColumnReport], columns: pa.Table) -> None:
     sketches = columns.column("ndv_sketch").combine_chunks()
     for fid, report in reports.items():
         report.ndv, _ = merged_estimate(sketches.filter(pc.equal(field_ids, fid)).to_pylist())
+    if "key_hashes" in columns.column_names:  # format 6: key rows, 8 bytes of hash each (before compression)
+        hashes = columns.column("key_hashes").combine_chunks()
+        keyed = pc.is_valid(hashes)
+        per_column = (
+            pa.table({"field_id": field_ids.filter(keyed), "keys": pc.list_value_length(hashes.filter(keyed))})
+            .group_by("field_id")
+            .aggregate([("keys", "count"), ("keys", "sum")])
+        )
+        for fid, files, keys in zip(*(per_column.column(i).to_pylist() for i in range(3)), strict=True):
+            if fid in reports:
+                reports[fid].kinds["key index"] = [files, 8 * keys]
     if "indexes" not in columns.column_names:
         return
     _count_payloads(reports, field_ids, columns.column("indexes").combine_chunks(), "")
