@@ -97,9 +97,11 @@ class KeyRows:
         if missing:
             self._read(path, missing)
         parts = [pa.array([], pa.string())]
-        for group in groups:
+        low = np.searchsorted(hashes, footer.lower[groups], side="left")
+        high = np.searchsorted(hashes, footer.upper[groups], side="right")
+        for group, first, last in zip(groups, low.tolist(), high.tolist(), strict=True):
             stored, paths = self._pieces[path, group]
-            wanted = np.isin(stored, hashes, assume_unique=False)
+            wanted = np.isin(stored, hashes[first:last])  # only the hashes inside this row group's range
             if wanted.any():
                 parts.append(paths.filter(pa.array(wanted)).cast(pa.string()))
         return pa.concat_arrays(parts)
