@@ -144,18 +144,28 @@ def test_key_rows_go_with_their_files_through_deletes_rebuilds_and_compaction(ke
 
 
 def test_a_backfill_moves_a_table_onto_the_key_index_and_it_answers_throughout(conf_path, keyed, tmp_path):
+    """Entries built before the key index are not keyed: the key index keeps their files, their Bloom filters answer,
+    while new files and rebuilt entries are answered from key rows."""
     keyed_config, name, table, batches = keyed
     plain = load_config(conf_path)
     build_index(plain, name)  # without the key index: Bloom filters
-    value = int(batches[5]["id"][9].as_py())
-    truth = sorted(_files_holding(table, "id", [value]))
-    assert lookup(plain, name, f"id = {value}").files == truth
+    late = _batch(np.random.default_rng(99), 0)
+    table.append(late)
+    build_index(keyed_config, name)  # the new file is keyed, the older ones are not
+
+    def check(step: str) -> None:
+        for value in (int(batches[5]["id"][9].as_py()), int(late["id"][3].as_py())):
+            truth = sorted(_files_holding(table, "id", [value]))
+            assert lookup(keyed_config, name, f"id = {value}").files == truth, f"{step}: id = {value}"
+
+    check("old entries beside keyed ones")
     stepwise = tmp_path / "stepwise.toml"
     stepwise.write_text(keyed_config.path.read_text() + "[build]\nbackfill_files_per_commit = 2\n")
     result = backfill(load_config(stepwise), name)
-    assert result.files_rebuilt == FILES, "the key index changes the configuration version: every entry rebuilt"
-    answer = lookup(keyed_config, name, f"id = {value}")
-    assert answer.files == truth and answer.key_reads is not None, "after the backfill, the key index answers"
+    assert result.files_rebuilt == FILES, "the key index changes the configuration version: the old entries rebuilt"
+    check("after the backfill")
+    value = int(batches[0]["id"][0].as_py())
+    assert lookup(keyed_config, name, f"id = {value}").key_reads is not None, "the key index answers the old files"
 
 
 def test_the_key_index_setting_is_checked(conf_path, catalog):

@@ -45,7 +45,7 @@ the index's idea of which files are live is most at stake; `rollback` / `restore
 
 CI profile (`make test`): EXAMPLES examples of up to STEPS steps per format (8 and 12: about 40 s each on the 2-core
 machine; about half of them with row-group entries), and KNOWN_HISTORIES, histories the machine found (and two with
-row-group entries, one per format), replayed step by step. Long runs, by environment variable:
+row-group entries and two with the key index, one per format), replayed step by step. Long runs, by environment variable:
 SKIPINDEX_LIFE_EXAMPLES, SKIPINDEX_LIFE_STEPS (e.g. 300 and 15); SKIPINDEX_LIFE_SEED (hypothesis's seed, printed with
 every failure); SKIPINDEX_LIFE_FOCUS (only the named failure types fail an example: hypothesis stops looking 10 s after
 its first failure, so a hunt for one bug names it; such a run keeps its examples in .hypothesis/table-life/ and goes
@@ -1006,6 +1006,36 @@ KNOWN_HISTORIES: dict[str, tuple[type[TableLife], list[tuple[str, dict[str, Any]
             ("build", {}),
             ("compact_source", {}),
             ("backfill_index", {}),
+            ("build", {}),
+        ],
+    ),
+    # key rows through deletes, a rebuild, compaction of the index, a type promotion and a rollback
+    "key-index-through-a-life-iceberg": (
+        IcebergLife,
+        [
+            ("start", {"key_index": True}),
+            ("build", {}),
+            ("append", {"part": "c"}),
+            ("delete", {"where": "id < 10"}),
+            ("build", {}),
+            ("compact_index", {}),
+            ("evolve_schema", {"change": "promote n"}),
+            ("build_from_now", {}),
+            ("backfill_index", {}),
+            ("rollback", {"pick": 1}),
+            ("build", {}),
+        ],
+    ),
+    "key-index-through-a-life-delta": (
+        DeltaLife,
+        [
+            ("start", {"key_index": True}),
+            ("build", {}),
+            ("append", {"part": "a"}),
+            ("delete", {"where": "part = 'b'"}),
+            ("build", {}),
+            ("compact_index", {}),
+            ("compact_source", {}),
             ("build", {}),
         ],
     ),
