@@ -12,6 +12,7 @@ from pyiceberg.types import BinaryType, DateType, DecimalType, DoubleType, Integ
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.indexing.file_indexer import index_column
 from indexlib.indexing.key_index import MIN_FILES
+from indexlib.statistics.canonical import distinct_keys, literal_hashes
 
 IDS = [7_000_003 * i % 1_000_003 for i in range(1, 201)]  # 200 distinct, scattered over [0, 10^6)
 AUTO = IndexSettings()
@@ -108,3 +109,21 @@ def test_explicit_kinds_still_build_a_bloom_filter_beside_the_key_index():
     settings = IndexSettings(kinds=("bloom",), key_index=True)
     stats = index_column(1, "c", LongType(), pa.chunked_array([pa.array(IDS, pa.int64())]), settings)
     assert stats.key_hashes is not None and [i["kind"] for i in stats.indexes] == ["bloom"], "kinds = [...] wins"
+
+
+@pytest.mark.parametrize(
+    ("iceberg_type", "values"),
+    [
+        (LongType(), [0, -1, 2**63 - 1, -(2**63), 42]),
+        (IntegerType(), [5, -7, 2**31 - 1]),
+        (StringType(), ["", "é", "a b", "\U0001f600", "x" * 300]),
+    ],
+)
+def test_literal_lists_hash_as_the_build_hashes_the_same_values(iceberg_type, values):
+    """Lists of plain ints or strings take a vectorised path; it must give the build's hashes of those values."""
+    arrow_type = {"long": pa.int64(), "int": pa.int32(), "string": pa.string()}[str(iceberg_type)]
+    built = distinct_keys(pa.array(values, arrow_type), iceberg_type).hashes()
+    assert sorted(literal_hashes(iceberg_type, values).tolist()) == sorted(built.tolist())
+    odd = 5 if isinstance(iceberg_type, StringType) else True  # a companion of another type: the general path
+    general = [literal_hashes(iceberg_type, [value, odd])[0] for value in values]
+    assert sorted(int(h) for h in general) == sorted(built.tolist()), "the general path gives the same hashes"

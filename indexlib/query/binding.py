@@ -167,7 +167,8 @@ class _Binder(ExprVisitor[Expr]):
             return Unusable(str(expr), str(exc))
         plain, others = _split_plain(expr.column, values, self.schema, self.table)
         leaves = [_bind_leaf(op, expr.column, v, self.schema, self.table) for v in others]
-        leaves += [BoundCompare(op, plain[0], v) for v in plain[1]] if plain else []
+        if plain and plain[1]:  # one set leaf for them at once (gathered with the others by `_as_sets`)
+            leaves.append(BoundIn(plain[0], tuple(plain[1]), expr.negated))
         return _as_sets(leaves, op, expr.negated)
 
     def visit_compare(self, expr: Compare) -> Expr:

@@ -159,6 +159,10 @@ def literal_key(iceberg_type: IcebergType, value: Any) -> str | None:
 
 def literal_hashes(iceberg_type: IcebergType, values: Iterable[Any]) -> np.ndarray | None:
     """The hashes `Keys.hashes` gives the values equal to these bound literals; None when one has no key (NaN)."""
+    values = list(values)
+    fast = _plain_hashes(iceberg_type, values)
+    if fast is not None:
+        return fast
     numbers: list[int | float] = []
     blobs: list[bytes] = []
     for value in values:
@@ -180,6 +184,20 @@ def literal_hashes(iceberg_type: IcebergType, values: Iterable[Any]) -> np.ndarr
     floating = isinstance(iceberg_type, (FloatType, DoubleType))
     words = np.array(numbers, dtype=np.float64 if floating else np.int64)
     return np.concatenate([hash_words(words), hash_binary(pa.array(blobs, pa.large_binary()))])
+
+
+def _plain_hashes(iceberg_type: IcebergType, values: list[Any]) -> np.ndarray | None:
+    """`literal_hashes` without a Python step per value, for the lists planners send (100,000s of keys): Python ints
+    on an integral column (their int64, as `literal_key` reads them) and str on a string column (their UTF-8);
+    None for anything else, which takes the general path."""
+    if isinstance(iceberg_type, INTEGRAL_TYPES) and all(type(v) is int for v in values):
+        try:
+            return hash_words(np.array(values, dtype=np.int64))
+        except OverflowError:
+            return None
+    if isinstance(iceberg_type, StringType) and all(type(v) is str for v in values):
+        return hash_binary(pa.array(values, pa.large_string()))
+    return None
 
 
 def _unscaled_int64(decimals: pa.Array | pa.ChunkedArray) -> np.ndarray:
