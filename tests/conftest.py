@@ -84,7 +84,7 @@ def catalog(config: Config):
 
 def write_and_index(directory, tables, schema, settings=None):
     """Write each Arrow table as a real Parquet file and index it with the build's per-file code (`settings`: one
-    IndexSettings for every column; default: the automatic choice)."""
+    IndexSettings for every column, or a list of them, one per file; default: the automatic choice)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -95,7 +95,8 @@ def write_and_index(directory, tables, schema, settings=None):
     for n, table in enumerate(tables):
         path = f"{directory}/file-{n}.parquet"
         pq.write_table(table, path)
-        per_column = {field.field_id: settings for field in schema.fields} if settings is not None else None
+        chosen = settings[n % len(settings)] if isinstance(settings, list) else settings
+        per_column = {field.field_id: chosen for field in schema.fields} if chosen is not None else None
         record_count, stats = index_file(path, "PARQUET", schema, {}, None, per_column)
         paths.append(path)
         entries.append(entry_row(path, 0, record_count, 1, stats))

@@ -174,7 +174,13 @@ INDEX_SETTINGS = st.sampled_from(
 )
 # the global key index on every column with keys, with the kinds or alone (apart: tests/pruning_snapshot.py draws
 # from INDEX_SETTINGS as recorded)
-KEY_INDEX_SETTINGS = st.sampled_from([IndexSettings(key_index=True), IndexSettings(kinds=(), key_index=True)])
+KEY_INDEX_SETTINGS = st.sampled_from(
+    [
+        IndexSettings(key_index=True),
+        IndexSettings(kinds=(), key_index=True),
+        [IndexSettings(key_index=True), IndexSettings()],  # files keyed and not, side by side (one per file in turn)
+    ]
+)
 # Bits of the key index's hashes: 64 as built, or 2 (a test hook), where every lookup meets collisions
 HASH_BITS = st.sampled_from([64, 64, 2])
 
