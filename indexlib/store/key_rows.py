@@ -27,15 +27,16 @@ from pyiceberg.expressions import And, EqualTo, In
 
 from indexlib.store.schema import key_rows_id
 
-_FOOTERS_KEPT = 4_096  # data files whose row-group hash ranges are kept in memory (a few KB each)
+_FOOTERS_KEPT = 256  # data files whose footers are kept in memory (~1 KB per row group each)
 
 
 @dataclass(frozen=True)
 class _Footer:
-    """One data file's row groups: their `key_hash` ranges."""
+    """One data file's row groups: their `key_hash` ranges, and the parsed footer (read once per file)."""
 
     lower: np.ndarray
     upper: np.ndarray
+    metadata: Any
 
 
 @dataclass
@@ -95,13 +96,17 @@ class KeyRows:
         groups = np.flatnonzero(hit).tolist()
         missing = [g for g in groups if (path, g) not in self._pieces]
         if missing:
-            self._read(path, missing)
+            self._read(path, missing, footer.metadata)
         parts = [pa.array([], pa.string())]
         low = np.searchsorted(hashes, footer.lower[groups], side="left")
         high = np.searchsorted(hashes, footer.upper[groups], side="right")
         for group, first, last in zip(groups, low.tolist(), high.tolist(), strict=True):
             stored, paths = self._pieces[path, group]
-            wanted = np.isin(stored, hashes[first:last])  # only the hashes inside this row group's range
+            inside = hashes[first:last]  # only the hashes inside this row group's range (sorted, unique)
+            if not len(inside):
+                continue
+            at = np.minimum(np.searchsorted(inside, stored), len(inside) - 1)
+            wanted = inside[at] == stored
             if wanted.any():
                 parts.append(paths.filter(pa.array(wanted)).cast(pa.string()))
         return pa.concat_arrays(parts)
@@ -120,18 +125,17 @@ class KeyRows:
             known = statistics is not None and statistics.has_min_max
             lower.append(statistics.min if known else np.iinfo(np.int64).min)  # no statistics: any hash may be in it
             upper.append(statistics.max if known else np.iinfo(np.int64).max)
-        footer = _Footer(np.array(lower, np.int64), np.array(upper, np.int64))
+        footer = _Footer(np.array(lower, np.int64), np.array(upper, np.int64), metadata)
         with _footers_lock:
             _footers[path] = footer
             while len(_footers) > _FOOTERS_KEPT:
                 _footers.popitem(last=False)
         return footer
 
-    def _read(self, path: str, groups: list[int]) -> None:
+    def _read(self, path: str, groups: list[int], metadata: Any) -> None:
         with self.table.io.new_input(path).open() as stream:
-            parquet = pq.ParquetFile(stream, read_dictionary=["file_path"])
+            parquet = pq.ParquetFile(stream, metadata=metadata, read_dictionary=["file_path"])
             read = parquet.read_row_groups(groups, columns=["key_hash", "file_path"], use_threads=False)
-            metadata = parquet.metadata
         names = metadata.schema.names
         columns = [names.index("key_hash"), names.index("file_path")]
         self.reads.row_groups += len(groups)
