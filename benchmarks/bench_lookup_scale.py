@@ -15,7 +15,19 @@ them, checked on the first files against a plain `index_file`). Per query: the w
 each index, the files and row groups each keeps, and the files and row groups that truly hold a match.
 pyiceberg's `plan_files` is left out of that table (it is the same as above).
 
+With `--key-index` the table is indexed twice, side by side: with the automatic choice (at 5,000+ files part_key,
+random per file, goes into the global key index and gets no Bloom filter; order_key, a dense sorted run, does not)
+and with the old choice (`key_index = false`: Bloom filters sized for the table). Per query (`=` on order_key and
+part_key, part_key IN 3 / 1,000 / 10,000 / 100,000 keys of which 2 % are drawn from the table, tag equality, a
+3-leaf AND): warm handle times with SQL text, with a `query.model` tree (no parsing) and with a fresh key list per
+run; the SQL's parse+bind; cold lookups in a fresh process; files kept and true; what was read (index Arrow bytes,
+key-index row groups / rows / compressed bytes); then the index's Parquet bytes per partition and payload bytes per
+column and kind, and part_key's bytes against precision (a 1 % Bloom filter per file built here, the table-sized
+filters, the key index; false files per absent key over 1,000 absent keys). `--keep DIR` keeps the tables,
+`--profile PATH` writes cProfile reports of the key-index side.
+
     .venv/bin/python benchmarks/bench_lookup_scale.py [--files 10000] [--rows 16] [--row-groups 8]
+    .venv/bin/python benchmarks/bench_lookup_scale.py --key-index --files 10000 100000 --runs 3
 """
 
 from __future__ import annotations
@@ -26,7 +38,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import replace
 from itertools import repeat
 from pathlib import Path
@@ -34,12 +48,16 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.expressions import EqualTo, GreaterThan
+from pyiceberg.types import LongType
 from timing import best_of
 
 from indexlib.config import load_config
 from indexlib.handle import IndexHandle, open_handle
+from indexlib.index_kinds import split_block
 from indexlib.index_kinds.registry import sized_settings
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.indexing.file_indexer import index_file
@@ -47,14 +65,17 @@ from indexlib.lookup import prune_aligned
 from indexlib.pruning.iceberg_filter import to_iceberg_filter
 from indexlib.pruning.partitions import prune_partitions
 from indexlib.query.binding import bind
+from indexlib.query.model import In
 from indexlib.query.normalize import normalize
 from indexlib.query.sql import parse_where
+from indexlib.statistics.canonical import distinct_keys, literal_hashes
 from indexlib.store.schema import ENTRY_ARROW_SCHEMA, entry_row
 from indexlib.store.table import IndexTable, LiveSet
 
 MODES = np.array(["AIR", "FOB", "MAIL", "RAIL", "REG AIR", "SHIP", "TRUCK"])
 TABLE = "bench.events"
 FILES_ONLY = "skipindex_files_only"  # --row-groups: the second index, without row-group entries
+BLOOM_ONLY = "skipindex_bloom_only"  # --key-index: the second index, with the old choice (key_index = false)
 
 
 def _queries(rng: np.random.Generator, files: int, rows: int) -> list[tuple[str, str]]:
@@ -69,11 +90,18 @@ def _queries(rng: np.random.Generator, files: int, rows: int) -> list[tuple[str,
 
 
 def _make_table(
-    root: Path, files: int, rows: int, rng: np.random.Generator, false_files: float | None, row_groups: int = 0
+    root: Path,
+    files: int,
+    rows: int,
+    rng: np.random.Generator,
+    false_files: float | None,
+    row_groups: int = 0,
+    bloom_only: bool = False,
 ) -> tuple[Path, dict[str, pa.Table], Path | None]:
     """The table, its index, and each data file's rows (for the truth). With `row_groups`, files of that many row
     groups, indexed with row-group entries, and a second index of the same entries without them (in namespace
-    `FILES_ONLY`): the conf of that second index is the third value."""
+    `FILES_ONLY`); with `bloom_only`, a second index made with the old choice (`key_index = false`: Bloom filters
+    sized for the table, no key rows; namespace `BLOOM_ONLY`). The conf of that second index is the third value."""
     warehouse = root / "warehouse"
     warehouse.mkdir()
     conf = root / "conf.toml"
@@ -114,6 +142,7 @@ def _make_table(
                 repeat(name_mapping),
                 repeat(settings),
                 repeat(group_settings),
+                repeat(files),
                 chunksize=256,
             )
         )
@@ -125,11 +154,35 @@ def _make_table(
         live=live,
         watermark=version,
     )
+    if bloom_only:
+        old = declared.updated(key_index=False)
+        old_settings = {f.field_id: sized_settings(old, files) for f in iceberg_schema.fields}
+        with ProcessPoolExecutor() as pool:
+            old_entries = list(
+                pool.map(
+                    _entry,
+                    paths,
+                    repeat(iceberg_schema),
+                    repeat(name_mapping),
+                    repeat(old_settings),
+                    repeat(None),
+                    repeat(files),
+                    chunksize=256,
+                )
+            )
+        second = root / "bloom_only.toml"
+        second.write_text(conf.read_text() + f'[index]\nnamespace = "{BLOOM_ONLY}"\n')
+        IndexTable(catalog, BLOOM_ONLY, TABLE).commit(
+            pa.Table.from_pylist([entry for entry, _ in old_entries], schema=ENTRY_ARROW_SCHEMA),
+            live=live,
+            watermark=version,
+        )
+        return conf, data, second
     if not row_groups:
         return conf, data, None
     for path in paths[:20]:  # the entry without row-group entries is what a build without them writes
-        plain = _entry(path, iceberg_schema, name_mapping, settings, None)[0]
-        assert plain == _entry(path, iceberg_schema, name_mapping, settings, group_settings)[1], path
+        plain = _entry(path, iceberg_schema, name_mapping, settings, None, files)[0]
+        assert plain == _entry(path, iceberg_schema, name_mapping, settings, group_settings, files)[1], path
     files_only = root / "files_only.toml"
     files_only.write_text(conf.read_text() + f'[index]\nnamespace = "{FILES_ONLY}"\n')
     IndexTable(catalog, FILES_ONLY, TABLE).commit(
@@ -141,12 +194,26 @@ def _make_table(
 
 
 def _entry(
-    path: str, schema: Any, name_mapping: str | None, settings: dict, group_settings: dict | None
+    path: str,
+    schema: Any,
+    name_mapping: str | None,
+    settings: dict,
+    group_settings: dict | None,
+    table_files: int = 1,
 ) -> tuple[dict, dict]:
-    """The file's entry (with row-group entries when `group_settings` is given), and the same entry without them."""
+    """The file's entry (with row-group entries when `group_settings` is given), and the same entry without them;
+    `table_files`: the table's live files, which the build passes (the key index's automatic choice needs it)."""
     mode = "true" if group_settings is not None else "false"
     count, stats = index_file(
-        path, "PARQUET", schema, {}, name_mapping, settings, row_groups=mode, row_group_settings=group_settings
+        path,
+        "PARQUET",
+        schema,
+        {},
+        name_mapping,
+        settings,
+        row_groups=mode,
+        row_group_settings=group_settings,
+        table_files=table_files,
     )
     size = Path(path).stat().st_size
 
@@ -267,7 +334,11 @@ def _row_groups_row(
     )
 
 
-def _chart(results: dict[tuple[int, str], dict[str, float]], path: str) -> None:
+def _chart(
+    results: dict[tuple[int, str], dict[str, float]],
+    path: str,
+    title: str = "Lookup at lake scale: pyiceberg plan_files vs skipindex (bench_lookup_scale.py)",
+) -> None:
     """Grouped bars, log scale: per file count and query, plan_files against our cold and warm lookups."""
     import matplotlib
 
@@ -288,7 +359,7 @@ def _chart(results: dict[tuple[int, str], dict[str, float]], path: str) -> None:
     axes.set_yscale("log")
     axes.set_ylabel("ms (log scale)")
     axes.set_xticks(range(len(keys)), [f"{label}\n{files:,} files" for files, label in keys], fontsize=7)
-    axes.set_title("Lookup at lake scale: pyiceberg plan_files vs skipindex (bench_lookup_scale.py)")
+    axes.set_title(title)
     axes.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=110)
@@ -310,7 +381,20 @@ def main() -> None:
         default=0,
         help="write files of this many row groups and compare the index with row-group entries to the one without",
     )
+    parser.add_argument(
+        "--key-index",
+        action="store_true",
+        help="index the table twice, with the automatic choice (global key index) and with key_index = false "
+        "(Bloom filters sized for the table), and compare = and IN of 3 to 100,000 keys on both",
+    )
+    parser.add_argument("--keep", help="--key-index: keep the table and indexes under this directory")
+    parser.add_argument(
+        "--profile", help="--key-index: write cProfile reports of the key index side to PATH-<files>.txt"
+    )
     args = parser.parse_args()
+    if args.key_index:
+        key_index_main(args)
+        return
     if args.row_groups:
         row_groups_main(args)
         return
@@ -385,6 +469,452 @@ def row_groups_main(args: argparse.Namespace) -> None:
             )
     if args.chart:
         _chart(results, args.chart)
+
+
+# --key-index: the global key index (new automatic choice) against the old choice (Bloom filters sized for the
+# table), side by side on the same table.
+KEY_LISTS = (3, 1_000, 10_000, 100_000)  # part_key IN lists
+PRESENT_SHARE = 0.02  # of each list drawn from the table's keys (at least one), the rest random in the key range
+ABSENT_KEYS = 1_000  # keys absent from the table, probed to measure false files per absent key
+SIDES = ("Bloom", "key index")  # the old choice, the new one
+NAMES = {1: "order_key", 2: "part_key", 3: "mode"}  # the table's field ids (checked in key_index_main)
+PART_KEY = 2
+
+COLD_KEYS = """
+import json, sys, time
+from dataclasses import asdict
+started = time.perf_counter()
+from indexlib import load_config
+from indexlib.lookup import lookup_in, read_state
+from indexlib.query.model import In
+from indexlib.query.sql import Clock
+config = load_config(sys.argv[1])
+config.load_catalog()  # imports the catalog's client (SQLAlchemy for the SQL catalog)
+asked = json.loads(sys.stdin.read())
+imported = time.perf_counter()
+where = asked["sql"] if "sql" in asked else In(asked["column"], tuple(asked["keys"]))
+state = read_state(config, sys.argv[2])
+live = time.perf_counter()
+result = lookup_in(state, sys.argv[2], where, Clock.system())
+done = time.perf_counter()
+peak_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"import_s": imported - started, "live_s": live - imported, "lookup_s": done - imported,
+                  "kept": len(result.files), "read_mb": state.rows.bytes_read / 1e6, "rss_mb": peak_kb / 1024,
+                  "key_reads": asdict(result.key_reads) if result.key_reads else None}))
+"""
+
+
+def _key_list(rng: np.random.Generator, n: int, key_range: int, present: np.ndarray) -> np.ndarray:
+    """`n` keys: PRESENT_SHARE of them (at least one) drawn from the table, the rest random in [0, key_range) (of
+    which ~2 % are in the table too: it holds one key per 50 of the range)."""
+    drawn = max(1, round(PRESENT_SHARE * n))
+    keys = np.concatenate([rng.choice(present, drawn, replace=False), rng.integers(0, key_range, n - drawn)])
+    return rng.permutation(keys)
+
+
+def _key_queries(rng: np.random.Generator, files: int, rows: int, present: np.ndarray) -> list[tuple[str, str, Any]]:
+    """(label, SQL, how to draw a fresh key list of the same size, or None for the queries without one)."""
+    key_range = files * rows * 50
+    queries: list[tuple[str, str, Any]] = [("order_key =", f"order_key = {files * rows // 2 + 3}", None)]
+    key = int(rng.choice(present))
+    queries.append(("part_key =", f"part_key = {key}", lambda: rng.choice(present, 1)))
+    for n in KEY_LISTS:
+        keys = _key_list(rng, n, key_range, present)
+        queries.append(
+            (
+                f"part_key IN {n:,} keys",
+                f"part_key IN ({', '.join(map(str, keys))})",
+                lambda n=n: _key_list(rng, n, key_range, present),
+            )
+        )
+    queries += [
+        ("tag =", "mode = 'REG AIR'", None),
+        ("3-leaf AND", f"order_key < {files * rows // 4} AND mode = 'AIR' AND part_key > 100", None),
+    ]
+    return queries
+
+
+def _sql_keys(where: str) -> np.ndarray | None:
+    """The literals of a `part_key =` / `part_key IN (...)` query."""
+    if not where.startswith("part_key =") and not where.startswith("part_key IN"):
+        return None
+    return np.array([int(k) for k in where.split("(", 1)[-1].rstrip(")").replace("part_key =", "").split(",")])
+
+
+def _tree(keys: np.ndarray) -> Any:
+    return In("part_key", tuple(int(k) for k in keys))
+
+
+def _cold_keys(conf: Path, asked: dict) -> dict:
+    return json.loads(
+        subprocess.run(
+            [sys.executable, "-c", COLD_KEYS, str(conf), TABLE],
+            input=json.dumps(asked),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+
+
+def _reads_of(results: list[Any]) -> tuple[float, float]:
+    """Median key-index row groups and KB (compressed) read per lookup."""
+    groups = [r.key_reads.row_groups if r.key_reads else 0 for r in results]
+    kb = [r.key_reads.bytes / 1e3 if r.key_reads else 0 for r in results]
+    return float(np.median(groups)), float(np.median(kb))
+
+
+def _stage_chain(result: Any) -> str:
+    shown = [f"{result.files_total:,}"]
+    shown += [f"{s.name} {s.files_out:,}" for s in result.stages if s.files_out != s.files_in]
+    return " → ".join(shown)
+
+
+def _key_index_row(
+    files: int,
+    label: str,
+    where: str,
+    fresh: Any,
+    confs: tuple[Path, Path],
+    handles: tuple[IndexHandle, IndexHandle],
+    schema: Any,
+    truth: Any,
+    runs: int,
+) -> tuple[str, str, dict[str, float]]:
+    """One query on both indexes (alternating, so both see the same moments of a shared machine): the timing row,
+    the reads row, and the warm times for the chart."""
+    keys = _sql_keys(where)
+    for handle in handles:
+        handle.lookup(where)  # reads what the predicate needs of the index: the warm times below read nothing
+    warm_sql, warm_tree, warm_fresh = [float("inf")] * 2, [float("inf")] * 2, [float("inf")] * 2
+    fresh_results: list[list[Any]] = [[], []]
+    tree = _tree(keys) if keys is not None else None
+    for _ in range(runs):
+        lists = fresh() if fresh is not None else None
+        fresh_tree = _tree(lists) if lists is not None else None
+        for n, handle in enumerate(handles):
+            warm_sql[n] = min(warm_sql[n], best_of(1, lambda h=handle: h.lookup(where)))
+            if tree is not None:
+                warm_tree[n] = min(warm_tree[n], best_of(1, lambda h=handle: h.lookup(tree)))
+            if fresh_tree is not None:  # keys this handle never looked up: what a planner's new list costs
+                started = time.perf_counter()
+                fresh_results[n].append(handle.lookup(fresh_tree))
+                warm_fresh[n] = min(warm_fresh[n], time.perf_counter() - started)
+    parse_s = best_of(min(runs, 2), lambda: bind(normalize(parse_where(where)), schema, TABLE))
+    cold_sql = [_cold_keys(conf, {"sql": where}) for conf in confs]
+    cold_tree = (
+        [_cold_keys(conf, {"column": "part_key", "keys": keys.tolist()}) for conf in confs]
+        if keys is not None
+        else None
+    )
+    answers = [handle.lookup(where) for handle in handles]
+    true = truth(where, keys)
+
+    def pair(values: list[float], scale: float = 1e3, digits: int = 1) -> str:
+        return " / ".join("–" if v == float("inf") else f"{v * scale:,.{digits}f}" for v in values)
+
+    cold_tree_text = pair([c["lookup_s"] for c in cold_tree], digits=0) if cold_tree else "–"
+    timing = (
+        f"| {files:,} | {label} | {pair(warm_sql)} | {pair(warm_tree)} | {pair(warm_fresh)} | {parse_s * 1e3:,.1f} | "
+        f"{pair([c['lookup_s'] for c in cold_sql], digits=0)} | {cold_tree_text} | "
+        f"{len(answers[0].files):,} / {len(answers[1].files):,} | {true:,} |"
+    )
+    cold_new = (cold_tree or cold_sql)[1]
+    key_cold = cold_new["key_reads"]
+    fresh_reads = _reads_of(fresh_results[1]) if fresh_results[1] else None
+    reads = (
+        f"| {files:,} | {label} | {cold_sql[0]['read_mb']:,.1f} / {cold_sql[1]['read_mb']:,.1f} | "
+        + (
+            f"{key_cold['row_groups']:,} / {key_cold['rows']:,} / {key_cold['bytes'] / 1e3:,.0f} | "
+            if key_cold
+            else "– | "
+        )
+        + (f"{fresh_reads[0]:,.0f} / {fresh_reads[1]:,.0f} | " if fresh_reads else "– | ")
+        + f"{cold_sql[0]['rss_mb']:,.0f} / {cold_sql[1]['rss_mb']:,.0f} | "
+        f"{_stage_chain(answers[0])} | {_stage_chain(answers[1])} |"
+    )
+    return timing, reads, {f"warm, {side}": warm_sql[n] for n, side in enumerate(SIDES)}
+
+
+def _index_parts(config: Any, names: dict[int, str]) -> list[tuple[str, int, int, int]]:
+    """Per partition of the index table: (what, data files, rows, Parquet bytes)."""
+    index = IndexTable(config.load_catalog(), config.index_namespace, TABLE).load()
+    parts: dict[int, list[int]] = {}
+    for task in index.scan().plan_files():
+        field_id = task.file.partition[0]
+        part = parts.setdefault(field_id, [0, 0, 0])
+        part[0] += 1
+        part[1] += task.file.record_count
+        part[2] += task.file.file_size_in_bytes
+
+    def what(field_id: int) -> str:
+        if field_id == 0:
+            return "file rows"
+        return f"{names[abs(field_id)]} key rows" if field_id < 0 else f"{names[field_id]} rows"
+
+    return [(what(f), *parts[f]) for f in sorted(parts, key=lambda f: (f < 0, abs(f)))]
+
+
+def _key_rows_columns(config: Any, field_id: int) -> dict[str, int]:
+    """Compressed bytes per Parquet column of the key rows of column `field_id` (from the data files' footers)."""
+    index = IndexTable(config.load_catalog(), config.index_namespace, TABLE).load()
+    sizes: dict[str, int] = {}
+    for task in index.scan().plan_files():
+        if task.file.partition[0] != -field_id:
+            continue
+        metadata = pq.ParquetFile(task.file.file_path.removeprefix("file://")).metadata
+        for group in range(metadata.num_row_groups):
+            for c in range(metadata.num_columns):
+                column = metadata.row_group(group).column(c)
+                sizes[column.path_in_schema] = sizes.get(column.path_in_schema, 0) + column.total_compressed_size
+    return sizes
+
+
+def _payloads(config: Any, field_id: int | None = None) -> pa.Table:
+    """(file_path, field_id, kind, bytes) of every payload of the index (of one column when `field_id` is given)."""
+    index = IndexTable(config.load_catalog(), config.index_namespace, TABLE).load()
+    row_filter = GreaterThan("field_id", 0) if field_id is None else EqualTo("field_id", field_id)
+    rows = index.scan(row_filter=row_filter, selected_fields=("file_path", "field_id", "indexes")).to_arrow()
+    listed = rows.column("indexes").combine_chunks()
+    parents = pc.list_parent_indices(listed)
+    flat = pc.list_flatten(listed)
+    return pa.table(
+        {
+            "file_path": rows.column("file_path").combine_chunks().take(parents),
+            "field_id": rows.column("field_id").combine_chunks().take(parents),
+            "kind": pc.struct_field(flat, "kind"),
+            "payload": pc.struct_field(flat, "payload"),
+            "bytes": pc.binary_length(pc.struct_field(flat, "payload")),
+        }
+    )
+
+
+def _false_files(
+    payloads: list[bytes], absent: np.ndarray, bounds: tuple[np.ndarray, np.ndarray]
+) -> tuple[float, float]:
+    """Per absent key (canonical hashes `absent` of values `bounds`' keys), the files whose filter says "maybe":
+    over all the filters, and over those whose [min, max] holds the key (what a lookup probes after min/max)."""
+
+    hashes = literal_hashes(LongType(), absent.tolist())
+    lower, upper = bounds
+    alone = after_bounds = 0
+    by_length: dict[int, list[int]] = {}
+    for i, payload in enumerate(payloads):
+        by_length.setdefault(len(payload), []).append(i)
+    for length, members in by_length.items():
+        stacked = split_block._stacked([payloads[i] for i in members], length)
+        index = np.array(members)
+        step = max(1, (1 << 21) // len(members))
+        for start in range(0, len(hashes), step):
+            blocks, masks = split_block._blocks_and_masks(hashes[start : start + step], stacked.shape[1])
+            words = stacked[:, blocks]  # (filters, keys, 8)
+            maybe = ((words & masks[None]) == masks[None]).all(axis=2)
+            values = absent[start : start + step]
+            inside = (lower[index][:, None] <= values[None, :]) & (values[None, :] <= upper[index][:, None])
+            alone += int(maybe.sum())
+            after_bounds += int((maybe & inside).sum())
+    return alone / len(absent), after_bounds / len(absent)
+
+
+def _precision(
+    files: int,
+    confs: tuple[Path, Path],
+    handle: IndexHandle,
+    data: dict[str, pa.Table],
+    part: np.ndarray,
+    rng: np.random.Generator,
+) -> list[str]:
+    """The bytes-against-precision rows of part_key: a Bloom filter per file at 1 % (built here from the rows), the
+    old index's Bloom filters sized for the table, and the key index."""
+
+    present = np.unique(part)
+    absent = rng.integers(0, files * part.shape[1] * 50, ABSENT_KEYS * 2)
+    absent = absent[~np.isin(absent, present)][:ABSENT_KEYS]
+    paths = list(data)
+    bounds = (part.min(axis=1), part.max(axis=1))
+    distinct = np.array([len(np.unique(row)) for row in part])
+    values = int(distinct.sum())
+    lines = []
+    one_percent = []
+    for row in part:
+        keys = distinct_keys(pa.array(row), LongType())
+        one_percent.append(split_block.build(keys.hashes(), split_block.optimal_bytes(len(keys), 0.01)))
+    alone, after = _false_files(one_percent, absent, bounds)
+    size = sum(map(len, one_percent))
+    lines.append(
+        f"| {files:,} | Bloom filter per file at 1 % (built for this table, not stored) | {size * 8 / values:,.1f} bits | "
+        f"{size / 1e6:,.2f} | {alone:,.2f} | {after:,.2f} |"
+    )
+    config = load_config(confs[0])
+    stored = _payloads(config, PART_KEY).to_pylist()
+    bloom = {row["file_path"]: row["payload"] for row in stored if row["kind"] == "bloom"}
+    with_filter = [i for i, path in enumerate(paths) if path in bloom]
+    sized = [bloom[paths[i]] for i in with_filter]
+    rate = min(0.01, 0.5 / files)
+    alone, after = _false_files(sized, absent, (bounds[0][with_filter], bounds[1][with_filter]))
+    size = sum(map(len, sized))
+    lines.append(
+        f"| {files:,} | Bloom filter per file sized for {files:,} files ({rate:.2g}; `key_index = false`) | "
+        f"{size * 8 / int(distinct[with_filter].sum()):,.1f} bits | {size / 1e6:,.2f} | {alone:,.2f} | {after:,.2f} |"
+    )
+    new = load_config(confs[1])
+    parts = {what: (rows, size) for what, _, rows, size in _index_parts(new, NAMES)}
+    rows, size = parts.get("part_key key rows", (0, 0))
+    columns = _key_rows_columns(new, PART_KEY)
+    kept = handle.lookup(_tree(absent))
+    key_index_stage = next((s for s in kept.stages if s.name == "key index"), None)
+    probed = key_index_stage.files_in if key_index_stage else 0
+    lines.append(
+        f"| {files:,} | global key index (key rows of part_key) | {size / max(rows, 1):,.1f} bytes "
+        f"(key_hash {columns.get('key_hash', 0) / max(rows, 1):,.1f}, file_path {columns.get('file_path', 0) / max(rows, 1):,.1f}) | "
+        f"{size / 1e6:,.2f} | {len(kept.files) / len(absent):,.2f} (the lookup of {len(absent):,} absent keys at once) | "
+        f"{len(kept.files) / len(absent):,.2f} ({probed:,} files reached the stage) |"
+    )
+    return lines
+
+
+@contextmanager
+def _workdir(keep: str | None, files: int) -> Iterator[str]:
+    """A temporary directory, or with `--keep DIR` DIR/<files> (kept: the catalog and both indexes, to profile)."""
+    if keep is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            yield tmp
+        return
+    kept = Path(keep) / str(files)
+    kept.mkdir(parents=True)
+    yield str(kept)
+
+
+def _profile(path: str, files: int, conf: Path, handle: IndexHandle, rng: Any, rows: int, present: Any) -> None:
+    """cProfile of the key index side (to `path`-<files>.txt): a one-off lookup in this process (read_state and
+    lookup_in, footers forgotten first) of IN 10,000 keys, and warm lookups of fresh lists of 10,000 and 100,000
+    keys (model trees)."""
+    import cProfile
+    import io
+    import pstats
+
+    from indexlib.lookup import lookup_in, read_state
+    from indexlib.query.sql import Clock
+    from indexlib.store import key_rows
+
+    key_range = files * rows * 50
+    report = io.StringIO()
+
+    def profiled(title: str, action: Any) -> None:
+        profile = cProfile.Profile()
+        started = time.perf_counter()
+        profile.enable()
+        action()
+        profile.disable()
+        report.write(f"\n=== {files:,} files: {title}: {(time.perf_counter() - started) * 1e3:,.0f} ms (profiled)\n")
+        stats = pstats.Stats(profile, stream=report)
+        stats.sort_stats("cumulative").print_stats(30)
+        stats.sort_stats("tottime").print_stats(15)
+
+    def one_off() -> None:
+        key_rows._footers.clear()
+        config = load_config(conf)
+        state = read_state(config, TABLE)
+        lookup_in(state, TABLE, _tree(_key_list(rng, 10_000, key_range, present)), Clock.system())
+
+    profiled("one-off lookup (read_state + lookup_in), IN 10,000 keys, model tree", one_off)
+    for n in (10_000, 100_000):
+        keys = _tree(_key_list(rng, n, key_range, present))
+        profiled(f"warm handle, fresh IN {n:,} keys, model tree", lambda keys=keys: handle.lookup(keys))
+    with open(f"{path}-{files}.txt", "w") as out:
+        out.write(report.getvalue())
+
+
+def key_index_main(args: argparse.Namespace) -> None:
+    """`--key-index`: the new automatic choice (part_key in the global key index) against the old one
+    (`key_index = false`: Bloom filters sized for the table), side by side on one table."""
+    timing_head = (
+        "| files | query | warm ms, SQL: Bloom / key index | warm ms, model tree (no parse): Bloom / key index | "
+        "warm ms, a fresh key list each run (model tree): Bloom / key index | parse+bind ms of the SQL | "
+        "cold ms, SQL: Bloom / key index | cold ms, model tree: Bloom / key index | kept: Bloom / key index | true |"
+    )
+    reads_head = (
+        "| files | query | cold: index MB read (Arrow), Bloom / key index | cold: key index row groups / rows / KB "
+        "read | warm, fresh keys: key index row groups / KB read (median) | cold peak RSS MB: Bloom / key index | "
+        "stages, Bloom | stages, key index |"
+    )
+    timings, reads, sizes, precision = [], [], [], []
+    results: dict[tuple[int, str], dict[str, float]] = {}
+    names = NAMES
+    for files in args.files:
+        rng = np.random.default_rng(7)
+        with _workdir(args.keep, files) as tmp:
+            started = time.perf_counter()
+            conf, data, bloom_conf = _make_table(
+                Path(tmp), files, args.rows, rng, args.bloom_false_files, bloom_only=True
+            )
+            setup_s = time.perf_counter() - started
+            print(f"{files:,} files: setup {setup_s:,.0f} s (table and both indexes)", file=sys.stderr, flush=True)
+            confs = (bloom_conf, conf)
+            handles = tuple(open_handle(load_config(c), TABLE) for c in confs)
+            schema = handles[1].current().source.schema
+            assert {f.field_id: f.name for f in schema.fields} == NAMES, schema
+            part = np.stack([t.column("part_key").to_numpy() for t in data.values()])
+
+            def truth(where: str, keys: np.ndarray | None, data: dict = data, part: np.ndarray = part) -> int:
+                if keys is None:
+                    return _truth(data, where)
+                return int(np.isin(part, keys).any(axis=1).sum())
+
+            for label, where, fresh in _key_queries(rng, files, args.rows, np.unique(part)):
+                if args.only and label not in args.only:
+                    continue
+                timing, read, results[files, label] = _key_index_row(
+                    files, label, where, fresh, confs, handles, schema, truth, args.runs
+                )
+                timings.append(timing)
+                reads.append(read)
+                print(timing, file=sys.stderr, flush=True)
+            for side, c in zip(SIDES, confs, strict=True):
+                config = load_config(c)
+                parts = _index_parts(config, names)
+                payloads = _payloads(config)
+                by_kind: dict[tuple[int, str], int] = {}
+                for field_id, kind, size in zip(
+                    payloads.column("field_id").to_pylist(),
+                    payloads.column("kind").to_pylist(),
+                    payloads.column("bytes").to_pylist(),
+                    strict=True,
+                ):
+                    by_kind[field_id, kind] = by_kind.get((field_id, kind), 0) + size
+                total = sum(size for *_, size in parts)
+                shown = "; ".join(f"{what} {size / 1e6:,.2f} ({rows:,} rows)" for what, _, rows, size in parts)
+                kinds = "; ".join(f"{names[f]} {kind} {size / 1e6:,.2f}" for (f, kind), size in sorted(by_kind.items()))
+                sizes.append(f"| {files:,} | {side} | {total / 1e6:,.2f} | {shown} | {kinds or '–'} |")
+            precision += _precision(files, confs, handles[1], data, part, rng)
+            if args.profile:
+                _profile(args.profile, files, confs[1], handles[1], rng, args.rows, np.unique(part))
+            print(f"{files:,} files: done at {time.strftime('%H:%M:%S')}", file=sys.stderr, flush=True)
+    print(f"Load average at the end: {Path('/proc/loadavg').read_text().split()[:3]}\n")
+    print(timing_head)
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n".join(timings))
+    print()
+    print(reads_head)
+    print("|---:|---|---:|---:|---:|---:|---|---|")
+    print("\n".join(reads))
+    print()
+    print("| files | index | MB of Parquet | per partition: MB (rows) | payload MB per column and kind |")
+    print("|---:|---|---:|---|---|")
+    print("\n".join(sizes))
+    print()
+    print(
+        "| files | structure (part_key) | bytes per distinct value per file | MB | false files per absent key, "
+        "all files probed | false files per absent key, after min/max |"
+    )
+    print("|---:|---|---|---:|---:|---:|")
+    print("\n".join(precision))
+    if args.chart:
+        _chart(
+            results,
+            args.chart,
+            "Warm lookups: Bloom filters sized for the table vs the global key index (kept files differ: see the table)",
+        )
 
 
 if __name__ == "__main__":
