@@ -58,6 +58,7 @@ def test_explain_json_follows_the_documented_shape(conf_path, indexed_table):
     assert summary["stages"] == [
         {"name": "partition", "files_in": 3, "files_out": 3},
         {"name": "minmax", "files_in": 3, "files_out": 1},
+        {"name": "key index", "files_in": 1, "files_out": 1},
         {"name": "bloom", "files_in": 1, "files_out": 1},
         {"name": "automaton", "files_in": 1, "files_out": 1},
     ]

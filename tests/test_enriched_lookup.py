@@ -75,7 +75,7 @@ def test_each_kind_prunes_what_min_max_cannot(config, events, spark, where, minm
     where = where.format(t=trace(2, 17))
     result = lookup(config, "db.events", where)
     out = {stage.name: stage.files_out for stage in result.stages}
-    assert [s.name for s in result.stages] == ["partition", "minmax", "bloom", "automaton"]
+    assert [s.name for s in result.stages] == ["partition", "minmax", "key index", "bloom", "automaton"]
     assert (out["minmax"], out["bloom"], out["automaton"]) == (minmax, bloom, automaton), out
     truth = _truth(spark, events, where)
     assert truth <= {urlparse(p).path for p in result.files}, f"a file with a matching row was skipped: {where}"
