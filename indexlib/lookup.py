@@ -231,10 +231,11 @@ def index_evidence(aligned: AlignedEntries, kinds: list[IndexKind] | None = None
     if aligned.stats is None:
         return [_Unindexed(name) for name in ("minmax", KeyIndexEvidence.name, *(kind.name for kind in kinds))]
     covers = aligned.indexed
+    keys = KeyIndexEvidence(aligned.stats, covers)
     return [
         MinMaxEvidence(aligned.stats, covers),
-        KeyIndexEvidence(aligned.stats, covers),
-        *(KindEvidence(kind, aligned.stats, covers) for kind in kinds),
+        keys,
+        *(KindEvidence(kind, aligned.stats, covers, keys.judged) for kind in kinds),
     ]
 
 

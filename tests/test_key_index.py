@@ -174,3 +174,26 @@ def test_the_key_index_setting_is_checked(conf_path, catalog):
         bad.write_text(conf_path.read_text() + f"[index]\nkey_index = {value}\n")
         with pytest.raises(UserError, match=rf'key_index: expected true, false or "auto", got {shown}'):
             load_config(bad).column_settings("db.t", Lake("iceberg", catalog, conf_path.parent, "t").iceberg.schema())
+
+
+def test_bloom_payloads_are_not_read_where_the_key_index_judged(keyed, tmp_path):
+    """A Bloom filter hashes as the key index does: where the key index judged `=` / IN, a filter cannot narrow the
+    answer (its collisions are the key index's too), so the lookup does not read it; the answer is the rows'."""
+    from indexlib.lookup import lookup_in, read_state
+    from indexlib.query.sql import Clock
+
+    config, name, table, batches = keyed
+    both = tmp_path / "both.toml"
+    both.write_text(config.path.read_text() + 'kinds = ["bloom"]\n')  # under [index]: filters beside the key index
+    both_config = load_config(both)
+    build_index(both_config, name)
+    value = int(batches[2]["id"][11].as_py())
+    state = read_state(both_config, name)
+    result = lookup_in(state, name, f"id = {value}", Clock.system("UTC"))
+    assert set(result.files) == _files_holding(table, "id", [value])
+    payload_reads = [read for read in state.rows.reads if read[0] == "payloads"]
+    assert payload_reads == [], f"no Bloom payload read for files the key index judged: {payload_reads}"
+    plain = lookup_in(
+        read_state(both_config, name), name, f"code = '{batches[0]['code'][0].as_py()}' OR id = -1", Clock.system("UTC")
+    )
+    assert len(plain.files) == 1, "and the answer is still exact"

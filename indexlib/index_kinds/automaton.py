@@ -27,7 +27,7 @@ from indexlib.automaton.emit import ANY_STRING_REGEX
 from indexlib.automaton.limits import Unsupported
 from indexlib.automaton.parse import parse_stored_regex
 from indexlib.automaton.query import STORED_CACHE_SIZE
-from indexlib.index_kinds.base import BuiltIndex, IndexKind
+from indexlib.index_kinds.base import BuiltIndex, IndexKind, KindLeaf
 from indexlib.index_kinds.settings import IndexSettings, Setting, positive_int
 from indexlib.query.model import Pattern
 from indexlib.query.value_set import ValueSet
@@ -111,6 +111,12 @@ class AutomatonIndex(IndexKind):
         proven_out = has & proven_each[at]
         no_nulls = stats.known & (stats.null_count == 0) & (stats.comparable_values > 0)
         return Verdict(might_out, proven_out & no_nulls)
+
+    def answers(self, leaf: KindLeaf) -> bool:
+        """Value sets of strings and patterns: an automaton holds strings (no payload is read for other leaves)."""
+        if isinstance(leaf, ValueSet):
+            return all(isinstance(value, str) for value in leaf.values)
+        return isinstance(leaf, Pattern)
 
     def reads(self, leaf: ValueSet | Pattern) -> str | None:
         if isinstance(leaf, ValueSet):

@@ -46,6 +46,10 @@ class IndexKind(ABC):
     settings: ClassVar[tuple[Setting, ...]] = ()  # the kind's own settings, set in `[index]` like any other
     lookup_rank: ClassVar[int]  # lookup order: cheap and precise first
     may_be_exact: ClassVar[bool] = False  # kinds whose payload can be exact build first (see `wanted`)
+    # The kind answers only positive equalities (`=`, IN, LIKE without wildcards) by the values' canonical hashes and
+    # proves nothing all-match: where the global key index judged a leaf (same hashes: its collisions are the
+    # kind's too) the kind's payload can add nothing, so the lookup does not read it there (pruning/kinds.py)
+    equality_filter: ClassVar[bool] = False
 
     @abstractmethod
     def can_index(self, iceberg_type: IcebergType) -> bool:

@@ -58,6 +58,7 @@ class BloomIndex(IndexKind):
     version = 2
     settings = (FPP, FALSE_FILES)
     lookup_rank = 10
+    equality_filter = True
 
     def sized_for(self, settings: IndexSettings, table_files: int) -> IndexSettings:
         """A 1 % filter per file keeps 1 % of all files per absent key: 1,000 of 100,000. Sized for

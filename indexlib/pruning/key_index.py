@@ -29,6 +29,7 @@ class KeyIndexEvidence(Evidence):
 
     def __init__(self, stats: EntryStatistics, covers: np.ndarray | None = None) -> None:
         self.stats, self.covers = stats, covers
+        self.judged: dict[int, np.ndarray] = {}  # per leaf (id): the files this evidence judged from key rows
 
     def answer(self, leaf: Expr, candidates: np.ndarray) -> Verdict | None:
         target = kind_leaf(leaf)
@@ -43,6 +44,7 @@ class KeyIndexEvidence(Evidence):
         if hashes is None:  # NaN has no key
             return None
         held = self.stats.key_files(column, key_hashes(hashes))
+        self.judged[id(leaf)] = keyed
         return Verdict(~keyed | held, np.zeros(len(keyed), dtype=bool))
 
     def describe(self, leaf: Expr) -> str | None:

@@ -26,8 +26,18 @@ def kind_leaf(leaf: Expr) -> KindLeaf:
 
 
 class KindEvidence(Evidence):
-    def __init__(self, kind: IndexKind, stats: StatisticsProvider, covers: np.ndarray | None = None) -> None:
+    """`settled`: per leaf (id), containers an earlier evidence judged so that this kind's payload cannot narrow
+    them (the global key index, for a kind that is an `equality_filter`); they are not read."""
+
+    def __init__(
+        self,
+        kind: IndexKind,
+        stats: StatisticsProvider,
+        covers: np.ndarray | None = None,
+        settled: dict[int, np.ndarray] | None = None,
+    ) -> None:
         self.kind, self.stats, self.covers, self.name = kind, stats, covers, kind.name
+        self.settled = settled if kind.equality_filter and settled is not None else {}
 
     def answer(self, leaf: Expr, candidates: np.ndarray) -> Verdict | None:
         """The kind judges the candidates alone (its cost follows the files still in play, not the table); the
@@ -36,6 +46,8 @@ class KindEvidence(Evidence):
         column = getattr(target, "column", None)
         if column is None or not self.kind.answers(target):
             return None
+        if id(leaf) in self.settled:
+            candidates = candidates & ~self.settled[id(leaf)]
         files = np.flatnonzero(candidates)
         payloads = self.stats.payloads(column, self.kind.name, self.kind.version, files)
         statistics = self.stats.column(column).take(files)
