@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -122,6 +123,14 @@ def _lineitem_table(
     """TPC-H lineitem at `scale` as an Iceberg table of `files` Parquet files, and a conf for it. `order_by`: the
     column the rows are sorted by before they are cut into files (an ingestion pipeline's layout: by event date);
     default the generator's order-key order. `row_groups` > 1: that many Parquet row groups per file (of equal rows)."""
+    paths = _lineitem_files(directory, scale, files, order_by, row_groups)
+    return _registered(directory, paths), paths
+
+
+def _lineitem_files(
+    directory: Path, scale: float, files: int, order_by: str | None = None, row_groups: int = 1
+) -> list[str]:
+    """The Parquet files of `_lineitem_table`, written to `directory`/data."""
     tpchgen = shutil.which("tpchgen-cli") or str(Path(sys.executable).with_name("tpchgen-cli"))
     generated = directory / "generated"
     subprocess.run([tpchgen, "parquet", "-s", str(scale), "--tables=lineitem", "-o", str(generated)], check=True)
@@ -141,6 +150,47 @@ def _lineitem_table(
         size = max(1, -(-part.num_rows // row_groups)) if row_groups > 1 else None  # None: pyarrow's default
         pq.write_table(part, path, row_group_size=size)
         paths.append(str(path))
+    return paths
+
+
+def _lineitem_by_date(directory: Path, scale: float, files: int, cache: Path | None) -> tuple[Path, list[str]]:
+    """lineitem sorted by l_shipdate and cut into `files` files, as bench_query.py lays it out; with `cache`, the
+    files are written there once and reused by later runs (a before / after comparison reads the same bytes)."""
+    if cache is None:
+        return _lineitem_table(directory, scale, files, order_by="l_shipdate")
+    home = cache / f"lineitem-sf{scale:g}-{files}-by-shipdate"
+    paths = sorted(str(p) for p in (home / "data").glob("*.parquet"))
+    if len(paths) != files:
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(parents=True)
+        paths = _lineitem_files(home, scale, files, order_by="l_shipdate")
+    return _registered(directory, paths), paths
+
+
+def _id_files_table(directory: Path, files: int, rows: int, cache: Path | None) -> tuple[Path, list[str]]:
+    """Small files of random identifiers: `files` files of `rows` rows, with `id` (32 random hex digits, all
+    distinct), `tag` (4 values), `key` (a random long) and `amount` (a double)."""
+    home = (cache / f"ids-{files}x{rows}") if cache is not None else directory
+    data = home / "data"
+    paths = sorted(str(p) for p in data.glob("*.parquet")) if data.exists() else []
+    if len(paths) != files:
+        shutil.rmtree(data, ignore_errors=True)
+        data.mkdir(parents=True)
+        rng = np.random.default_rng(30)
+        paths = []
+        for n in range(files):
+            ids = rng.integers(0, 256, size=(rows, 16), dtype=np.uint8)
+            table = pa.table(
+                {
+                    "id": pa.array([bytes(row).hex() for row in ids], pa.string()),
+                    "tag": pa.array(np.array(["api", "db", "web", "cron"])[rng.integers(0, 4, rows)]),
+                    "key": pa.array(rng.integers(0, 2**62, rows), pa.int64()),
+                    "amount": pa.array(rng.random(rows) * 1000, pa.float64()),
+                }
+            )
+            path = data / f"part-{n:06d}.parquet"
+            pq.write_table(table, path)
+            paths.append(str(path))
     return _registered(directory, paths), paths
 
 
@@ -185,8 +235,9 @@ def plain_scan(spark, paths: list[str], columns: list[str]) -> None:
     frame.groupBy("file").agg(*aggregates).collect()
 
 
-def end_to_end(make_table, title: str, per_file: bool = True) -> dict:
-    """`make_table(directory) -> (conf, paths)`; prints the side-by-side table for it."""
+def end_to_end(make_table, title: str, per_file: bool = True, queries=None) -> dict:
+    """`make_table(directory) -> (conf, paths)`; prints the side-by-side table for it. `queries(paths) -> [(label,
+    [where, ...])]`: lookups whose kept files are compared with the files truly holding a match."""
     from indexlib.config import load_config
     from indexlib.indexing.build import build_index
 
@@ -220,10 +271,12 @@ def end_to_end(make_table, title: str, per_file: bool = True) -> dict:
                 variant_config = load_config(variant)
                 index = variant_config.load_catalog().load_table(f"idx{len(timings) - 1}.bench__small")
                 index_bytes = sum(index.inspect.files().column("file_size_in_bytes").to_pylist())
-                by_kind = _bytes_by_kind(variant_config)
+                by_kind, by_column = _bytes_by_kind(variant_config)
+                precision = _precision(variant_config, paths, queries(paths)) if queries else []
         timings[plain_label] = best_of(2, plain)
     base = timings[plain_label]
     print(f"\n{title}: {len(paths):,} files, {data_bytes / 1e6:,.1f} MB of Parquet; Spark local[2], after a warm-up")
+    print(f"load average before / after: {_load_before} / {os.getloadavg()[0]:.2f}")
     print(f"index: {index_bytes / 1e6:,.2f} MB = {100 * index_bytes / data_bytes:.1f} % of the data bytes")
     print(
         "uncompressed, per part: " + ", ".join(f"{k} {100 * b / data_bytes:.2f} %" for k, b in by_kind.items()) + "\n"
@@ -232,16 +285,103 @@ def end_to_end(make_table, title: str, per_file: bool = True) -> dict:
     print("|---|---:|---:|---:|---:|")
     for label, seconds in timings.items():
         rate = data_bytes / 1e6 / seconds
-        print(f"| {label} | {seconds:.1f} | {len(paths) / seconds:,.0f} | {rate:,.1f} | {seconds / base:.1f}x |")
+        print(f"| {label} | {seconds:.1f} | {len(paths) / seconds:,.0f} | {rate:,.1f} | {seconds / base:.2f}x |")
+    print("\nPayload bytes per column and kind (uncompressed; files: how many files have one)\n")
+    print("| column | kind | MB | % of the data bytes | files |")
+    print("|---|---|---:|---:|---:|")
+    for (column, kind), (size, count) in sorted(by_column.items(), key=lambda item: -item[1][0]):
+        print(f"| {column} | {kind} | {size / 1e6:,.2f} | {100 * size / data_bytes:.2f} | {count:,} |")
+    if precision:
+        print("\nHeld-out lookups: files kept against files holding a match (sums over the lookups)\n")
+        print("| query | lookups | files kept | files holding a match | kept / true |")
+        print("|---|---:|---:|---:|---:|")
+        for label, lookups, kept, true in precision:
+            print(f"| {label} | {lookups} | {kept:,} | {true:,} | {kept / max(true, 1):.2f}x |")
     return {"title": title, "timings": timings, "plain": plain_label, "data_bytes": data_bytes, "by_kind": by_kind}
 
 
-def _bytes_by_kind(config) -> dict[str, int]:
+_load_before = f"{os.getloadavg()[0]:.2f}"
+
+
+def _precision(config, paths: list[str], queries: list[tuple[str, list[str]]]) -> list[tuple[str, int, int, int]]:
+    """Per query label: (label, lookups, files the lookup keeps, files holding a matching row), summed over the
+    label's WHERE clauses. The truth is DuckDB over every file's rows."""
+    import duckdb
+
+    from indexlib.lookup import lookup
+
+    con = duckdb.connect()
+    rows = []
+    for label, wheres in queries:
+        kept = true = 0
+        for where in wheres:
+            kept += len(lookup(config, "bench.small", where).files)
+            sql = f"SELECT count(DISTINCT filename) FROM read_parquet(?, filename = true) WHERE {where}"
+            true += con.sql(sql, params=[paths]).fetchall()[0][0]
+        rows.append((label, len(wheres), kept, true))
+    return rows
+
+
+def _lineitem_queries(paths: list[str]) -> list[tuple[str, list[str]]]:
+    """Held-out lookups on lineitem: keys drawn at random (fixed seed) from the data, none used to pick the rules."""
+    import duckdb
+
+    con = duckdb.connect()
+    rng = np.random.default_rng(3030)
+
+    def sample(column: str, count: int) -> list:
+        sql = f"SELECT DISTINCT {column} FROM read_parquet(?) ORDER BY 1"
+        values = [row[0] for row in con.sql(sql, params=[paths]).fetchall()]
+        return [values[i] for i in rng.choice(len(values), count, replace=False)]
+
+    def quoted(value) -> str:
+        return "'" + str(value).replace("'", "''") + "'"
+
+    orders = sample("l_orderkey", 70)
+    return [
+        ("`l_orderkey = k` (20 keys)", [f"l_orderkey = {k}" for k in orders[:20]]),
+        (
+            "`l_orderkey IN (10 keys)` (5 lists)",
+            ["l_orderkey IN (" + ", ".join(map(str, orders[20 + 10 * i : 30 + 10 * i])) + ")" for i in range(5)],
+        ),
+        ("`l_partkey = k` (20 keys)", [f"l_partkey = {k}" for k in sample("l_partkey", 20)]),
+        ("`l_returnflag = 'N' AND l_linestatus = 'F'`", ["l_returnflag = 'N' AND l_linestatus = 'F'"]),
+        ("`l_suppkey = k` (5 keys; dense: no filter now)", [f"l_suppkey = {k}" for k in sample("l_suppkey", 5)]),
+        (
+            "`l_extendedprice = x` (5 values; a measure: no filter now)",
+            [f"l_extendedprice = {x}" for x in sample("l_extendedprice", 5)],
+        ),
+        (
+            "`l_comment = c` (5 values; free text: no filter now)",
+            [f"l_comment = {quoted(c)}" for c in sample("l_comment", 5)],
+        ),
+    ]
+
+
+def _id_queries(paths: list[str]) -> list[tuple[str, list[str]]]:
+    import duckdb
+
+    con = duckdb.connect()
+    rng = np.random.default_rng(3030)
+    picked = [paths[i] for i in rng.choice(len(paths), 20, replace=False)]
+    ids = [con.sql("SELECT id FROM read_parquet(?) LIMIT 1 OFFSET 77", params=[p]).fetchall()[0][0] for p in picked]
+    return [
+        ("`id = x` (20 ids)", [f"id = '{i}'" for i in ids]),
+        (
+            "`id IN (10 ids)` (2 lists)",
+            ["id IN (" + ", ".join(f"'{i}'" for i in ids[n : n + 10]) + ")" for n in (0, 10)],
+        ),
+        ("`tag = 'db'`", ["tag = 'db'"]),
+    ]
+
+
+def _bytes_by_kind(config) -> tuple[dict[str, int], dict[tuple[str, str], tuple[int, int]]]:
     """Bytes of what the index stores per (file, column), before Parquet's compression: bounds, NDV sketches, and
-    each kind's payloads."""
+    each kind's payloads; and per (column, kind) the payload bytes and the number of files that have one."""
     from indexlib.store.table import IndexTable
 
     totals = {"min/max": 0, "NDV sketch": 0}
+    by_column: dict[tuple[str, str], tuple[int, int]] = {}
     entries = IndexTable(config.load_catalog(), config.index_namespace, "bench.small").entries()
     for entry in entries.to_pylist():
         for column in entry["columns"]:
@@ -249,7 +389,9 @@ def _bytes_by_kind(config) -> dict[str, int]:
             totals["NDV sketch"] += len(column["ndv_sketch"] or b"")
             for index in column["indexes"] or ():
                 totals[index["kind"]] = totals.get(index["kind"], 0) + len(index["payload"])
-    return totals
+                size, count = by_column.get((column["name"], index["kind"]), (0, 0))
+                by_column[(column["name"], index["kind"])] = (size + len(index["payload"]), count + 1)
+    return totals, by_column
 
 
 def _chart(results: list[dict], path: str) -> None:
@@ -290,6 +432,15 @@ def main() -> None:
     )
     parser.add_argument("--lineitem-scale", type=float, default=0, help="also TPC-H lineitem at this scale (e.g. 1)")
     parser.add_argument("--lineitem-files", type=int, default=50, help="files of the lineitem table")
+    parser.add_argument(
+        "--lineitem-order",
+        choices=("shipdate", "generated"),
+        default="shipdate",
+        help="lineitem sorted by l_shipdate before it is cut (bench_query.py's layout), or the generator's order",
+    )
+    parser.add_argument("--id-files", type=int, default=0, help="also this many files of 150 random 32-hex ids")
+    parser.add_argument("--cache", type=Path, help="keep the generated data files here and reuse them")
+    parser.add_argument("--label", default="", help="added to the titles (e.g. which choice of index kinds ran)")
     parser.add_argument("--chart", help="write a PNG of the end-to-end runs here")
     parser.add_argument("--memory-rows", type=int, default=0, help="also peak memory for one file of this many rows")
     args = parser.parse_args()
@@ -306,12 +457,27 @@ def main() -> None:
                 per_file=not args.no_per_file,
             )
         )
-    if args.lineitem_scale:
+    label = f" ({args.label})" if args.label else ""
+    if args.id_files:
         results.append(
             end_to_end(
-                lambda d: _lineitem_table(d, args.lineitem_scale, args.lineitem_files),
-                f"TPC-H lineitem, scale factor {args.lineitem_scale:g}",
+                lambda d: _id_files_table(d, args.id_files, 150, args.cache),
+                f"{args.id_files:,} small files of 150 random ids{label}",
                 per_file=not args.no_per_file,
+                queries=_id_queries,
+            )
+        )
+    if args.lineitem_scale:
+        if args.lineitem_order == "shipdate":
+            make = lambda d: _lineitem_by_date(d, args.lineitem_scale, args.lineitem_files, args.cache)  # noqa: E731
+        else:
+            make = lambda d: _lineitem_table(d, args.lineitem_scale, args.lineitem_files)  # noqa: E731
+        results.append(
+            end_to_end(
+                make,
+                f"TPC-H lineitem, scale factor {args.lineitem_scale:g}, by {args.lineitem_order}{label}",
+                per_file=not args.no_per_file,
+                queries=_lineitem_queries,
             )
         )
     if args.chart and results:
