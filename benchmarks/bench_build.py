@@ -291,6 +291,8 @@ def end_to_end(make_table, title: str, per_file: bool = True, queries=None) -> d
     print("|---|---|---:|---:|---:|")
     for (column, kind), (size, count) in sorted(by_column.items(), key=lambda item: -item[1][0]):
         print(f"| {column} | {kind} | {size / 1e6:,.2f} | {100 * size / data_bytes:.2f} | {count:,} |")
+    if queries is _lineitem_queries:
+        _densities(paths)
     if precision:
         print("\nHeld-out lookups: files kept against files holding a match (sums over the lookups)\n")
         print("| query | lookups | files kept | files holding a match | kept / true |")
@@ -320,6 +322,34 @@ def _precision(config, paths: list[str], queries: list[tuple[str, list[str]]]) -
             true += con.sql(sql, params=[paths]).fetchall()[0][0]
         rows.append((label, len(wheres), kept, true))
     return rows
+
+
+def _densities(paths: list[str]) -> None:
+    """Per integral column: how much of its [min, max] span a file's distinct values fill (the Bloom rule's
+    density), the median and range over the files."""
+    import duckdb
+
+    schema = pq.read_schema(paths[0])
+    integral = [f.name for f in schema if pa.types.is_integer(f.type) or pa.types.is_date(f.type)]
+    integral += [f.name for f in schema if pa.types.is_decimal(f.type) and f.type.scale == 0]
+    if not integral:
+        return
+    con = duckdb.connect()
+    print("\nDistinct values / [min, max] span per file (integral columns)\n")
+    print("| column | median | min | max |")
+    print("|---|---:|---:|---:|")
+    for column in integral:
+        span = (
+            f"(max({column}) - min({column}))"
+            if "date" not in column
+            else f"date_diff('day', min({column}), max({column}))"
+        )
+        sql = (
+            f"SELECT median(d), min(d), max(d) FROM (SELECT count(DISTINCT {column}) / ({span} + 1) AS d "
+            "FROM read_parquet(?, filename = true) GROUP BY filename)"
+        )
+        median, low, high = con.sql(sql, params=[paths]).fetchall()[0]
+        print(f"| {column} | {median:.3f} | {low:.3f} | {high:.3f} |")
 
 
 def _lineitem_queries(paths: list[str]) -> list[tuple[str, list[str]]]:

@@ -181,13 +181,11 @@ def settings_json(settings: dict[int, IndexSettings]) -> str:
 AUTOMATIC_CHOICE_VERSION = 2
 
 
-def uses_automatic_choice(settings: dict[int, IndexSettings], row_groups: str = "false") -> bool:
-    """Whether some column's payloads (of files, or of row groups when they are built) are left to the automatic
-    choice (`kinds` not set). An empty mapping leaves every column to it (index_file's default)."""
-    if not settings:
-        return True
-    groups = row_groups != "false"
-    return any(s.kinds is None or (groups and s.for_row_groups().kinds is None) for s in settings.values())
+def uses_automatic_choice(settings: dict[int, IndexSettings]) -> bool:
+    """Whether some column's payloads are left to the automatic choice (`kinds` not set; row groups follow `kinds`
+    unless `row_group_kinds` is set, so theirs are automatic only when the file's are). An empty mapping leaves
+    every column to it (index_file's default)."""
+    return not settings or any(s.kinds is None for s in settings.values())
 
 
 def config_version(settings: dict[int, IndexSettings], row_groups: str = "false") -> str:
@@ -203,7 +201,7 @@ def config_version(settings: dict[int, IndexSettings], row_groups: str = "false"
     built = {"settings": settings_json(settings), "kinds": kinds, "format": STATISTICS_VERSION}
     if row_groups != "false":
         built["row_groups"] = row_groups
-    if AUTOMATIC_CHOICE_VERSION != 1 and uses_automatic_choice(settings, row_groups):
+    if AUTOMATIC_CHOICE_VERSION != 1 and uses_automatic_choice(settings):
         built["choice"] = AUTOMATIC_CHOICE_VERSION
     text = json.dumps(built, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
