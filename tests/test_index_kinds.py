@@ -699,6 +699,13 @@ CHOICE_CASES = [
         ["automaton"],
     ),
     (
+        "NULLs are not repeats: 20 values among 30 NULLs are ids, a Bloom filter only",
+        StringType(),
+        pa.string(),
+        HOSTS[:20] + [None] * 30,
+        ["bloom"],
+    ),
+    (
         "17 values that do not repeat are ids: a Bloom filter only",
         StringType(),
         pa.string(),
