@@ -413,6 +413,42 @@ def _id_queries(paths: list[str]) -> list[tuple[str, list[str]]]:
     ]
 
 
+def cpu_per_file(make_table, title: str, count: int) -> None:
+    """CPU seconds (this process, one core: `time.process_time`, which other jobs' load does not inflate) of
+    indexing `count` of the table's files, evenly spaced, with the per-file code Spark tasks run and the automatic
+    choice; and of reading the same files' columns with pyarrow and computing count/min/max/nulls, the plain job's
+    work without Spark."""
+    from pyiceberg.schema import Schema as IcebergSchema
+
+    from indexlib.indexing.file_indexer import index_file
+
+    with tempfile.TemporaryDirectory() as tmp:
+        conf, paths = make_table(Path(tmp))
+        from indexlib.config import load_config
+
+        table = load_config(conf).load_catalog().load_table("bench.small")
+        schema: IcebergSchema = table.schema()
+        mapping = table.name_mapping().model_dump_json() if table.name_mapping() else None
+        picked = [paths[int(i)] for i in np.linspace(0, len(paths) - 1, min(count, len(paths)))]
+        index_file(picked[0], "PARQUET", schema, {}, mapping)  # warm-up: imports, caches
+        started = time.process_time()
+        for path in picked:
+            index_file(path, "PARQUET", schema, {}, mapping)
+        indexing = (time.process_time() - started) / len(picked)
+        started = time.process_time()
+        for path in picked:
+            data = pq.read_table(path)
+            for column in data.columns:
+                pc.min_max(column), pc.count(column, mode="only_null")
+        plain = (time.process_time() - started) / len(picked)
+    print(f"\n{title}: CPU per file over {len(picked)} of {len(paths):,} files, one process")
+    print(f"load average: {os.getloadavg()[0]:.2f}\n")
+    print("| work | CPU ms per file |")
+    print("|---|---:|")
+    print(f"| index_file (entry: counts, bounds, keys, NDV sketch, chosen payloads) | {indexing * 1e3:.1f} |")
+    print(f"| pyarrow read + count/min/max/nulls of every column | {plain * 1e3:.1f} |")
+
+
 def _bytes_by_kind(config) -> tuple[dict[str, int], dict[tuple[str, str], tuple[int, int]]]:
     """Bytes of what the index stores per (file, column), before Parquet's compression: bounds, NDV sketches, and
     each kind's payloads; and per (column, kind) the payload bytes and the number of files that have one."""
@@ -482,7 +518,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="end to end: builds and plain jobs alternately, best of")
     parser.add_argument("--chart", help="write a PNG of the end-to-end runs here")
     parser.add_argument("--memory-rows", type=int, default=0, help="also peak memory for one file of this many rows")
+    parser.add_argument("--cpu-files", type=int, default=0, help="only CPU per file, in this process, over N files")
+    parser.add_argument("--choice", action="store_true", help="the measurements behind the automatic choice's rules")
     args = parser.parse_args()
+    if args.choice:
+        choice_rules()
     if not args.skip_kinds:
         kinds()
     if args.memory_rows:
@@ -497,6 +537,20 @@ def main() -> None:
             )
         )
     label = f" ({args.label})" if args.label else ""
+    if args.cpu_files:
+        if args.id_files:
+            cpu_per_file(
+                lambda d: _id_files_table(d, args.id_files, 150, args.cache),
+                f"{args.id_files:,} small files of 150 random ids{label}",
+                args.cpu_files,
+            )
+        if args.lineitem_scale:
+            cpu_per_file(
+                lambda d: _lineitem_by_date(d, args.lineitem_scale, args.lineitem_files, args.cache),
+                f"TPC-H lineitem, scale factor {args.lineitem_scale:g}, by shipdate{label}",
+                args.cpu_files,
+            )
+        return
     if args.id_files:
         results.append(
             end_to_end(
@@ -564,6 +618,84 @@ def memory(rows: int) -> None:
                 [sys.executable, "-c", _MEMORY_CHILD, path, with_doubles], check=True, capture_output=True, text=True
             )
             print(f"| {label} | {int(out.stdout.split()[-1]) / 1024:,.0f} MB |")
+
+
+def choice_rules() -> None:
+    """The measurements behind the automatic choice's thresholds (docs/index-kinds.md "The automatic choice"): how
+    much of each column reads as prose (the Bloom filter's free-text rule), and what an automaton costs to build,
+    exact or trimmed, for sets of tags and of identifiers."""
+    import random
+    import string
+    import uuid
+
+    from indexlib.automaton import build_tag_regex
+    from indexlib.index_kinds.bloom import FREE_TEXT_CHARS, FREE_TEXT_WORDS
+
+    tpchgen = shutil.which("tpchgen-cli") or str(Path(sys.executable).with_name("tpchgen-cli"))
+    columns: dict[str, pa.Array] = {}
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run([tpchgen, "parquet", "-s", "0.1", "-o", out], check=True)
+        for table, column in [
+            ("lineitem", "l_comment"),
+            ("orders", "o_comment"),
+            ("part", "p_name"),
+            ("part", "p_comment"),
+            ("customer", "c_comment"),
+            ("customer", "c_address"),
+            ("customer", "c_name"),
+            ("customer", "c_phone"),
+            ("orders", "o_clerk"),
+        ]:
+            read = pq.read_table(Path(out) / f"{table}.parquet", columns=[column]).column(0)
+            columns[f"TPC-H {column}"] = pc.unique(read.combine_chunks().cast(pa.string()))
+    rng = random.Random(30)
+    first, last = ["John", "Mary", "Wei", "Ana", "Olu", "Priya", "Jose"], ["Smith", "Garcia", "Chen", "Okafor", "Kumar"]
+    cities = ["New York", "Los Angeles", "San Francisco", "Rio de Janeiro", "Paris"]
+    made_up = {
+        "names (`Wei Chen-17`)": [f"{rng.choice(first)} {rng.choice(last)}-{i}" for i in range(5000)],
+        "names (`Wei B. Chen17`)": [
+            f"{rng.choice(first)} {rng.choice('ABCDE')}. {rng.choice(last)}{i}" for i in range(5000)
+        ],
+        "cities (`Rio de Janeiro 17`)": [f"{rng.choice(cities)} {i}" for i in range(5000)],
+        "uuids": [str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(5000)],
+        "e-mail addresses": [f"user{i}@example.com" for i in range(5000)],
+        "URLs": [f"https://example.com/api/v2/items/{i}?page={i % 7}" for i in range(5000)],
+        "log messages": [f"connection from 10.0.{i % 256}.{i % 7} closed after {i} ms" for i in range(5000)],
+        "user agents": [f"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/{i} (KHTML, like Gecko)" for i in range(5000)],
+    }
+    columns.update({name: pa.array(values) for name, values in made_up.items()})
+    print(f"\nShare of distinct values with >= {FREE_TEXT_WORDS} words and >= {FREE_TEXT_CHARS} characters\n")
+    print("| column | distinct | mean characters | share |")
+    print("|---|---:|---:|---:|")
+    for name, values in columns.items():
+        words = pc.list_value_length(pc.utf8_split_whitespace(values))
+        lengths = pc.utf8_length(values)
+        prose = pc.and_(pc.greater_equal(words, FREE_TEXT_WORDS), pc.greater_equal(lengths, FREE_TEXT_CHARS))
+        share = pc.mean(prose.cast(pa.int8())).as_py()
+        print(f"| {name} | {len(values):,} | {pc.mean(lengths).as_py():.1f} | {100 * share:.0f} % |")
+
+    words = ["auth", "billing", "search", "metadata", "ingest", "query"]
+    sets = {}
+    for n in (16, 64, 150, 256):
+        sets[f"{n} random 32-hex ids"] = ["".join(rng.choice("0123456789abcdef") for _ in range(32)) for _ in range(n)]
+        sets[f"{n} host names `host-0042.eu-west-1`"] = [f"host-{i:04d}.eu-west-1" for i in range(n)]
+        sets[f"{n} service names `search-api-42`"] = [
+            f"{rng.choice(words)}-{rng.choice(['api', 'worker', 'cron'])}-{i}" for i in range(n)
+        ]
+        sets[f"{n} random words"] = [
+            "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(4, 10))) for _ in range(n)
+        ]
+    print("\nAutomaton build per file and column: the exact attempt alone (the automatic choice) against the search")
+    print("for a trimmed superset (configured `kinds`); best of 3\n")
+    print("| values | UTF-8 bytes | exact attempt | exact? | with trimming |")
+    print("|---|---:|---:|---|---:|")
+    for name, values in sets.items():
+        exact_s = best_of(3, lambda v=values: build_tag_regex(v, trim=False))
+        exact = build_tag_regex(values, trim=False).exact
+        trimmed_s = best_of(3, lambda v=values: build_tag_regex(v)) if not exact else exact_s
+        size = sum(len(v.encode()) for v in set(values))
+        shown = f"{trimmed_s * 1e3:.1f} ms" if not exact else "(not needed)"
+        print(f"| {name} | {size:,} | {exact_s * 1e3:.1f} ms | {'yes' if exact else 'no'} | {shown} |")
 
 
 def kinds() -> None:
