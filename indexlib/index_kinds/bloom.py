@@ -60,7 +60,7 @@ FPP = Setting("bloom_fpp", 0.01, fraction)  # the false-positive rate each filte
 FALSE_FILES = Setting("bloom_false_files", 0.5, positive_number)
 
 # The automatic choice (BloomIndex docstring; docs/index-kinds.md "The automatic choice"; measured in
-# docs/benchmarks.md "Issue 30: what the automatic choice builds"). Part of the configuration version through
+# docs/benchmarks.md "Issue 30: the automatic choice by cost"). Part of the configuration version through
 # indexing/file_indexer.py AUTOMATIC_CHOICE_VERSION: change that when changing these.
 MAX_DENSITY = 0.5  # integral columns: a filter only when distinct values fill at most this share of [min, max]
 FREE_TEXT_MIN_VALUES = 256  # string columns with fewer distinct values are never judged free text
