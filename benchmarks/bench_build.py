@@ -7,6 +7,14 @@ per-file count, min, max and null counts with `groupBy(input_file_name())`.
 
     python benchmarks/bench_build.py [--small-files 2000] [--skip-kinds]
 
+Issue 30 (docs/benchmarks.md "Issue 30: the automatic choice by cost"): `--lineitem-scale 3 --lineitem-files 200`
+(lineitem sorted by l_shipdate, as bench_query.py lays it out; `--lineitem-order generated` for the generator's
+order) and `--id-files 2000` (files of 150 random 32-hex ids) print the index bytes per column and kind, the build
+against the plain job (`--runs N`: alternating, best of N) and held-out lookups, kept against true files;
+`--cpu-files N` the CPU per file of the per-file indexing in one process; `--choice` the measurements behind the
+automatic choice's thresholds. `--cache DIR` keeps the generated files for the next run (a before / after
+comparison reads the same bytes).
+
 Prints Markdown tables for docs/benchmarks.md. Times are the best of 3 on this machine; compare ratios within one run.
 """
 
