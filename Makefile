@@ -32,7 +32,9 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_lookup.py
 	$(BIN)/python benchmarks/bench_lookup_scale.py --files 10000 100000 --chart docs/lookup_scale.png
-	$(BIN)/python benchmarks/bench_build.py --lineitem-scale 1
+	$(BIN)/python benchmarks/bench_build.py --lineitem-scale 1 --lineitem-order generated
+	$(BIN)/python benchmarks/bench_build.py --small-files 0 --skip-kinds --no-per-file --id-files 2000 --lineitem-scale 3 --lineitem-files 200 --runs 2
+	$(BIN)/python benchmarks/bench_build.py --small-files 0 --skip-kinds --choice
 	$(BIN)/python benchmarks/bench_automaton.py
 	$(BIN)/python benchmarks/bench_changes.py
 	$(BIN)/python benchmarks/bench_query.py --chart docs/query_bench.png

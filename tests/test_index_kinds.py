@@ -28,6 +28,7 @@ from pyiceberg.types import (
     DateType,
     DecimalType,
     DoubleType,
+    FloatType,
     IcebergType,
     IntegerType,
     LongType,
@@ -615,12 +616,61 @@ def _kinds(iceberg_type, arrow_type, values, index_settings=AUTO):
     return sorted(index["kind"] for index in stats.indexes), stats
 
 
+_HEX = random.Random(30)
+HEX_IDS = ["".join(_HEX.choice("0123456789abcdef") for _ in range(32)) for _ in range(150)]
+WORDS = ("blithely", "final", "deposits", "sleep", "carefully", "ironic", "packages", "quickly", "furiously")
+PROSE = [f"{WORDS[i % 9]} {WORDS[i // 9 % 9]} {WORDS[i // 81 % 9]} {i}" for i in range(300)]  # 3-4 words, 20+ chars
+NAMES = [f"{('Mary', 'Wei', 'Jose')[i % 3]} {'ABCDE'[i % 5]}. Chen{i}" for i in range(300)]  # 3 words, < 20 chars
+HOSTS = [f"db-{i:02d}.eu" for i in range(40)]
+
 CHOICE_CASES = [
+    # what min/max already answers
     ("booleans get no index (min/max answers both values)", BooleanType(), pa.bool_(), [True, False], []),
     ("a single distinct value gets none (min = max is exact)", LongType(), pa.int64(), [7, 7, None], []),
-    ("dense integers get none (every value in range is present)", LongType(), pa.int64(), list(range(50)), []),
-    ("sparse integers get a Bloom filter", LongType(), pa.int64(), list(range(0, 100, 2)), ["bloom"]),
-    ("few strings get an exact automaton only", StringType(), pa.string(), SERVICES, ["automaton"]),
+    # dense integers: the filter would keep over half the files min/max keeps
+    ("integers filling their whole span get none", LongType(), pa.int64(), list(range(50)), []),
+    ("integers filling over half their span get none", LongType(), pa.int64(), list(range(0, 100, 2)), []),
+    (
+        "integers filling half their span get a Bloom filter",
+        LongType(),
+        pa.int64(),
+        [*range(0, 100, 2), 101],
+        ["bloom"],
+    ),
+    ("sparse integers get a Bloom filter", LongType(), pa.int64(), list(range(0, 300, 3)), ["bloom"]),
+    ("sparse ints get a Bloom filter", IntegerType(), pa.int32(), list(range(0, 300, 3)), ["bloom"]),
+    (
+        "dates filling over half their span get none",
+        DateType(),
+        pa.date32(),
+        [dt.date(2026, 1, 1) + dt.timedelta(days=d) for d in range(0, 90) if d % 3],
+        [],
+    ),
+    (
+        "sparse dates get a Bloom filter",
+        DateType(),
+        pa.date32(),
+        [dt.date(2026, 1, 1) + dt.timedelta(days=7 * d) for d in range(30)],
+        ["bloom"],
+    ),
+    (
+        "sparse decimal(18, 0) keys get a Bloom filter",
+        DecimalType(18, 0),
+        pa.decimal128(18, 0),
+        [Decimal(7 * i) for i in range(100)],
+        ["bloom"],
+    ),
+    # measures
+    ("doubles get none (a measure)", DoubleType(), pa.float64(), [0.5, 1.5, 9.25, 17.125], []),
+    ("floats get none (a measure)", FloatType(), pa.float32(), [0.5, 1.5, 9.25, 17.125], []),
+    (
+        "decimals with a scale get none, however sparse (a price)",
+        DecimalType(15, 2),
+        pa.decimal128(15, 2),
+        [Decimal(f"{i * 7.31:.2f}") for i in range(1, 300)],
+        [],
+    ),
+    # strings: identifiers keep their filters, prose does not get one
     (
         "many distinct strings get a Bloom filter only",
         StringType(),
@@ -628,7 +678,55 @@ CHOICE_CASES = [
         [f"trace-{i:05d}" for i in range(1_500)],
         ["bloom"],
     ),
-    ("doubles get a Bloom filter", DoubleType(), pa.float64(), [0.5, 1.5, 9.25], ["bloom"]),
+    ("prose (most values 3+ words, 20+ characters) gets none", StringType(), pa.string(), PROSE, []),
+    ("names of 3 short words keep their Bloom filter", StringType(), pa.string(), NAMES, ["bloom"]),
+    (
+        "URLs (no spaces) keep their Bloom filter",
+        StringType(),
+        pa.string(),
+        [f"https://example.com/items/{i}?page=2" for i in range(300)],
+        ["bloom"],
+    ),
+    ("prose of at most 256 values keeps its (small) Bloom filter", StringType(), pa.string(), PROSE[:256], ["bloom"]),
+    # automata: tags, not identifiers; exact only
+    ("few strings get an exact automaton only", StringType(), pa.string(), SERVICES, ["automaton"]),
+    ("tags that repeat get an exact automaton only", StringType(), pa.string(), HOSTS * 2, ["automaton"]),
+    (
+        "up to 16 values get an automaton even when they do not repeat",
+        StringType(),
+        pa.string(),
+        HOSTS[:16],
+        ["automaton"],
+    ),
+    (
+        "NULLs are not repeats: 20 values among 30 NULLs are ids, a Bloom filter only",
+        StringType(),
+        pa.string(),
+        HOSTS[:20] + [None] * 30,
+        ["bloom"],
+    ),
+    (
+        "17 values that do not repeat are ids: a Bloom filter only",
+        StringType(),
+        pa.string(),
+        HOSTS[:17],
+        ["bloom"],
+    ),
+    ("150 random ids in 150 rows: a Bloom filter only", StringType(), pa.string(), HEX_IDS, ["bloom"]),
+    (
+        "repeated ids whose exact automaton is over budget: no trimmed automaton, a Bloom filter",
+        StringType(),
+        pa.string(),
+        HEX_IDS[:100] * 2,
+        ["bloom"],
+    ),
+    (
+        "repeated tags of more than 4 KiB of text get no automaton",
+        StringType(),
+        pa.string(),
+        [f"service-{i:03d}-{'x' * 20}" for i in range(160)] * 2,
+        ["bloom"],
+    ),
 ]
 
 
@@ -640,12 +738,11 @@ def test_automatic_choice(rule, iceberg_type, arrow_type, values, expected):
     assert kinds == expected, f"{rule}: got {kinds}"
 
 
-def test_a_trimmed_automaton_gets_a_bloom_filter_too():
-    values = [f"host-{i:04d}.eu" for i in range(0, 900, 7)]
-    kinds, stats = _kinds(StringType(), pa.string(), values, IndexSettings(automaton_max_states=8))
-    assert kinds == ["automaton", "bloom"], "a trimmed automaton no longer answers = exactly: add a Bloom filter"
+def test_configured_automata_are_trimmed_when_the_exact_one_is_over_budget():
+    kinds, stats = _kinds(StringType(), pa.string(), HEX_IDS, IndexSettings(kinds=("automaton", "bloom")))
+    assert kinds == ["automaton", "bloom"], "configured kinds are built whatever the values"
     automaton = next(index for index in stats.indexes if index["kind"] == "automaton")
-    assert json.loads(automaton["payload"])["exact"] is False
+    assert json.loads(automaton["payload"])["exact"] is False, "configured: trimmed to a superset, as before"
 
 
 def test_configured_kinds_override_the_choice():

@@ -44,7 +44,7 @@ class ToyIndex(IndexKind):
     def can_index(self, iceberg_type: IcebergType) -> bool:
         return isinstance(iceberg_type, StringType)
 
-    def wanted(self, settings, iceberg_type, keys, built: Iterable[BuiltIndex]) -> bool:
+    def wanted(self, settings, iceberg_type, keys, rows, built: Iterable[BuiltIndex]) -> bool:
         return self.can_index(iceberg_type) and 0 < len(keys) <= settings.value(MAX_KEYS)
 
     def build(self, keys, iceberg_type, settings) -> BuiltIndex:

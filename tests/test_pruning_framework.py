@@ -48,7 +48,7 @@ class RangeZones(IndexKind):
     def can_index(self, iceberg_type: IcebergType) -> bool:
         return isinstance(iceberg_type, LongType)
 
-    def wanted(self, settings, iceberg_type, keys, built: Iterable[BuiltIndex]) -> bool:
+    def wanted(self, settings, iceberg_type, keys, rows, built: Iterable[BuiltIndex]) -> bool:
         return self.can_index(iceberg_type) and len(keys) > 0
 
     def build(self, keys, iceberg_type, settings) -> BuiltIndex:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 from pathlib import Path
+from unittest.mock import patch
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -14,9 +15,14 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 from lakes import EVENTS_SCHEMA, PARTS, QUERIES, Lake, events_batch, live_rows
+from pyiceberg.types import BooleanType, DateType, DecimalType, IntegerType, LongType, StringType
 
+from indexlib.automaton import build_tag_regex
 from indexlib.config import load_config
 from indexlib.errors import UserError
+from indexlib.index_kinds import automaton, bloom
+from indexlib.index_kinds.settings import IndexSettings
+from indexlib.indexing import file_indexer
 from indexlib.indexing.backfill import backfill, batches_of_partitions, plan_backfill
 from indexlib.indexing.build import build_index
 from indexlib.indexing.file_indexer import config_version
@@ -293,3 +299,138 @@ def test_delta_source_counts_match_the_log(config, tmp_path):
     refs = open_source(config, name).live_files()
     assert sum(f.record_count for f in refs) == 10
     assert pc.sum(pa.array([f.file_size_in_bytes for f in refs])).as_py() > 0
+
+
+# ---------------------------------------------------------------- a change of the automatic choice (issue 30)
+
+
+def _bloom_wanted_before(self, settings, iceberg_type, keys, rows, built) -> bool:
+    """BloomIndex.wanted as it was before AUTOMATIC_CHOICE_VERSION 2 (commit 756d0ae)."""
+    if isinstance(iceberg_type, BooleanType) or len(keys) < 2 or any(index.exact for index in built):
+        return False
+    if isinstance(iceberg_type, (IntegerType, LongType, DateType, DecimalType)):
+        span = keys.integer_span()
+        return span is None or span > len(keys)
+    return True
+
+
+def _automaton_wanted_before(self, settings, iceberg_type, keys, rows, built) -> bool:
+    """AutomatonIndex.wanted as it was before AUTOMATIC_CHOICE_VERSION 2: any string column of at most
+    automaton_max_ndv values, trimmed when the exact automaton is over budget."""
+    return isinstance(iceberg_type, StringType) and 0 < len(keys) <= settings.value(automaton.MAX_NDV)
+
+
+def _regex_before(values, max_states, max_bytes, trim):
+    return build_tag_regex(values, max_states=max_states, max_bytes=max_bytes)  # always trimmed when over budget
+
+
+_CHOICE_WORDS = ("blithely", "final", "deposits", "sleep", "carefully", "ironic", "packages", "quickly")
+
+
+def _choice_batch(n: int) -> pa.Table:
+    """300 rows: sparse ids, a measure, prose, 150 hex ids each twice (a tag by repeats, but 4.8 KB of text), a tag."""
+    rng = random.Random(n)
+    refs = ["".join(rng.choice("0123456789abcdef") for _ in range(32)) for _ in range(150)]
+    return pa.table(
+        {
+            "id": pa.array([7 * (300 * n + i) for i in range(300)], pa.int64()),
+            "price": pa.array([round(rng.random() * 1000, 2) for _ in range(300)], pa.float64()),
+            "note": pa.array(
+                [
+                    f"{rng.choice(_CHOICE_WORDS)} {rng.choice(_CHOICE_WORDS)} {rng.choice(_CHOICE_WORDS)} {i}"
+                    for i in range(300)
+                ]
+            ),
+            "ref": pa.array([refs[i % 150] for i in range(300)]),
+            "tag": pa.array([("auth", "billing", "search")[(i + n) % 3] if n < 2 else "web" for i in range(300)]),
+        }
+    )
+
+
+def _kinds_by_column(config, name: str) -> dict[str, set[str]]:
+    entries = IndexTable(config.load_catalog(), config.index_namespace, name).entries().to_pylist()
+    found: dict[str, set[str]] = {}
+    for entry in entries:
+        for column in entry["columns"]:
+            found.setdefault(column["name"], set()).update(index["kind"] for index in column["indexes"] or ())
+    return found
+
+
+def _checked(config, name: str, queries) -> dict[str, int]:
+    """Files kept per query, every file holding a matching row among them."""
+    rows = live_rows(config, name)
+    kept = {}
+    for where, matches in queries:
+        files = set(lookup(config, name, where).files)
+        truth = {path for path, file_rows in rows.items() if any(matches(r) for r in file_rows)}
+        assert truth <= files, f"{where}: files with matching rows were skipped: {truth - files}"
+        kept[where] = len(files)
+    return kept
+
+
+def test_entries_built_with_the_previous_automatic_choice_answer_until_backfill_rebuilds_them(config, catalog):
+    table = catalog.create_table("db.choice", schema=_choice_batch(0).schema)
+    for n in range(3):
+        table.append(_choice_batch(n))
+    sample = _choice_batch(1).to_pylist()[123]
+    queries = [
+        (f"id = {sample['id']}", lambda r: r["id"] == sample["id"]),
+        ("id = 8", lambda r: r["id"] == 8),
+        (f"price = {sample['price']}", lambda r: r["price"] == sample["price"]),
+        (f"note = '{sample['note']}'", lambda r: r["note"] == sample["note"]),
+        ("note LIKE '%ironic%'", lambda r: "ironic" in r["note"]),
+        (f"ref = '{sample['ref']}'", lambda r: r["ref"] == sample["ref"]),
+        ("ref LIKE '0%'", lambda r: r["ref"].startswith("0")),
+        ("tag = 'web'", lambda r: r["tag"] == "web"),
+        ("tag IN ('auth', 'search')", lambda r: r["tag"] in ("auth", "search")),
+    ]
+    with (
+        patch.object(file_indexer, "AUTOMATIC_CHOICE_VERSION", 1),
+        patch.object(bloom.BloomIndex, "wanted", _bloom_wanted_before),
+        patch.object(automaton.AutomatonIndex, "wanted", _automaton_wanted_before),
+        patch.object(automaton, "build_tag_regex", _regex_before),
+    ):
+        assert build_index(config, "db.choice").files_indexed == 3  # in this process: the patches apply
+        previous = config_version(config.column_settings("db.choice", table.schema()))
+    assert _kinds_by_column(config, "db.choice") == {
+        "id": {"bloom"},
+        "price": {"bloom"},
+        "note": {"bloom"},
+        "ref": {"automaton", "bloom"},  # trimmed, with a Bloom filter beside it
+        "tag": {"automaton"},
+    }, "the previous choice: Bloom filters for measures and prose, trimmed automata for ids"
+    before = _checked(config, "db.choice", queries)
+
+    current = config_version(config.column_settings("db.choice", table.schema()))
+    assert current != previous, "the choice changed: entries built with the previous one are stale"
+    assert _checked(config, "db.choice", queries) == before, "read by this version, the old entries answer the same"
+
+    rebuilt = backfill(config, "db.choice")
+    assert (rebuilt.files_rebuilt, rebuilt.files_indexed) == (3, 0), "backfill rebuilds every stale entry"
+    state = IndexTable(config.load_catalog(), config.index_namespace, "db.choice").indexed()
+    assert set(state.column("config_version").to_pylist()) == {current}
+    assert _kinds_by_column(config, "db.choice") == {
+        "id": {"bloom"},
+        "price": set(),
+        "note": set(),
+        "ref": {"bloom"},
+        "tag": {"automaton"},
+    }, "the current choice: no filter for a measure or prose; ids get a Bloom filter, not a trimmed automaton"
+    after = _checked(config, "db.choice", queries)
+    assert after[f"id = {sample['id']}"] == after[f"ref = '{sample['ref']}'"] == after["tag = 'web'"] == 1
+    assert backfill(config, "db.choice").files_rebuilt == 0, "a second backfill finds nothing stale"
+
+
+def test_a_table_whose_every_column_names_its_kinds_keeps_its_entries_when_the_choice_changes():
+    every = {1: IndexSettings(kinds=("bloom",), row_group_kinds=()), 2: IndexSettings(kinds=())}
+    one_automatic = {1: IndexSettings(kinds=("bloom",)), 2: IndexSettings(row_group_kinds=())}
+    versions = {}
+    for choice in (1, 2):
+        with patch.object(file_indexer, "AUTOMATIC_CHOICE_VERSION", choice):
+            versions[choice] = [
+                config_version(s, mode) for s in (every, one_automatic, {}) for mode in ("false", "true")
+            ]
+    same = [a == b for a, b in zip(versions[1], versions[2], strict=True)]
+    assert same[:2] == [True, True], "no column uses the automatic choice: nothing to rebuild"
+    assert same[2:4] == [False, False], "one column's files use it: its entries are stale, with row groups or not"
+    assert same[4:] == [False, False], "no settings at all: every column uses it"

@@ -56,19 +56,23 @@ class IndexKind(ABC):
         """Whether a column of this type can get the kind at all (a `kinds` list naming it otherwise is an error)."""
 
     def chosen(
-        self, settings: IndexSettings, iceberg_type: IcebergType, keys: Keys, built: Iterable[BuiltIndex]
+        self, settings: IndexSettings, iceberg_type: IcebergType, keys: Keys, rows: int, built: Iterable[BuiltIndex]
     ) -> bool:
         """Whether this file's column gets the kind: as `settings.kinds` says when set, else the kind's own choice.
-        `built`: the payloads already built for the column in this file (kinds that may be exact build first)."""
+        `rows`: the column's non-null, non-NaN values in the file (or row group), repeats counted, of which `keys`
+        are the distinct ones; `built`: the payloads already built for the column in this file (kinds that may be
+        exact build first)."""
         if settings.kinds is not None:
             return self.name in settings.kinds and self.can_index(iceberg_type) and len(keys) > 0
-        return self.wanted(settings, iceberg_type, keys, built)
+        return self.wanted(settings, iceberg_type, keys, rows, built)
 
     @abstractmethod
     def wanted(
-        self, settings: IndexSettings, iceberg_type: IcebergType, keys: Keys, built: Iterable[BuiltIndex]
+        self, settings: IndexSettings, iceberg_type: IcebergType, keys: Keys, rows: int, built: Iterable[BuiltIndex]
     ) -> bool:
-        """The automatic choice: whether the payload can prune more than what is stored anyway."""
+        """The automatic choice: whether the payload can prune more than what is stored anyway, for what it costs
+        to build and store (the rule is written in the kind's module docstring; docs/index-kinds.md, "The automatic
+        choice"). `settings.kinds` is None here; `build` sees the same settings, so it can tell the two apart."""
 
     def sized_for(self, settings: IndexSettings, table_files: int) -> IndexSettings:
         """The settings to build one file's payload with in a table of `table_files` live files: a kind whose

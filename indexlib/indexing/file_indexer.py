@@ -112,8 +112,9 @@ def index_summary(
     keyed = table_files is not None and wants_key_index(settings, iceberg_type, keys, values, table_files)
     built: list[BuiltIndex] = [_KEYED] if keyed else []
     indexes: list[dict[str, Any]] = []
+    rows = summary.rows - summary.nulls - summary.nans  # the values the keys are the distinct ones of
     for kind in build_order():
-        if kind.chosen(settings, iceberg_type, keys, built):
+        if kind.chosen(settings, iceberg_type, keys, rows, built):
             index = kind.build(keys, iceberg_type, settings)
             if index is not None:
                 built.append(index)
@@ -193,9 +194,26 @@ def settings_json(settings: dict[int, IndexSettings]) -> str:
     return json.dumps({str(fid): s.to_json() for fid, s in settings.items()}, sort_keys=True)
 
 
+# The rule of the automatic choice (each kind's `wanted`, docs/index-kinds.md "The automatic choice"): change it
+# whenever a kind's `wanted` chooses differently, so entries built with the previous rule are stale. 1: the rule
+# before it was versioned (issue 30 changed it: no Bloom filters for measures, dense integers or free text;
+# automata for tags only, exact only).
+AUTOMATIC_CHOICE_VERSION = 2
+
+
+def uses_automatic_choice(settings: dict[int, IndexSettings]) -> bool:
+    """Whether some column's payloads are left to the automatic choice (`kinds` not set; row groups follow `kinds`
+    unless `row_group_kinds` is set, so theirs are automatic only when the file's are). An empty mapping leaves
+    every column to it (index_file's default)."""
+    return not settings or any(s.kinds is None for s in settings.values())
+
+
 def config_version(settings: dict[int, IndexSettings], row_groups: str = "false") -> str:
-    """What an entry was built with: the column settings, every kind's payload version, the entry format and
-    `[index] row_groups` (left out when "false", so entries built before row-group entries existed stay current).
+    """What an entry was built with: the column settings, every kind's payload version, the entry format,
+    `[index] row_groups` (left out when "false", so entries built before row-group entries existed stay current)
+    and the automatic choice's version (`AUTOMATIC_CHOICE_VERSION`) when some column uses it (a table whose every
+    column names its `kinds` keeps its entries when the rule changes; version 1 is left out: the text before the
+    rule had a version).
 
     An entry whose configuration version differs from the current one is stale: a backfill rebuilds it.
     """
@@ -203,6 +221,8 @@ def config_version(settings: dict[int, IndexSettings], row_groups: str = "false"
     built = {"settings": settings_json(settings), "kinds": kinds, "format": STATISTICS_VERSION}
     if row_groups != "false":
         built["row_groups"] = row_groups
+    if AUTOMATIC_CHOICE_VERSION != 1 and uses_automatic_choice(settings):
+        built["choice"] = AUTOMATIC_CHOICE_VERSION
     text = json.dumps(built, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
