@@ -714,17 +714,24 @@ CHOICE_CASES = [
     ),
     ("150 random ids in 150 rows: a Bloom filter only", StringType(), pa.string(), HEX_IDS, ["bloom"]),
     (
-        "repeated ids whose exact automaton is over budget: no trimmed automaton, a Bloom filter",
+        "repeated values whose exact automaton is over budget: trimmed by symbol classes, a Bloom filter beside it",
         StringType(),
         pa.string(),
         HEX_IDS[:100] * 2,
-        ["bloom"],
+        ["automaton", "bloom"],
     ),
     (
-        "repeated tags of more than 4 KiB of text get no automaton",
+        "repeated tags of 5 KiB of text: the exact automaton (the text budget is 16 KiB)",
         StringType(),
         pa.string(),
         [f"service-{i:03d}-{'x' * 20}" for i in range(160)] * 2,
+        ["automaton"],
+    ),
+    (
+        "repeated tags of more than 16 KiB of text get no automaton",
+        StringType(),
+        pa.string(),
+        [f"service-{i:03d}-{'x' * 64}" for i in range(250)] * 2,
         ["bloom"],
     ),
 ]

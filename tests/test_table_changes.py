@@ -413,16 +413,19 @@ def test_entries_built_with_the_previous_automatic_choice_answer_until_backfill_
         "id": {"bloom"},
         "price": set(),
         "note": set(),
-        "ref": {"bloom"},
+        "ref": {"automaton", "bloom"},  # trimmed by symbol classes alone, with a Bloom filter beside it
         "tag": {"automaton"},
-    }, "the current choice: no filter for a measure or prose; ids get a Bloom filter, not a trimmed automaton"
+    }, "the current choice: no filter for a measure or prose; repeated ids get a bounded trimmed automaton"
     after = _checked(config, "db.choice", queries)
     assert after[f"id = {sample['id']}"] == after[f"ref = '{sample['ref']}'"] == after["tag = 'web'"] == 1
     assert backfill(config, "db.choice").files_rebuilt == 0, "a second backfill finds nothing stale"
 
 
-def test_a_table_whose_every_column_names_its_kinds_keeps_its_entries_when_the_choice_changes():
-    every = {1: IndexSettings(kinds=("bloom",), row_group_kinds=()), 2: IndexSettings(kinds=())}
+def test_a_table_whose_every_column_names_its_kinds_and_key_index_keeps_its_entries_when_the_choice_changes():
+    every = {  # kinds and the key index named for every column
+        1: IndexSettings(kinds=("bloom",), row_group_kinds=(), key_index=False),
+        2: IndexSettings(kinds=(), key_index=True),
+    }
     one_automatic = {1: IndexSettings(kinds=("bloom",)), 2: IndexSettings(row_group_kinds=())}
     versions = {}
     for choice in (1, 2):
@@ -432,5 +435,9 @@ def test_a_table_whose_every_column_names_its_kinds_keeps_its_entries_when_the_c
             ]
     same = [a == b for a, b in zip(versions[1], versions[2], strict=True)]
     assert same[:2] == [True, True], "no column uses the automatic choice: nothing to rebuild"
+    keys_automatic = {1: IndexSettings(kinds=("bloom",), row_group_kinds=()), 2: IndexSettings(kinds=())}
+    with patch.object(file_indexer, "AUTOMATIC_CHOICE_VERSION", 1):
+        before = config_version(keys_automatic)
+    assert config_version(keys_automatic) != before, "kinds named but the key index left to the choice: stale"
     assert same[2:4] == [False, False], "one column's files use it: its entries are stale, with row groups or not"
     assert same[4:] == [False, False], "no settings at all: every column uses it"

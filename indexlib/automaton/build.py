@@ -37,13 +37,15 @@ class TagRegex:
     states: int
 
 
-def build_tag_regex(values: Iterable[str], max_states: int = 256, max_bytes: int = 2048, trim: bool = True) -> TagRegex:
+def build_tag_regex(
+    values: Iterable[str], max_states: int = 256, max_bytes: int = 2048, trim: bool | str = True
+) -> TagRegex:
     r"""Distinct non-null strings of one file's column -> a regex whose language is a superset of them (exactly
     them when that fits), with at most `max_states` DFA states and `max_bytes` bytes of UTF-8. Deterministic: the
-    same set of values, in any order and with duplicates, gives the same regex. Without `trim`, only the exact
-    regex is tried (a set that does not fit gives `^[\s\S]*$` at once): the search for a superset costs 20-70 ms
-    for up to 256 values, the exact attempt well under a millisecond when it does not fit (its DFA is abandoned at
-    `max_states`)."""
+    same set of values, in any order and with duplicates, gives the same regex. `trim`: True, the whole search
+    (the ladder, prefix truncations, the ranking by probes: 20-70 ms for up to 256 values); "classes", the ladder
+    alone, the first rung that fits whole (at most 7 attempts, each abandoned at `max_states`: a few ms); False,
+    only the exact regex (a set that does not fit gives `^[\s\S]*$` at once; well under a millisecond)."""
     if max_states < 1 or max_bytes < len(ANY_STRING_REGEX):
         raise ValueError(f"budget too small: max_states={max_states}, max_bytes={max_bytes}")
     distinct = sorted(set(values))
@@ -123,7 +125,7 @@ class _Search:
         self.longest = max(map(len, values))
         self._sorted_words: dict[Callable[[str], str], list[tuple[str, str]]] = {}
 
-    def run(self, trim: bool = True) -> TagRegex:
+    def run(self, trim: bool | str = True) -> TagRegex:
         candidates: list[_Candidate] = []
         first_fit = len(LADDER)
         for position, rung in enumerate(LADDER if trim else LADDER[:1]):
@@ -134,8 +136,10 @@ class _Search:
                 candidates.append(whole)
                 first_fit = position
                 break
-        if not trim:
+        if not trim or (trim == "classes" and not candidates):
             return TagRegex(ANY_STRING_REGEX, exact=False, states=1)
+        if trim == "classes":
+            return TagRegex(candidates[0].regex, exact=False, states=candidates[0].dfa.num_states)
         for rung in LADDER[:first_fit]:
             if rung.truncate and (truncated := self._deepest_truncation(rung)) is not None:
                 candidates.append(truncated)

@@ -43,7 +43,7 @@ MAX_BYTES = Setting("automaton_max_bytes", 2048, positive_int)  # budget of the 
 # configuration version through indexing/file_indexer.py AUTOMATIC_CHOICE_VERSION: change that when changing these.
 TINY_SET = 16  # at most this many distinct values: an automaton even when they do not repeat
 REPEATS = 2  # otherwise each distinct value must come back this many times on average (a tag, not an id)
-TEXT_BUDGET = 2  # and the distinct values' UTF-8 must be at most this many times automaton_max_bytes
+TEXT_BUDGET = 8  # and the distinct values' UTF-8 must be at most this many times automaton_max_bytes
 
 
 class AutomatonIndex(IndexKind):
@@ -53,14 +53,15 @@ class AutomatonIndex(IndexKind):
     * it has at most `automaton_max_ndv` (256) distinct values, and
     * they are tags: at most `TINY_SET` (16) distinct values, or values that repeat (at most half as many distinct
       values as non-null values: `service` in a log shard, not 150 random ids in a file of 150 rows), and
-    * the build is bounded: the distinct values hold at most `TEXT_BUDGET` x `automaton_max_bytes` (4 KiB) of UTF-8
-      (an exact regex must fit in `automaton_max_bytes`; a set of more text fits only when its values share long
-      runs), and only the exact automaton is tried: a set whose minimal automaton is over the budget gets none
-      (the exact attempt gives up within a millisecond; the search for a trimmed superset took 20-70 ms per
-      column of a file, 98 % of the per-file work on files of 150 ids), and a Bloom filter answers `=` instead.
+    * the build is bounded: the distinct values hold at most `TEXT_BUDGET` x `automaton_max_bytes` (16 KiB) of
+      UTF-8, and the superset is found by the symbol-class ladder alone (`build_tag_regex(trim="classes")`: the
+      exact automaton, else the first class rung that fits whole; at most 7 attempts, each abandoned at
+      `automaton_max_states`: a few ms), not by the whole search with prefix truncations and ranking (20-70 ms per
+      column of a file, 98 % of the per-file work on files of 150 ids). A trimmed automaton gets a Bloom filter
+      beside it, as before.
 
-    Configured (`kinds = ["automaton"]`), a column gets its automaton whatever its values, trimmed to a superset
-    when the exact one is over the budget."""
+    Configured (`kinds = ["automaton"]`), a column gets its automaton whatever its values, trimmed by the whole
+    search when the exact one is over the budget."""
 
     name = "automaton"
     version = 1
@@ -86,7 +87,7 @@ class AutomatonIndex(IndexKind):
             keys.texts(),
             max_states=settings.value(MAX_STATES),
             max_bytes=settings.value(MAX_BYTES),
-            trim=settings.kinds is not None,  # the automatic choice builds exact automata only (see above)
+            trim=True if settings.kinds is not None else "classes",  # the automatic choice: bounded (see above)
         )
         if tag.regex == ANY_STRING_REGEX:
             return None  # generalised to every string: it would only cost bytes

@@ -108,11 +108,10 @@ def index_summary(
     keys = distinct_keys(summary.distinct(), iceberg_type)
     if keys is None:
         return stats
-    values = stats.value_count - stats.null_count - (stats.nan_count or 0)
-    keyed = table_files is not None and wants_key_index(settings, iceberg_type, keys, values, table_files)
+    rows = summary.rows - summary.nulls - summary.nans  # the values the keys are the distinct ones of
+    keyed = table_files is not None and wants_key_index(settings, iceberg_type, keys, rows, table_files)
     built: list[BuiltIndex] = [_KEYED] if keyed else []
     indexes: list[dict[str, Any]] = []
-    rows = summary.rows - summary.nulls - summary.nans  # the values the keys are the distinct ones of
     for kind in build_order():
         if kind.chosen(settings, iceberg_type, keys, rows, built):
             index = kind.build(keys, iceberg_type, settings)
@@ -197,15 +196,15 @@ def settings_json(settings: dict[int, IndexSettings]) -> str:
 # The rule of the automatic choice (each kind's `wanted`, docs/index-kinds.md "The automatic choice"): change it
 # whenever a kind's `wanted` chooses differently, so entries built with the previous rule are stale. 1: the rule
 # before it was versioned (issue 30 changed it: no Bloom filters for measures, dense integers or free text;
-# automata for tags only, exact only).
+# automata for tags only, trimmed by the symbol-class ladder alone; the global key index's automatic choice).
 AUTOMATIC_CHOICE_VERSION = 2
 
 
 def uses_automatic_choice(settings: dict[int, IndexSettings]) -> bool:
-    """Whether some column's payloads are left to the automatic choice (`kinds` not set; row groups follow `kinds`
-    unless `row_group_kinds` is set, so theirs are automatic only when the file's are). An empty mapping leaves
-    every column to it (index_file's default)."""
-    return not settings or any(s.kinds is None for s in settings.values())
+    """Whether some column's payloads are left to the automatic choice (`kinds` or `key_index` not set; row groups
+    follow `kinds` unless `row_group_kinds` is set, so theirs are automatic only when the file's are). An empty
+    mapping leaves every column to it (index_file's default)."""
+    return not settings or any(s.kinds is None or s.key_index is None for s in settings.values())
 
 
 def config_version(settings: dict[int, IndexSettings], row_groups: str = "false") -> str:
