@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from indexlib.automaton import TagAutomaton, TooComplex, build_tag_regex
+from indexlib.automaton.emit import ANY_STRING_REGEX
 from indexlib.automaton.limits import (
     MAX_PATTERN_CHARS,
     MAX_PATTERN_CLOSURE_WORK,
@@ -630,3 +631,19 @@ def test_an_in_list_is_read_as_a_trie_with_the_answer_of_each_value_alone(tags, 
         "an IN list is in the language exactly when one of its values is (trimmed automata and prefixes of values "
         f"included): tags {tags}, values {values}"
     )
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_class_ladder_alone_also_only_grows_the_language(seed: int) -> None:
+    """`trim="classes"` (the automatic choice's bounded build): the exact regex, else the first symbol-class rung
+    that fits whole; every value is accepted, within the budget, and the result is deterministic."""
+    rng = random.Random(seed)
+    values = (hostnames, services)[seed % 2](rng, rng.randrange(20, 256))
+    budget = rng.choice([64, 128, 256])
+    built = build_tag_regex(values, max_states=budget, trim="classes")
+    auto = TagAutomaton.from_regex(built.regex)
+    assert built.regex != ANY_STRING_REGEX, f"a class rung fits these {len(values)} names: {built}"
+    assert all(auto.accepts(value) for value in values), f"the ladder's regex accepts every value: {built.regex}"
+    assert built.states <= budget and len(built.regex.encode()) <= 2048, f"within the budget: {built}"
+    assert build_tag_regex(list(reversed(values)), max_states=budget, trim="classes") == built, "deterministic"
+    assert built.exact == build_tag_regex(values, max_states=budget, trim=False).exact, "exact when it fits"
