@@ -74,6 +74,8 @@ class KeyRows:
         """The data-file paths (repeated, unordered) of the key rows of column `field_id` whose hash is one of
         `hashes` (int64, sorted, unique)."""
         found = [pa.array([], pa.string())]
+        if not len(hashes):
+            return found[0]
         with self._lock:
             for task in self._tasks_of(field_id):
                 found.append(self._files_in(task, field_id, hashes))
