@@ -251,20 +251,25 @@ def rows_of(entries: pa.Table) -> pa.Table:
     if flat is not None:
         hashes = flat.column("key_hashes")
         columns["keyed"] = pc.is_valid(hashes)
-        of_column = pc.list_parent_indices(hashes)
+        of_column = pc.list_parent_indices(hashes).to_numpy()
+        key_hash = pc.list_flatten(hashes).to_numpy()
+        field_id = -flat.column("field_id").to_numpy()[of_column]  # key_rows_id
+        # millions of rows on a large build: sorted by numbers before the table is made, never by path strings
+        order = np.lexsort((key_hash, field_id))
+        of_file = parents.to_numpy()[of_column[order]]
         sources.append(
             {
-                "file_path": columns["file_path"].take(of_column),
-                "field_id": pc.negate(flat.column("field_id").take(of_column)),  # key_rows_id
-                "key_hash": pc.list_flatten(hashes),
+                "file_path": entries.column("file_path").take(pa.array(of_file)),
+                "field_id": pa.array(field_id[order]),
+                "key_hash": pa.array(key_hash[order]),
             }
         )
     stacked = [
         pa.table({f.name: _column(source, f, len(source["file_path"])) for f in ROW_ARROW_SCHEMA}, ROW_ARROW_SCHEMA)
         for source in sources
     ]
-    rows = pa.concat_tables(stacked)
-    return rows.sort_by([("field_id", "ascending"), ("key_hash", "ascending"), ("file_path", "ascending")])
+    rows = pa.concat_tables(stacked[:2]).sort_by([("field_id", "ascending"), ("file_path", "ascending")])
+    return pa.concat_tables([*stacked[2:], rows])  # key rows first: their field ids are negative
 
 
 def _column(source: dict[str, Any], field: pa.Field, n: int) -> pa.Array | pa.ChunkedArray:
