@@ -170,27 +170,30 @@ def _make_table(
                     chunksize=256,
                 )
             )
-        second = root / "bloom_only.toml"
-        second.write_text(conf.read_text() + f'[index]\nnamespace = "{BLOOM_ONLY}"\n')
-        IndexTable(catalog, BLOOM_ONLY, TABLE).commit(
-            pa.Table.from_pylist([entry for entry, _ in old_entries], schema=ENTRY_ARROW_SCHEMA),
-            live=live,
-            watermark=version,
-        )
+        second = _second_index(root, conf, catalog, BLOOM_ONLY, [entry for entry, _ in old_entries], live, version)
         return conf, data, second
     if not row_groups:
         return conf, data, None
     for path in paths[:20]:  # the entry without row-group entries is what a build without them writes
         plain = _entry(path, iceberg_schema, name_mapping, settings, None, files)[0]
         assert plain == _entry(path, iceberg_schema, name_mapping, settings, group_settings, files)[1], path
-    files_only = root / "files_only.toml"
-    files_only.write_text(conf.read_text() + f'[index]\nnamespace = "{FILES_ONLY}"\n')
-    IndexTable(catalog, FILES_ONLY, TABLE).commit(
-        pa.Table.from_pylist([without for _, without in entries], schema=ENTRY_ARROW_SCHEMA),
-        live=live,
-        watermark=version,
+    return (
+        conf,
+        data,
+        _second_index(root, conf, catalog, FILES_ONLY, [without for _, without in entries], live, version),
     )
-    return conf, data, files_only
+
+
+def _second_index(
+    root: Path, conf: Path, catalog: Any, namespace: str, entries: list[dict], live: LiveSet, version: int
+) -> Path:
+    """`entries` committed as the index of the same table in `namespace`, and the conf that reads it."""
+    second = root / f"{namespace}.toml"
+    second.write_text(conf.read_text() + f'[index]\nnamespace = "{namespace}"\n')
+    IndexTable(catalog, namespace, TABLE).commit(
+        pa.Table.from_pylist(entries, schema=ENTRY_ARROW_SCHEMA), live=live, watermark=version
+    )
+    return second
 
 
 def _entry(

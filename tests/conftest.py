@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -101,6 +102,19 @@ def write_and_index(directory, tables, schema, settings=None):
         paths.append(path)
         entries.append(entry_row(path, 0, record_count, 1, stats))
     return paths, pa.Table.from_pylist(entries, schema=ENTRY_ARROW_SCHEMA)
+
+
+@contextlib.contextmanager
+def hash_bits(bits: int):
+    """Build and look up with key-index hashes of `bits` bits (statistics/key_hash.py's test hook): fewer bits
+    force collisions. Build and lookup must run in this process."""
+    from indexlib.statistics import key_hash
+
+    saved, key_hash.HASH_BITS = key_hash.HASH_BITS, bits
+    try:
+        yield
+    finally:
+        key_hash.HASH_BITS = saved
 
 
 SERVER_FIXTURES = ("spark_cluster", "postgres", "s3")

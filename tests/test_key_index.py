@@ -7,12 +7,11 @@ Random predicates against brute force: test_pruning_properties.py.)"""
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import hash_bits
 from lakes import Lake
 from pyiceberg.expressions import EqualTo, LessThan
 
@@ -22,20 +21,10 @@ from indexlib.indexing.backfill import backfill
 from indexlib.indexing.build import build_index
 from indexlib.indexing.upkeep import compact
 from indexlib.lookup import lookup
-from indexlib.statistics import key_hash
 from indexlib.store.table import IndexTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("code", pa.string()), ("part", pa.string())])
 FILES, ROWS = 6, 1_500
-
-
-@contextmanager
-def hash_bits(bits: int) -> Iterator[None]:
-    saved, key_hash.HASH_BITS = key_hash.HASH_BITS, bits
-    try:
-        yield
-    finally:
-        key_hash.HASH_BITS = saved
 
 
 def _batch(rng: np.random.Generator, n: int) -> pa.Table:

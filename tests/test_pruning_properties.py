@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from decimal import Decimal
 
 import duckdb
 import pyarrow as pa
 import pytest
 import sqlglot
-from conftest import write_and_index
+from conftest import hash_bits, write_and_index
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyiceberg.schema import Schema
@@ -45,7 +43,6 @@ from pyiceberg.types import (
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.lookup import prune
 from indexlib.query.binding import bound_predicate
-from indexlib.statistics import key_hash
 
 EXAMPLES = int(os.environ.get("SKIPINDEX_PROPERTY_EXAMPLES", "2500"))
 PREDICATES_PER_EXAMPLE = 4
@@ -183,16 +180,6 @@ KEY_INDEX_SETTINGS = st.sampled_from(
 )
 # Bits of the key index's hashes: 64 as built, or 2 (a test hook), where every lookup meets collisions
 HASH_BITS = st.sampled_from([64, 64, 2])
-
-
-@contextmanager
-def hash_bits(bits: int) -> Iterator[None]:
-    """Build and look up with key hashes of `bits` bits (statistics/key_hash.py's test hook)."""
-    saved, key_hash.HASH_BITS = key_hash.HASH_BITS, bits
-    try:
-        yield
-    finally:
-        key_hash.HASH_BITS = saved
 
 
 def _maybe_null(literals: st.SearchStrategy) -> st.SearchStrategy:

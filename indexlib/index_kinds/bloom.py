@@ -152,10 +152,11 @@ class BloomIndex(IndexKind):
     def verdict(
         self, leaf: ValueSet | Pattern, payloads: Sequence[bytes | None], stats: ColumnStatistics
     ) -> Verdict | None:
-        literals = self._literals(leaf)
+        filters = sum(payload is not None for payload in payloads)
+        literals = self._literals(leaf) if filters else None  # no filter to probe: no literal is keyed
         if literals is None:
             return None
-        if len(literals) * sum(payload is not None for payload in payloads) > MAX_PROBE_PAIRS:
+        if len(literals) * filters > MAX_PROBE_PAIRS:
             return None  # too long a list for too many files: answering would take seconds; unknown keeps them
         column_type = leaf.column.type
         might = np.ones(len(payloads), dtype=bool)
