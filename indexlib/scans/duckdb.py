@@ -35,7 +35,7 @@ import datetime as dt
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +51,8 @@ from indexlib.errors import UserError
 from indexlib.handle import IndexHandle
 from indexlib.lookup import LookupResult
 from indexlib.query.sql import Clock
-from indexlib.scans.row_groups import RowGroupScan, selected, task_of
+from indexlib.scans.pushdown import nan_prone
+from indexlib.scans.row_groups import RowGroupScan, selected, stored_rows, task_of, vector_positions
 from indexlib.scans.where import where_sql
 from indexlib.sources.base import KeptFile
 from indexlib.sources.delta import DeltaSource
@@ -86,10 +87,11 @@ def relation_of(
     if source is None:
         raise UserError(f"table {result.table}: the lookup holds no source state to read rows from")
     filter_sql = residual_sql(result, dialect, clock)
+    nan_files = nan_prone(result, dialect)
     if isinstance(source, IcebergSource):
-        return _iceberg(con, result, source, filter_sql)
+        return _iceberg(con, result, source, filter_sql, nan_files)
     if isinstance(source, DeltaSource):
-        return _delta(con, result, source, filter_sql)
+        return _delta(con, result, source, filter_sql, nan_files)
     raise UserError(f"table {result.table}: no DuckDB reader for {type(source).__name__}")
 
 
@@ -152,7 +154,11 @@ def _duckdb_type(field_type: it.IcebergType) -> str | None:
 
 
 def _iceberg(
-    con: duckdb.DuckDBPyConnection, result: LookupResult, source: IcebergSource, filter_sql: str
+    con: duckdb.DuckDBPyConnection,
+    result: LookupResult,
+    source: IcebergSource,
+    filter_sql: str,
+    nan_files: frozenset[str],
 ) -> duckdb.DuckDBPyRelation:
     table = source.table  # the metadata the lookup loaded: the read stays at that snapshot
     schema = table.metadata.schema()
@@ -182,12 +188,12 @@ def _iceberg(
         through = [k for k in group if id(k) not in read_natively]
         where = "" if all_match else f" WHERE {filter_sql}"
         for projection, mapped in reads.items():
-            for row_groups, files in _by_row_groups(mapped).items():
+            for (row_groups, prone), files in _by_read(mapped, nan_files).items():
                 deleted = _deleted_positions(con, files)
                 read = layouts.read_sql(files, projection, positions=deleted is not None, row_groups=row_groups)
                 if deleted:
                     read += f" ANTI JOIN ({deleted}) x ON d.filename = x.file_path AND d.file_row_number = x.pos"
-                parts.append(con.sql(f"SELECT {columns} FROM {read}{where}"))
+                parts.append(_filtered(con, f"SELECT {columns} FROM {read}", "" if all_match else filter_sql, prone))
         if through:
             arrow = _through_pyiceberg(table, schema, through)
             parts.append(con.from_arrow(arrow).query("kept", f"SELECT {columns} FROM kept{where}"))
@@ -347,6 +353,34 @@ def _by_row_groups(kept: list[KeptFile]) -> dict[tuple[int, ...] | None, list[Ke
     return groups
 
 
+def _by_read(
+    kept: list[KeptFile],
+    nan_files: frozenset[str],
+    by_row_groups: Callable[[list[KeptFile]], dict[tuple[int, ...] | None, list[KeptFile]]] | None = None,
+) -> dict[tuple[tuple[int, ...] | None, bool], list[KeptFile]]:
+    """The files by (row groups to read, NaN-prone): one read per distinct selection (`_by_row_groups`), the files
+    that may hold NaN where the WHERE looks (`pushdown.nan_prone`) apart from the others."""
+    groups: dict[tuple[tuple[int, ...] | None, bool], list[KeptFile]] = {}
+    for row_groups, files in (by_row_groups or _by_row_groups)(kept).items():
+        for k in files:
+            groups.setdefault((row_groups, k.file.path in nan_files), []).append(k)
+    return groups
+
+
+def _filtered(
+    con: duckdb.DuckDBPyConnection, read_sql: str, filter_sql: str, nan_prone: bool
+) -> duckdb.DuckDBPyRelation:
+    """The rows of `read_sql` where `filter_sql` holds ("": all). For files that may hold NaN where the filter looks
+    (scans/pushdown.py) the filter is applied to the rows read unfiltered, over their Arrow copy: DuckDB would
+    otherwise skip row groups, or fold the filter, by footer statistics that leave NaN out. An Arrow scan has no
+    statistics and takes no filter (the cost: those files' rows are held in memory)."""
+    if not filter_sql:
+        return con.sql(read_sql)
+    if not nan_prone:
+        return con.sql(f"SELECT * FROM ({read_sql}) WHERE {filter_sql}")
+    return con.from_arrow(con.sql(read_sql).to_arrow_table()).query("kept", f"SELECT * FROM kept WHERE {filter_sql}")
+
+
 def _row_groups_sql(row_groups: tuple[int, ...] | None) -> str:
     """The WHERE a `read_parquet` reads only `row_groups` with: DuckDB skips the other row groups without reading
     them (its `file_row_group_number` filter is pushed into the scan)."""
@@ -396,12 +430,22 @@ def _through_pyiceberg(table: Any, schema: Any, kept: list[KeptFile]) -> pa.Tabl
 
 
 def _delta(
-    con: duckdb.DuckDBPyConnection, result: LookupResult, source: DeltaSource, filter_sql: str
+    con: duckdb.DuckDBPyConnection,
+    result: LookupResult,
+    source: DeltaSource,
+    filter_sql: str,
+    nan_files: frozenset[str],
 ) -> duckdb.DuckDBPyRelation:
     """DuckDB reads the kept files itself (`union_by_name`: a column added later is NULL in older files; no Hive
     guessing from directory names), drops the rows their deletion vectors delete (an anti-join on file and row
-    number, as for Iceberg position deletes) and joins each file's partition values, typed, from its add action."""
+    number, as for Iceberg position deletes) and joins each file's partition values, typed, from its add action.
+    DuckDB's file name column is named `_FILE_COLUMN` (a data column may be named `filename`); where a data column
+    is named `file_row_number` or `file_row_group_number`, DuckDB's own are hidden by it: such tables' files with
+    deletion vectors are read by pyarrow (`row_groups.stored_rows`), and their files are read whole."""
     schema = pa.schema(source.table.schema().to_arrow())
+    names = {n.lower() for n in schema.names}
+    if _FILE_COLUMN in names:
+        raise UserError(f"Delta table {source.name}: a column named {_FILE_COLUMN} hides the DuckDB scan's file name")
     kept = result.kept_files  # each file's deletion vector, read by delta-rs for the kept files alone
     empty = _register(con, schema.empty_table())  # the table's columns and types, no rows
     partitions = set(source.partition_columns)
@@ -409,15 +453,17 @@ def _delta(
     columns = ", ".join(
         f"{'v' if name in partitions else 'f'}.{quote_name(name)} AS {quote_name(name)}" for name in schema.names
     )
-    # a data column of the name would hide DuckDB's row-group number: such tables' files are read whole
-    by_row_groups = _by_row_groups if "file_row_group_number" not in {n.lower() for n in schema.names} else _whole
+    by_row_groups = _by_row_groups if "file_row_group_number" not in names else _whole
     reads = [
-        (all_match, row_groups, files)
+        (all_match, row_groups, prone, files)
         for all_match in (False, True)
-        for row_groups, files in by_row_groups([k for k in kept if k.all_match is all_match]).items()
+        for (row_groups, prone), files in _by_read(
+            [k for k in kept if k.all_match is all_match], nan_files, by_row_groups
+        ).items()
     ]
+    stored = pa.schema([schema.field(name) for name in data])
     parts = []
-    for all_match, row_groups, group in reads:
+    for all_match, row_groups, prone, group in reads:
         values = {name: [dict(k.file.partition or ()).get(name) for k in group] for name in source.partition_columns}
         files = _register(
             con,
@@ -428,25 +474,42 @@ def _delta(
                 }
             ),
         )
-        paths = ", ".join(_string(k.file.path) for k in group)
         deleted = _deletion_vector_positions(con, group)
-        read = (
-            f"SELECT * FROM read_parquet([{paths}], union_by_name = true, hive_partitioning = false, filename = true"
-            f"{', file_row_number = true' if deleted else ''}){_row_groups_sql(row_groups)} "
-            f"UNION ALL BY NAME SELECT {', '.join(map(quote_name, data))}, NULL::VARCHAR AS filename"
-            f"{', NULL::BIGINT AS file_row_number' if deleted else ''} FROM {empty}"
-        )
-        if deleted:
+        if deleted and "file_row_number" in names:
+            read = f"SELECT * FROM {_register(con, _read_by_pyarrow(source, group, stored))}"
+        else:
+            paths = ", ".join(_string(k.file.path) for k in group)
             read = (
-                f"SELECT r.* FROM ({read}) r ANTI JOIN {deleted} x ON r.filename = x.file AND r.file_row_number = x.pos"
+                f"SELECT * FROM read_parquet([{paths}], union_by_name = true, hive_partitioning = false, "
+                f"filename = {_string(_FILE_COLUMN)}{', file_row_number = true' if deleted else ''})"
+                f"{_row_groups_sql(row_groups)} "
+                f"UNION ALL BY NAME SELECT {', '.join(map(quote_name, data))}, NULL::VARCHAR AS {_FILE_COLUMN}"
+                f"{', NULL::BIGINT AS file_row_number' if deleted else ''} FROM {empty}"
             )
-        where = "" if all_match else f" WHERE {filter_sql}"
-        parts.append(
-            con.sql(f"SELECT * FROM (SELECT {columns} FROM ({read}) f JOIN {files} v ON f.filename = v.__file){where}")
-        )
+            if deleted:
+                read = (
+                    f"SELECT r.* FROM ({read}) r ANTI JOIN {deleted} x "
+                    f"ON r.{_FILE_COLUMN} = x.file AND r.file_row_number = x.pos"
+                )
+        joined = f"SELECT {columns} FROM ({read}) f JOIN {files} v ON f.{_FILE_COLUMN} = v.__file"
+        parts.append(_filtered(con, joined, "" if all_match else filter_sql, prone))
     if not parts:
         parts.append(con.sql(f"SELECT * FROM {empty}"))
     return _union(parts)
+
+
+_FILE_COLUMN = "__skipindex_file"  # DuckDB's file name column in Delta reads (`read_parquet(filename = ...)`)
+
+
+def _read_by_pyarrow(source: DeltaSource, kept: list[KeptFile], stored: pa.Schema) -> pa.Table:
+    """The kept row groups of Delta files with their deletion vectors applied, read by pyarrow, with the file name
+    column: for tables whose data columns hide DuckDB's row numbers."""
+    tables = [
+        table.append_column(_FILE_COLUMN, pa.array([k.file.path] * table.num_rows, pa.string()))
+        for k in kept
+        for table in stored_rows(source.io_properties, k.file.path, selected(k), vector_positions(k), stored)
+    ]
+    return pa.concat_tables(tables) if tables else stored.append(pa.field(_FILE_COLUMN, pa.string())).empty_table()
 
 
 def _whole(kept: list[KeptFile]) -> dict[tuple[int, ...] | None, list[KeptFile]]:

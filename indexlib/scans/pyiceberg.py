@@ -11,8 +11,9 @@ some row groups of (`KeptFile.row_groups`), only those are read (scans/row_group
 own unpruned read. The read is pinned to the snapshot the lookup answered for (the table metadata it loaded). Files
 the lookup proved all-match are read without the filter.
 
-The filter is the SQL predicate translated to a pyiceberg row filter; a predicate that has no exact translation
-(a LIKE that is not a prefix, month(ts) = 3, a FLOAT column, ...) is refused with one line rather than read wrongly.
+The filter is the SQL predicate translated to a pyiceberg row filter with SQL's meaning (`sql_semantics`: negative
+leaves unknown on NULL, NaN above every number); a predicate that has no exact translation (a LIKE that is not a
+prefix, month(ts) = 3, a FLOAT column, ...) is refused with one line rather than read wrongly.
 A pyiceberg row filter is applied as given, so the rows are those of `table.scan(row_filter=...)`; the lookup prunes
 with a predicate that holds for at least those rows (query/from_iceberg.py) and proves no file all-match.
 """
@@ -26,12 +27,13 @@ import pyarrow as pa
 from pyiceberg import expressions as ice
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.table import FileScanTask
+from pyiceberg.types import DoubleType, FloatType
 
 from indexlib.errors import UserError
 from indexlib.handle import IndexHandle
 from indexlib.lookup import LookupResult
 from indexlib.pruning.iceberg_filter import to_iceberg_filter, to_strict_iceberg_filter
-from indexlib.query.model import BoundIn, Expr
+from indexlib.query.model import Expr
 from indexlib.scans.row_groups import RowGroupScan, task_of
 from indexlib.sources.iceberg import IcebergSource
 
@@ -48,8 +50,8 @@ def scan(
 
 
 def row_filter(result: LookupResult) -> ice.BooleanExpression:
-    """The lookup's predicate as an exact pyiceberg row filter, SQL semantics kept: `x NOT IN (...)` drops NULL
-    rows (pyiceberg's `NotIn` alone keeps them)."""
+    """The lookup's predicate as an exact pyiceberg row filter, with the SQL meaning the other scans give it
+    (`sql_semantics`)."""
     bound = result.bound
     if bound is None:
         raise UserError(f"table {result.table}: the lookup has no bound predicate to filter rows with")
@@ -59,15 +61,12 @@ def row_filter(result: LookupResult) -> ice.BooleanExpression:
             f"table {result.table}: {result.where!r} has no exact pyiceberg row filter "
             f"(pyiceberg would read it as {inclusive}); filter the rows of the kept files yourself"
         )
-    return _guard_not_in(strict, bound)
-
-
-def _guard_not_in(translated: ice.BooleanExpression, bound: Expr) -> ice.BooleanExpression:
-    columns = {leaf.column.name for leaf in _leaves(bound) if isinstance(leaf, BoundIn) and leaf.negated}
-    guard: ice.BooleanExpression = translated
-    for name in sorted(columns):
-        guard = _and_not_null_under_not_in(guard, name)
-    return guard
+    floating = {
+        leaf.column.name
+        for leaf in _leaves(bound)
+        if isinstance(getattr(getattr(leaf, "column", None), "type", None), (FloatType, DoubleType))
+    }
+    return sql_semantics(strict, floating)
 
 
 def _leaves(expr: Expr) -> list[Expr]:
@@ -75,13 +74,28 @@ def _leaves(expr: Expr) -> list[Expr]:
     return [leaf for child in children for leaf in _leaves(child)] if children else [expr]
 
 
-def _and_not_null_under_not_in(expr: ice.BooleanExpression, name: str) -> ice.BooleanExpression:
+_NEGATIVE = (ice.NotEqualTo, ice.NotIn, ice.NotStartsWith, ice.NotNaN)
+_ABOVE = (ice.GreaterThan, ice.GreaterThanOrEqual)
+
+
+def sql_semantics(expr: ice.BooleanExpression, floating: set[str]) -> ice.BooleanExpression:
+    """A pyiceberg filter of NOT-free SQL leaves (the binder pushed NOT into them), read as SQL reads the WHERE:
+
+    - A row is kept where the WHERE is TRUE; a leaf over NULL is unknown. With NOT pushed into the leaves, AND and
+      OR keep a row exactly when they do with every unknown leaf read as FALSE (Kleene logic is monotone), so each
+      leaf must be FALSE on NULL. pyiceberg reads a negative leaf (`!=`, NOT IN, NOT STARTS WITH, NOT isnan) as TRUE
+      on NULL, and on a file without the column (added since) as TRUE for every row: each gets `IS NOT NULL`.
+    - NaN is greater than every number and equal to itself in SQL (Spark, DuckDB), and unordered in pyiceberg's
+      comparisons (IEEE): `c > v` and `c >= v` on a FLOAT / DOUBLE column also hold for NaN. `<`, `<=`, `=` and `!=`
+      agree on NaN already (the binder refuses NaN literals)."""
     if isinstance(expr, ice.And):
-        return ice.And(_and_not_null_under_not_in(expr.left, name), _and_not_null_under_not_in(expr.right, name))
+        return ice.And(sql_semantics(expr.left, floating), sql_semantics(expr.right, floating))
     if isinstance(expr, ice.Or):
-        return ice.Or(_and_not_null_under_not_in(expr.left, name), _and_not_null_under_not_in(expr.right, name))
-    if isinstance(expr, ice.NotIn) and expr.term.name == name:
-        return ice.And(ice.NotNull(name), expr)
+        return ice.Or(sql_semantics(expr.left, floating), sql_semantics(expr.right, floating))
+    if isinstance(expr, _NEGATIVE):
+        return ice.And(ice.NotNull(expr.term.name), expr)
+    if isinstance(expr, _ABOVE) and expr.term.name in floating:
+        return ice.Or(expr, ice.IsNaN(expr.term.name))
     return expr
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.io import pyarrow as pyiceberg_arrow
 from pyiceberg.io.pyarrow import ArrowScan
@@ -176,3 +177,52 @@ class RowGroupScan(ArrowScan):
         if first is not None:
             yield first
             yield from batches
+
+
+def vector_positions(kept: KeptFile) -> np.ndarray:
+    """The whole-file positions a Delta file's deletion vector deletes (none: empty)."""
+    vectors = [d.positions for d in kept.deletes if d.positions is not None]
+    return np.concatenate(vectors).astype(np.int64) if vectors else np.empty(0, np.int64)
+
+
+def stored_rows(
+    io_properties: dict[str, str],
+    path: str,
+    row_groups: tuple[int, ...] | None,
+    deleted: np.ndarray,
+    schema: pa.Schema,
+) -> Iterator[pa.Table]:
+    """The rows of a data file read by column name, as Spark's and DuckDB's by-name Parquet reads match them (a Delta
+    file): `row_groups` alone (None: every one), the rows at whole-file positions `deleted` (its deletion vector)
+    dropped, each of `schema`'s columns matched ignoring case, NULL where the file lacks it (added later), cast to
+    its type. Read through pyiceberg FileIO with the catalog's storage properties, as the build reads Delta files;
+    no filter reaches the reader, so no row is lost to footer statistics."""
+    from pyiceberg.io import load_file_io
+
+    with load_file_io(io_properties, path).new_input(path).open() as stream:
+        parquet = pq.ParquetFile(stream)
+        metadata = parquet.metadata
+        starts = np.cumsum([0] + [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)])
+        names = {name.lower(): name for name in parquet.schema_arrow.names}
+        columns = [names[f.name.lower()] for f in schema if f.name.lower() in names]
+        for g in range(metadata.num_row_groups) if row_groups is None else row_groups:
+            table = parquet.read_row_group(g, columns=columns)
+            if len(deleted):
+                positions = np.arange(starts[g], starts[g + 1])
+                table = table.filter(pa.array(~np.isin(positions, deleted)))
+            yield _as_stored(table, schema)
+
+
+def _as_stored(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The file's columns as the table's stored columns: matched by name ignoring case, a column the file lacks
+    (added later) NULL, each cast to the table's type."""
+    by_name = {name.lower(): name for name in table.column_names}
+    return pa.table(
+        [
+            table.column(by_name[f.name.lower()]).cast(f.type)
+            if f.name.lower() in by_name
+            else pa.nulls(table.num_rows, f.type)
+            for f in schema
+        ],
+        schema=schema,
+    )

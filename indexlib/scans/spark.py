@@ -55,8 +55,9 @@ from indexlib.errors import UserError
 from indexlib.handle import IndexHandle, open_handle
 from indexlib.lookup import LookupResult
 from indexlib.query.sql import Clock
+from indexlib.scans.pushdown import nan_prone
 from indexlib.scans.pyiceberg import row_filter
-from indexlib.scans.row_groups import RowGroupScan, selected, task_of
+from indexlib.scans.row_groups import RowGroupScan, selected, stored_rows, task_of, vector_positions
 from indexlib.scans.where import where_sql
 from indexlib.sources.base import KeptFile
 from indexlib.sources.delta import DeltaSource
@@ -93,19 +94,25 @@ class Read:
     partition: tuple[tuple[str, Any], ...] = ()
 
 
-def plan(result: LookupResult) -> list[Read]:
-    """How each kept file is read (see the module docstring), grouped."""
+def plan(result: LookupResult, nan_files: frozenset[str] = frozenset()) -> list[Read]:
+    """How each kept file is read (see the module docstring), grouped. `nan_files`: kept files that may hold NaN
+    where the WHERE looks (scans/pushdown.py): when filtered, they are not read by Spark's Parquet reader, which
+    would skip their row groups by statistics that leave NaN out."""
     source = result.source
     kept = result.kept_files
+
+    def pushable(k: KeptFile) -> bool:
+        return k.all_match or k.file.path not in nan_files
+
     if isinstance(source, DeltaSource):
         groups: dict[tuple[str, bool, tuple[tuple[str, Any], ...]], list[KeptFile]] = {}
         for k in kept:
-            how = PARQUET if selected(k) is None else ROW_GROUPS
+            how = PARQUET if selected(k) is None and pushable(k) else ROW_GROUPS
             groups.setdefault((how, not k.all_match, tuple(k.file.partition or ())), []).append(k)
         return [Read(how, filtered, tuple(files), part) for (how, filtered, part), files in groups.items()]
     if not isinstance(source, IcebergSource):
         raise UserError(f"table {result.table}: the Spark scan reads Iceberg and Delta tables only")
-    exact = _exact_as_parquet(source, [k for k in kept if not k.deletes and selected(k) is None])
+    exact = _exact_as_parquet(source, [k for k in kept if not k.deletes and selected(k) is None and pushable(k)])
     reads = []
     for how in (PARQUET, PYICEBERG):
         for filtered in (True, False):
@@ -125,7 +132,7 @@ def from_lookup(
     schema = _spark_schema(result)
     condition = where_sql(result, dialect, clock, "spark")
     frames = []
-    for read in plan(result):
+    for read in plan(result, nan_prone(result, dialect)):
         frame = _read(spark, result, read, schema)
         frames.append(frame.filter(condition) if read.filtered else frame)
     if not frames:
@@ -220,10 +227,10 @@ def _delta_vectors(spark: SparkSession, frame: DataFrame, kept: Sequence[KeptFil
     vectors = [(k.file.path, d.positions) for k in kept for d in k.deletes if d.positions is not None]
     if not vectors:
         return frame
-    if {name.lower() for name in frame.columns} & {"_metadata", _FILE, _POS}:
+    if {name.lower() for name in frame.columns} & {_FILE, _POS}:
         raise UserError(
-            f"a Delta table with a column named _metadata: its deletion vectors (e.g. of {vectors[0][0]}) cannot be "
-            "applied, as Spark's `_metadata.row_index` is hidden by it"
+            f"a Delta table with a column named {_FILE} or {_POS}: its deletion vectors (e.g. of {vectors[0][0]}) "
+            "cannot be applied by the Spark scan, which names its own columns so"
         )
     counts = [len(positions) for _, positions in vectors]
     deleted = spark.createDataFrame(
@@ -236,9 +243,10 @@ def _delta_vectors(spark: SparkSession, frame: DataFrame, kept: Sequence[KeptFil
     )
     if sum(counts) <= _BROADCAST_ROWS:
         deleted = F.broadcast(deleted)
-    encoded = F.regexp_replace(F.col("_metadata.file_path"), r"\+", "%2B")
+    metadata = frame.metadataColumn("_metadata")  # Spark's, even where a data column is named _metadata
+    encoded = F.regexp_replace(metadata.getField("file_path"), r"\+", "%2B")
     path = F.regexp_replace(F.url_decode(encoded), "^file:/+", "/")
-    keyed = frame.withColumn(_FILE, path).withColumn(_POS, F.col("_metadata.row_index"))
+    keyed = frame.withColumn(_FILE, path).withColumn(_POS, metadata.getField("row_index"))
     return keyed.join(deleted, [_FILE, _POS], "left_anti").drop(_FILE, _POS)
 
 
@@ -297,7 +305,7 @@ class _PyicebergFiles(DataSource):
 class _PyicebergReader(DataSourceReader):
     def __init__(self, payload: _ReadPayload, schema: StructType) -> None:
         self.payload = payload
-        self.arrow_schema = to_arrow_schema(schema)
+        self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
 
     def partitions(self) -> list[InputPartition]:
         return [InputPartition(group) for group in self.payload.groups]
@@ -327,22 +335,17 @@ def _groups(tasks: Sequence[Any], slots: int) -> list[tuple[int, ...]]:
 def _row_groups_frame(spark: SparkSession, result: LookupResult, read: Read, stored: StructType) -> DataFrame:
     """The kept row groups of Delta files (Spark's Parquet reader cannot be told which row groups to read): their
     stored columns, by name as Spark's by-name read matches them, rows their deletion vectors delete dropped."""
-    files = [_PartFile(k.file.path, selected(k) or (), _deleted(k), k.file.file_size_in_bytes) for k in read.files]
+    files = [_PartFile(k.file.path, selected(k), vector_positions(k), k.file.file_size_in_bytes) for k in read.files]
     slots = 2 * spark.sparkContext.defaultParallelism
     payload = _PartsPayload(dict(result.source.io_properties), files, _groups(files, slots), stored.json())
     spark.dataSource.register(_RowGroupFiles)
     return spark.read.format(_RowGroupFiles.name()).schema(stored).option("payload", payload.encode()).load()
 
 
-def _deleted(kept: KeptFile) -> np.ndarray:
-    vectors = [d.positions for d in kept.deletes if d.positions is not None]
-    return np.concatenate(vectors).astype(np.int64) if vectors else np.empty(0, np.int64)
-
-
 @dataclass(frozen=True)
 class _PartFile:
     path: str
-    row_groups: tuple[int, ...]
+    row_groups: tuple[int, ...] | None  # None: every one
     deleted: np.ndarray  # whole-file positions
     file_size_in_bytes: int
 
@@ -384,40 +387,15 @@ class _RowGroupFiles(DataSource):
 class _RowGroupReader(DataSourceReader):
     def __init__(self, payload: _PartsPayload, schema: StructType) -> None:
         self.payload = payload
-        self.arrow_schema = to_arrow_schema(schema)
+        self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
 
     def partitions(self) -> list[InputPartition]:
         return [InputPartition(group) for group in self.payload.groups]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from pyiceberg.io import load_file_io
-
         for i in partition.value:
             part = self.payload.files[i]
-            with load_file_io(self.payload.io_properties, part.path).new_input(part.path).open() as stream:
-                parquet = pq.ParquetFile(stream)
-                metadata = parquet.metadata
-                starts = np.cumsum([0] + [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)])
-                names = {name.lower(): name for name in parquet.schema_arrow.names}
-                columns = [names[f.name.lower()] for f in self.arrow_schema if f.name.lower() in names]
-                for g in part.row_groups:
-                    table = parquet.read_row_group(g, columns=columns)
-                    if len(part.deleted):
-                        positions = np.arange(starts[g], starts[g + 1])
-                        table = table.filter(pa.array(~np.isin(positions, part.deleted)))
-                    yield from _as_stored(table, self.arrow_schema).to_batches()
-
-
-def _as_stored(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """The file's columns as the table's stored columns: matched by name ignoring case (as Spark's Parquet read),
-    a column the file lacks (added later) NULL, each cast to the table's type."""
-    by_name = {name.lower(): name for name in table.column_names}
-    return pa.table(
-        [
-            table.column(by_name[f.name.lower()]).cast(f.type)
-            if f.name.lower() in by_name
-            else pa.nulls(table.num_rows, f.type)
-            for f in schema
-        ],
-        schema=schema,
-    )
+            for table in stored_rows(
+                self.payload.io_properties, part.path, part.row_groups, part.deleted, self.arrow_schema
+            ):
+                yield from table.to_batches()

@@ -124,8 +124,9 @@ class DeltaSource:
 
     @cached_property
     def _root(self) -> str:
-        uri = self.table.table_uri.rstrip("/")
-        return urlparse(uri).path if uri.startswith("file://") else uri
+        """The table's location as its files' paths start: delta-rs's `table_uri` percent-encodes it
+        (`file:///data/my%20table`), the files are opened and named by their decoded paths."""
+        return _path_of_uri(self.table.table_uri.rstrip("/"))
 
     def current_version(self) -> int | None:
         return int(self.table.version())

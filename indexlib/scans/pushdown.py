@@ -1,0 +1,58 @@
+"""Which kept files an engine may filter inside its own Parquet reader without losing rows that hold NaN.
+
+DuckDB's `read_parquet` and Spark's Parquet reader skip row groups by the min/max statistics of the file's footer,
+and DuckDB also folds a filter it can decide from them; Parquet writers leave NaN out of those statistics. So a row
+group of [1.0, NaN, 2.0] is skipped for `x > 4` and for `isnan(x)`, though in both engines' SQL NaN is greater than
+every number and equal to itself: the rows are lost (plain Spark and DuckDB over the same file lose them too).
+
+The index counts NaN per file (`nan_count`; NaN never enters a bound). A scan pushes its filter into an engine's
+Parquet reader only for files where every floating-point column the WHERE names was counted with no NaN; it reads
+the other files (`nan_prone`) unfiltered and filters their rows in the engine, where no statistics are consulted.
+Unknown means prone: a file the index has no entry for, a column without counts, or a WHERE whose columns cannot be
+told. The price is paid only by kept files that hold NaN (or are unindexed) in a column the WHERE names: reading
+them without the reader's row-group skipping (docs/benchmarks.md, "Rows with NaN").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sqlglot
+from pyiceberg.types import DoubleType, FloatType
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from indexlib.lookup import LookupResult
+from indexlib.query.model import BoundColumn
+
+
+def floating_columns_named(result: LookupResult, dialect: str | None) -> list[BoundColumn]:
+    """The FLOAT and DOUBLE columns of the table the WHERE names (as engines resolve names: ignoring case); every
+    floating-point column when the WHERE cannot be read as SQL here."""
+    source = result.source
+    if source is None:
+        return []
+    fields = [f for f in source.schema.fields if isinstance(f.field_type, (FloatType, DoubleType))]
+    if not fields:
+        return []
+    try:
+        named = {column.name.lower() for column in sqlglot.parse_one(result.where, read=dialect).find_all(exp.Column)}
+    except (SqlglotError, AttributeError, TypeError):
+        named = {f.name.lower() for f in fields}
+    return [BoundColumn(f.field_id, f.name, f.field_type) for f in fields if f.name.lower() in named]
+
+
+def nan_prone(result: LookupResult, dialect: str | None) -> frozenset[str]:
+    """The kept files that may hold NaN in a floating-point column the WHERE names: read them unfiltered."""
+    columns = floating_columns_named(result, dialect)
+    kept = [k.file.path for k in result.kept_files]
+    if not columns or not kept:
+        return frozenset()
+    stats = result.state.aligned.stats if result.state is not None else None
+    if stats is None:
+        return frozenset(kept)
+    positions = np.asarray(result.kept_positions, dtype=np.int64)
+    paths = result.state.live_paths
+    prone = np.zeros(len(positions), dtype=bool)
+    for column in columns:
+        prone |= stats.column(column).nan_count[positions] != 0  # -1: unknown
+    return frozenset(paths[i] for i in positions[prone])

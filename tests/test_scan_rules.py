@@ -1,0 +1,325 @@
+"""Rules every scan keeps on values, names and paths real data has (issue 38), each on the smallest real table that
+breaks it: the pyiceberg scan, the DuckDB relation, the Polars LazyFrame and the Spark DataFrame return exactly the
+rows SQL returns over the table's live rows. tests/test_scan_rows.py draws them at random; these are the named cases.
+
+- NaN is greater than every number and equal to itself in SQL: `x > 4`, `NOT (x <= 4)` and `isnan(x)` hold for NaN
+  rows, which engines' Parquet readers lose to row-group statistics that leave NaN out, and pyiceberg's IEEE
+  comparisons lose too.
+- A negative leaf (`!=`, NOT (=), NOT IN) is unknown, not TRUE, on NULL: also in files written before the column
+  was added (pyiceberg reads the column as NULL there and its `NotEqualTo` keeps the row).
+- A `timestamptz` column reads through Spark on every path.
+- LIKE keeps the meaning of the dialect it was written in (Spark: backslash escapes; ANSI / DuckDB: it does not).
+- A Delta table at a path with a space is built, looked up and read: its files by their real paths.
+- Columns named like an engine's own columns (`filename`, `file_row_number`, `_metadata`) are ordinary columns.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+from types import SimpleNamespace
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from delta_vectors import commit_deletion_vectors, live_adds
+from deltalake import WriterProperties, write_deltalake
+from iceberg_tables import commit_delete_files, position_delete_file
+from pyiceberg.schema import Schema
+from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestamptzType
+
+from indexlib.errors import UserError
+from indexlib.handle import IndexHandle, open_handle
+from indexlib.indexing.build import build_index
+from indexlib.scans import pyiceberg as pyiceberg_scan
+from indexlib.scans.duckdb import relation
+from indexlib.scans.polars import lazy_frame
+from indexlib.scans.spark import dataframe
+from indexlib.scans.where import where_sql
+from indexlib.sources.delta import is_delta_name
+
+NAN = math.nan
+X = [1.0, NAN, 2.0, None, 3.0, NAN, 5.0, 6.0]  # in row groups of 4: [1, NaN, 2, NULL] [3, NaN, 5, 6]
+
+
+def ids(table: pa.Table) -> list[int]:
+    return sorted(table.column("id").to_pylist())
+
+
+def sql_ids(table: pa.Table, where: str) -> list[int]:
+    """SQL over the rows in memory (DuckDB over Arrow: no Parquet statistics in play)."""
+    return ids(duckdb.connect().from_arrow(table).query("t", f"SELECT * FROM t WHERE {where}").to_arrow_table())
+
+
+def through_every_scan(spark: Any, handle: IndexHandle, where: str) -> dict[str, list[int]]:
+    """The ids each scan returns (the pyiceberg scan: Iceberg only; a refusal is its one-line message)."""
+    got = {
+        "duckdb": ids(relation(handle, where).to_arrow_table()),
+        "polars": ids(lazy_frame(handle, where).collect().to_arrow()),
+        "spark": ids(dataframe(spark, handle, None, where).toArrow()),
+    }
+    if not is_delta_name(handle.name):
+        try:
+            got["pyiceberg"] = ids(pyiceberg_scan.scan(handle, where).to_arrow())
+        except UserError as exc:
+            assert "\n" not in str(exc), "a refusal is one line"
+    return got
+
+
+# NaN -------------------------------------------------------------------------------------------------------------
+
+NAN_RULES = [
+    ("x > 4", "NaN is above every number"),
+    ("NOT (x <= 4)", "NaN is not at or below 4"),
+    ("x >= 6", "NaN is above the largest value of its row group"),
+    ("isnan(x)", "a row group's statistics say nothing of NaN"),
+    ("x > 1 AND id >= 0", "NaN under AND"),
+    ("x < 2", "NaN is not below a number (IEEE and SQL agree)"),
+    ("x != 5", "NaN is not equal to 5"),
+]
+
+
+@pytest.fixture(params=["iceberg", "delta"])
+def nan_table(request, config, catalog, tmp_path) -> tuple[IndexHandle, pa.Table]:
+    """[1.0, NaN, 2.0, NULL, 3.0, NaN, 5.0, 6.0] in row groups of 4 rows, indexed (with row-group entries)."""
+    data = pa.table({"id": pa.array(range(8), pa.int64()), "x": pa.array(X, pa.float64())})
+    if request.param == "iceberg":
+        schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "x", DoubleType()))
+        table = catalog.create_table("db.t", schema, properties={"write.parquet.row-group-limit": "4"})
+        table.append(data)
+        name = "db.t"
+    else:
+        name = str(tmp_path / "nan")
+        write_deltalake(name, data, writer_properties=WriterProperties(max_row_group_size=4))
+    return name, data
+
+
+@pytest.mark.parametrize("indexed", [True, False], ids=["indexed", "not indexed"])
+def test_nan_rows_are_returned_by_every_scan(spark, config, nan_table, indexed) -> None:
+    name, data = nan_table
+    if indexed:
+        build_index(config, name)
+    handle = open_handle(config, name)
+    for where, rule in NAN_RULES:
+        truth = sql_ids(data, where)
+        for scan, got in through_every_scan(spark, handle, where).items():
+            assert got == truth, f"{scan}: {rule}: {where} holds for rows {truth} ({'' if indexed else 'not '}indexed)"
+
+
+def test_files_counted_without_nan_are_still_filtered_by_the_engines_reader(config, catalog) -> None:
+    """The rule's price is paid only where NaN may be: a file the index counted no NaN in keeps pushdown."""
+    from indexlib.scans.pushdown import nan_prone
+
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "x", DoubleType()))
+    table = catalog.create_table("db.t", schema)
+    table.append(pa.table({"id": pa.array([1, 2], pa.int64()), "x": pa.array([1.0, NAN])}))
+    table.append(pa.table({"id": pa.array([3, 4], pa.int64()), "x": pa.array([1.0, 9.0])}))
+    result = open_handle(config, "db.t").lookup("x > 0")
+    assert nan_prone(result, None) == set(result.files), "not indexed: every kept file may hold NaN"
+    build_index(config, "db.t")
+    handle = open_handle(config, "db.t")
+    result = handle.lookup("x > 0")
+    with_nan = {path for path in result.files if any(map(math.isnan, pq.read_table(path).column("x").to_pylist()))}
+    assert len(result.files) == 2 and len(with_nan) == 1, "both files kept, one holds a NaN"
+    assert nan_prone(result, None) == with_nan, "only the file the index counted a NaN in is read unfiltered"
+    assert nan_prone(handle.lookup("X > 0 OR id > 0"), None) == with_nan, "any leaf naming x, in any case"
+    assert not nan_prone(handle.lookup("id > 0"), None), "a WHERE naming no floating-point column"
+
+
+# NULL in a column added later --------------------------------------------------------------------------------------
+
+
+def test_negative_leaves_drop_null_rows_of_files_written_before_the_column(spark, config, catalog) -> None:
+    schema = Schema(NestedField(1, "id", LongType()))
+    table = catalog.create_table("db.t", schema)
+    table.append(pa.table({"id": pa.array([1, 2], pa.int64())}))  # no column c in this file
+    with table.update_schema() as update:
+        update.add_column("c", StringType())
+    table.append(pa.table({"id": pa.array([3, 4, 5], pa.int64()), "c": pa.array(["x", "y", None])}))
+    build_index(config, "db.t")
+    handle = open_handle(config, "db.t")
+    rows = catalog.load_table("db.t").scan().to_arrow()
+    for where in ["c != 'x'", "NOT (c = 'x')", "c NOT IN ('x')", "c <> 'x' OR id = 1", "NOT (c IN ('x', 'z'))"]:
+        truth = sql_ids(rows, where)
+        for scan, got in through_every_scan(spark, handle, where).items():
+            assert got == truth, f"{scan}: {where} is unknown on NULL, also where the file predates c: rows {truth}"
+
+
+def test_the_pyiceberg_row_filter_guards_negative_leaves_and_orders_nan_high() -> None:
+    from pyiceberg import expressions as ice
+
+    rules = [
+        (ice.NotEqualTo("c", "x"), ice.And(ice.NotNull("c"), ice.NotEqualTo("c", "x")), "!= is unknown on NULL"),
+        (ice.NotIn("c", ["x"]), ice.And(ice.NotNull("c"), ice.NotIn("c", ["x"])), "NOT IN is unknown on NULL"),
+        (ice.GreaterThan("x", 4.0), ice.Or(ice.GreaterThan("x", 4.0), ice.IsNaN("x")), "NaN is above 4"),
+        (ice.GreaterThanOrEqual("x", 4.0), ice.Or(ice.GreaterThanOrEqual("x", 4.0), ice.IsNaN("x")), "NaN >= 4"),
+        (ice.LessThan("x", 4.0), ice.LessThan("x", 4.0), "NaN is not below 4: as pyiceberg reads it"),
+        (ice.GreaterThan("id", 4), ice.GreaterThan("id", 4), "an integer column has no NaN"),
+    ]
+    for given, expected, rule in rules:
+        assert pyiceberg_scan.sql_semantics(given, {"x"}) == expected, rule
+
+
+# timestamptz through Spark -----------------------------------------------------------------------------------------
+
+
+def test_spark_reads_timestamptz_through_pyiceberg_and_pyarrow(spark, config, conf_path, catalog, tmp_path) -> None:
+    """The pyiceberg path (a file with a position delete file) and the Delta row-group path (a file kept in part)."""
+    instants = [dt.datetime(2024, 1, 1, h, tzinfo=dt.UTC) for h in range(6)]
+    data = pa.table({"id": pa.array(range(6), pa.int64()), "ts": pa.array(instants, pa.timestamp("us", tz="UTC"))})
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "ts", TimestamptzType()))
+    table = catalog.create_table("db.t", schema, properties={"format-version": "2"})
+    table.append(data)
+    data_file = next(iter(table.scan().plan_files())).file
+    commit_delete_files(table, [position_delete_file(table, data_file, [0], file_scoped=True)])
+    build_index(config, "db.t")
+    got = dataframe(spark, open_handle(config, "db.t"), None, "id >= 0").toArrow()
+    assert ids(got) == [1, 2, 3, 4, 5], "Iceberg timestamptz through pyiceberg in Spark tasks, deleted row gone"
+    assert got.column("ts").to_pylist()[0].astimezone(dt.UTC) in instants, "the instant as written"
+
+    delta = str(tmp_path / "ts")
+    write_deltalake(delta, data, writer_properties=WriterProperties(max_row_group_size=2))
+    with_row_groups = tmp_path / "row_groups.toml"
+    with_row_groups.write_text(conf_path.read_text() + "[index]\nrow_groups = true\n")
+    from indexlib.config import load_config
+
+    conf = load_config(with_row_groups)
+    build_index(conf, delta)
+    handle = open_handle(conf, delta)
+    assert handle.lookup("id = 3").kept_files[0].row_groups == (1,), "one row group of three kept"
+    assert ids(dataframe(spark, handle, None, "id = 3").toArrow()) == [3], "Delta timestamp read in part by pyarrow"
+
+
+# LIKE escapes --------------------------------------------------------------------------------------------------
+
+WORDS = ["u_x", "uvx", "u\\x", "a\\b", "50%", "5%0", "a_b", "\\"]
+# (dialect, WHERE, the words it matches in that dialect, the rule)
+LIKE_RULES = [
+    ("spark", r"s LIKE 'u\\_%'", ["u_x"], "Spark: a backslash escapes _"),
+    ("spark", r"s LIKE '%\\%%'", ["50%", "5%0"], "Spark: a backslash escapes %"),
+    ("spark", r"s LIKE '%\\\\%'", ["u\\x", "a\\b", "\\"], "Spark: two backslashes are one literal backslash"),
+    (None, r"s LIKE 'u\_%'", ["u\\x"], "ANSI: a backslash is a character, _ is any character"),
+    (None, r"s LIKE '%\'", ["\\"], "ANSI: a trailing backslash is a character"),
+    (None, r"s LIKE 'a\%'", ["a\\b"], "ANSI: backslash then any characters"),
+    ("duckdb", r"s LIKE 'u\_%'", ["u\\x"], "DuckDB: a backslash is a character"),
+    (None, r"s LIKE 'u!_%' ESCAPE '!'", ["u_x"], "an explicit ESCAPE"),
+    ("spark", r"s NOT LIKE '%\\_%'", ["uvx", "u\\x", "a\\b", "50%", "5%0", "\\"], "NOT LIKE keeps its escapes"),
+    (None, r"s NOT LIKE '5!%%' ESCAPE '!'", [w for w in WORDS if not w.startswith("5%")], "NOT LIKE with ESCAPE"),
+]
+
+
+@pytest.fixture
+def words(config, catalog) -> str:
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "s", StringType()))
+    table = catalog.create_table("db.t", schema)
+    table.append(pa.table({"id": pa.array(range(len(WORDS)), pa.int64()), "s": pa.array(WORDS)}))
+    build_index(config, "db.t")
+    return "db.t"
+
+
+def test_like_keeps_the_meaning_of_its_dialect_through_every_scan(spark, conf_path, words) -> None:
+    from indexlib.config import load_config
+
+    for dialect, where, matched, rule in LIKE_RULES:
+        conf = conf_path.parent / f"{dialect}.toml"  # beside conf.toml: the same catalog
+        conf.write_text(conf_path.read_text() + (f'[lookup]\ndialect = "{dialect}"\n' if dialect else ""))
+        handle = open_handle(load_config(conf), words)
+        truth = sorted(WORDS.index(w) for w in matched)
+        for scan, got in through_every_scan(spark, handle, where).items():
+            assert got == truth, f"{scan}: {rule}: {where} ({dialect or 'ANSI'}) matches {matched}"
+
+
+def test_a_like_that_spark_rejects_is_refused_in_one_line() -> None:
+    for dialect, where in [("spark", r"s LIKE '%\\w'"), ("spark", r"s LIKE 'a\\'"), ("tsql", "s LIKE '[a]%'")]:
+        result = SimpleNamespace(bound=object(), where=where, table="db.t")
+        with pytest.raises(UserError) as caught:
+            where_sql(result, dialect, None, "duckdb")
+        assert "\n" not in str(caught.value) and "db.t" in str(caught.value), f"{dialect}: {where} refused, one line"
+
+
+def test_isnan_of_null_keeps_its_dialect_meaning() -> None:
+    for dialect, engine, written in [
+        ("spark", "duckdb", "NOT COALESCE(ISNAN(x), FALSE)"),
+        ("duckdb", "spark", "NOT CASE WHEN x IS NULL THEN NULL ELSE ISNAN(x) END"),
+        ("spark", "spark", "NOT ISNAN(x)"),
+    ]:
+        result = SimpleNamespace(bound=object(), where="NOT isnan(x)", table="t")
+        assert where_sql(result, dialect, None, engine) == written, f"isnan(NULL) as {dialect} reads it, in {engine}"
+
+
+# Delta at a path with a space, columns named like engines' own -------------------------------------------------------
+
+
+@pytest.fixture
+def odd_delta(tmp_path) -> str:
+    """A Delta table at a path with a space, '+', '#' and non-ASCII, partitioned, with columns named `filename`,
+    `file_row_number` and `_metadata`, row groups of 2 rows, and a deletion vector."""
+    path = str(tmp_path / "my table +#é")
+    data = pa.table(
+        {
+            "id": pa.array(range(6), pa.int64()),
+            "filename": ["a", "b", "c", "d", "e", None],
+            "file_row_number": pa.array([100, 101, 102, 103, 104, 105], pa.int64()),
+            "_metadata": pa.array([1, 2, 3, 4, 5, 6], pa.int32()),
+            "p": ["x y", "x y", "x y", "z", "z", "z"],
+        }
+    )
+    write_deltalake(
+        path,
+        data,
+        partition_by=["p"],
+        writer_properties=WriterProperties(max_row_group_size=2),
+        configuration={"delta.enableDeletionVectors": "true"},
+    )
+    first = next(p for p, add in sorted(live_adds(path).items()) if add["partitionValues"]["p"] == "x y")
+    commit_deletion_vectors(path, {first: {1}})  # id 1
+    return path
+
+
+def test_a_delta_table_at_a_path_with_a_space_is_indexed_and_read(spark, config, odd_delta) -> None:
+    build_index(config, odd_delta)
+    handle = open_handle(config, odd_delta)
+    result = handle.lookup("id >= 0")
+    assert result.files and all(os.path.exists(path) for path in result.files), "live files by their real paths"
+    assert result.files_unindexed == 0, "every live file was indexed (the build opened them)"
+    for where, truth in [("id >= 0", [0, 2, 3, 4, 5]), ("id = 4", [4])]:
+        for scan, got in through_every_scan(spark, handle, where).items():
+            assert got == truth, f"{scan}: {where} at a path with a space"
+
+
+VIRTUAL_RULES = [
+    ("filename = 'c'", [2], "DuckDB's filename is not the column"),
+    ("file_row_number = 104", [4], "DuckDB's file_row_number is not the column"),
+    ('"_metadata" >= 3', [2, 3, 4, 5], "Spark's _metadata is not the column"),
+    ("filename IS NULL", [5], "a NULL in the column named filename"),
+]
+
+
+def test_columns_named_like_engine_columns_are_ordinary_columns(spark, config, odd_delta) -> None:
+    build_index(config, odd_delta)
+    handle = open_handle(config, odd_delta)
+    for where, truth, rule in VIRTUAL_RULES:
+        for scan, got in through_every_scan(spark, handle, where).items():
+            assert got == truth, f"{scan}: {rule}: {where}"
+
+
+def test_duckdb_reads_a_delta_file_whose_columns_hide_its_row_numbers_by_pyarrow(config, odd_delta) -> None:
+    """With a column named file_row_number, DuckDB cannot number a file's rows: files with deletion vectors are read
+    by pyarrow, the deleted row still gone."""
+    build_index(config, odd_delta)
+    handle = open_handle(config, odd_delta)
+    got = relation(handle, "p = 'x y'").to_arrow_table()
+    assert ids(got) == [0, 2], "the row the deletion vector deletes stays deleted"
+    assert sorted(got.column("file_row_number").to_pylist()) == [100, 102], "the column's values, not row numbers"
+
+
+def test_a_file_path_in_the_log_is_decoded_once(odd_delta) -> None:
+    from indexlib.sources.delta import DeltaSource
+
+    source = DeltaSource(odd_delta)
+    for ref in source.live_files():
+        assert ref.path.startswith(odd_delta + "/"), f"{ref.path}: the table's folder as it is named on disk"
+        assert os.path.exists(ref.path), f"{ref.path}: a file on disk (its partition folder decoded once)"
