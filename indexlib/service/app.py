@@ -104,8 +104,10 @@ class Guard:
     """ASGI middleware: the bearer token on every path but /health, the request size limit, routing on the raw path,
     and no WebSocket (module docstring)."""
 
-    def __init__(self, app: ASGIApp, token: str, limit: int, secrets: set[str], metrics: Metrics) -> None:
-        self.app, self._token, self.limit = app, token.encode(), limit
+    def __init__(
+        self, app: ASGIApp, token: str, limit: int, head_limit: int, secrets: set[str], metrics: Metrics
+    ) -> None:
+        self.app, self._token, self.limit, self.head_limit = app, token.encode(), limit, head_limit
         self.secrets, self.metrics = secrets, metrics
 
     async def _refuse(self, send: Send, error: ServiceError) -> None:
@@ -134,7 +136,13 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        scope = {**scope, "path": routed_path(scope.get("raw_path") or scope["path"].encode())}
+        raw_path = scope.get("raw_path") or scope["path"].encode()
+        head = len(raw_path) + len(scope.get("query_string", b"")) + sum(len(k) + len(v) for k, v in scope["headers"])
+        if head > self.head_limit:  # h11 refuses a longer head only when it arrives in pieces
+            too_long = f"request line and headers over {self.head_limit} bytes ([serve] max_header_bytes)"
+            await self._refuse(send, ServiceError(431, "BadRequestException", too_long))
+            return
+        scope = {**scope, "path": routed_path(raw_path)}
         if scope["path"] != "/health" and (refused := self._credentials(scope["headers"])) is not None:
             await self._refuse(send, refused)
             return
@@ -234,7 +242,8 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
 
     @app.get("/metrics")
     async def metrics_text() -> Response:
-        return PlainTextResponse(metrics.text())
+        handles = f"# TYPE skipindex_handles_open gauge\nskipindex_handles_open {planner.handles_open}\n"
+        return PlainTextResponse(metrics.text() + handles)
 
     @app.get("/v1/config")
     async def get_config() -> Response:
@@ -328,7 +337,12 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
 
         def work() -> Response:
             name = user_table(namespace, table)
-            token = FetchScanTasksRequest.model_validate_json(raw or b"{}").plan_task
+            fields = _json_object(raw)
+            if unknown := set(fields) - {"plan-task"}:
+                raise ServiceError(
+                    400, "BadRequestException", f"unknown request field(s): {', '.join(sorted(unknown))}"
+                )
+            token = FetchScanTasksRequest.model_validate(fields).plan_task
             batch = planner.store.batch(str(name), token)
             metrics.batch()
             return _json(batch)
@@ -352,8 +366,8 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
     for path, method in writes:
         app.add_api_route(path, read_only, methods=[method], include_in_schema=False)
 
-    limit = config.serve.max_request_bytes
-    return Guard(app, token, limit, secrets, metrics)
+    serve = config.serve
+    return Guard(app, token, serve.max_request_bytes, serve.max_header_bytes, secrets, metrics)
 
 
 def _body(model: type[IcebergBaseModel]) -> dict[str, Any]:
@@ -373,11 +387,10 @@ def _no_constant(name: str) -> float:
     raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
 
 
-def _plan_request(raw: bytes) -> tuple[PlanTableScanRequest, RequestFilter]:
-    """The request's fields by pyiceberg's model, but its `filter` by ours (filters.py): pyiceberg's model refuses
-    expressions the specification defines (transform terms, `{"type": "true"}`, ...). Fields the specification does
-    not define are refused: an ignored field could change what the client meant."""
-    try:  # strict JSON: NaN, Infinity and numbers beyond a double could not be written back as JSON
+def _json_object(raw: bytes) -> dict[str, Any]:
+    """The body as a JSON object, strictly: NaN, Infinity and numbers beyond a double are not JSON (RFC 8259) and
+    could not be written back as JSON in a residual."""
+    try:
         body = json.loads(raw or b"{}", parse_constant=_no_constant, parse_float=_finite)
     except ValueError as exc:
         raise ServiceError(400, "BadRequestException", f"invalid request: the body is not JSON: {exc}") from None
@@ -385,6 +398,14 @@ def _plan_request(raw: bytes) -> tuple[PlanTableScanRequest, RequestFilter]:
         raise ServiceError(400, "BadRequestException", "invalid request: the body is nested too deeply") from None
     if not isinstance(body, dict):
         raise ServiceError(400, "BadRequestException", "invalid request: the body is not a JSON object")
+    return body
+
+
+def _plan_request(raw: bytes) -> tuple[PlanTableScanRequest, RequestFilter]:
+    """The request's fields by pyiceberg's model, but its `filter` by ours (filters.py): pyiceberg's model refuses
+    expressions the specification defines (transform terms, `{"type": "true"}`, ...). Fields the specification does
+    not define are refused: an ignored field could change what the client meant."""
+    body = _json_object(raw)
     if unknown := set(body) - _REQUEST_FIELDS:
         raise ServiceError(400, "BadRequestException", f"unknown request field(s): {', '.join(sorted(unknown))}")
     row_filter = RequestFilter.parse(body.pop("filter", None))
