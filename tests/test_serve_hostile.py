@@ -204,8 +204,8 @@ def test_spellings_of_a_name_share_one_handle_and_handles_are_bounded(server, la
 
 def test_a_large_filter_is_not_amplified_into_one_answer(server, lake):
     """Issue 39 point 4: a filter repeated as every task's residual made one answer of files x filter. Each answer
-    now holds at most about max_response_bytes (further batches carry the rest), every task's residual is still
-    the whole filter (pyiceberg and Iceberg Java read a missing one wrongly), and the rows are pyiceberg's."""
+    now holds at most about max_response_bytes (further batches carry the rest), no task's residual is larger
+    than the whole filter (each is simplified by its file's statistics), and the rows are pyiceberg's."""
     keys = list(range(0, 60_000, 7))  # ~55 KB of JSON, under max_request_bytes
     node = {
         "type": "or",
@@ -214,7 +214,6 @@ def test_a_large_filter_is_not_amplified_into_one_answer(server, lake):
     }
     body = json.dumps({"filter": node}).encode()
     assert len(body) < MAX_REQUEST
-    expected = ice.BooleanExpression.model_validate(node)
     request = urllib.request.Request(f"{server.url}/v1/namespaces/db/tables/t/plan", data=body, method="POST")
     request.add_header("Authorization", f"Bearer {TOKEN}")
     with health_watched(server), urllib.request.urlopen(request, timeout=60) as response:
@@ -227,9 +226,9 @@ def test_a_large_filter_is_not_amplified_into_one_answer(server, lake):
         status, payload = call(server, "POST", "/v1/namespaces/db/tables/t/tasks", {"plan-task": token})
         assert status == 200
         sizes.append(len(json.dumps(payload)))
-        for task in payload["file-scan-tasks"]:  # the whole filter, or none where the file is all-match
+        for task in payload["file-scan-tasks"]:  # the filter simplified for its file (pruning/residuals.py)
             residual = task.get("residual-filter")
-            assert residual is None or ice.BooleanExpression.model_validate(residual) == expected
+            assert residual is None or len(json.dumps(residual)) <= len(json.dumps(node))
     assert max(sizes) < RESPONSE_BOUND
     expression = ice.Or(ice.In("id", keys), ice.GreaterThan("id", 0))
     served = client(server).load_table("db.t")

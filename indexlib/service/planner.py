@@ -2,8 +2,11 @@
 return with a matching row; where the index cannot answer, pyiceberg's own planning does.
 
 - The request's filter is pruned with as filters.py converts it (the parts neither pyiceberg nor the index can use
-  are TRUE, "might match"), and goes back unchanged as every task's residual (AlwaysTrue, that is none, for a file
-  the index proves all-match): the rows are filtered by the client's reader with its own filter.
+  are TRUE, "might match"), and goes back as each task's residual simplified by what the index proves about that
+  file (pruning/residuals.py: an IN list keeps the values within the file's bounds, a leaf proven on every row is
+  TRUE; AlwaysTrue, that is none, for a file the index proves all-match): the client's reader filters the file's
+  rows with it, and gets exactly the rows the whole filter selects. pyiceberg's own planning (below) sends the
+  filter unchanged.
 - Columns of the filter, `select` and `stats-fields` are bound in the schema the request names: the table's
   current schema, or with `use-snapshot-schema` the schema of the snapshot scanned (`snapshot-id`, else the current
   snapshot; an incremental scan's `end-snapshot-id`), as Iceberg Java's `useSnapshotSchema` scans do; the pruning
@@ -45,6 +48,7 @@ from pyiceberg.table import FileScanTask
 from indexlib.config import Config
 from indexlib.handle import IndexHandle
 from indexlib.lookup import LookupResult
+from indexlib.pruning.residuals import file_residuals
 from indexlib.service.filters import RequestFilter
 from indexlib.service.names import TableName, within
 from indexlib.service.wire import Task, Unplannable, residual_text, scan_tasks, task_bytes
@@ -167,17 +171,18 @@ class Planner:
         _check_select(binding, request)
         pruning = row_filter.pruning(binding, state.source.schema, request.case_sensitive)
         result = handle.lookup(pruning.expression, state=state)  # exact names of the current schema
+        residuals = _file_residuals(result, row_filter.residual, binding, request.case_sensitive)
         try:
-            return self._from_index(result, row_filter.residual, pruning.unknown)
+            return self._from_index(result, residuals, pruning.unknown)
         except Unplannable:
             return self._upstream(table, request, row_filter)
 
-    def _from_index(self, result: LookupResult, residual: BooleanExpression, unknown: list[str]) -> Plan:
+    def _from_index(self, result: LookupResult, residuals: dict[str, BooleanExpression], unknown: list[str]) -> Plan:
         tasks = []
         for kept in result.kept_files:
             if kept.file.partition is None:  # the index rows did not carry it: plan as the upstream would
                 raise Unplannable(f"{kept.file.path}: partition unknown")
-            task_residual = AlwaysTrue() if kept.all_match else residual
+            task_residual = AlwaysTrue() if kept.all_match else residuals[kept.file.path]
             tasks.append(Task(data_file_of(kept.file), tuple(d.data_file for d in kept.deletes), task_residual))
         metadata = result.source.table.metadata  # type: ignore[union-attr]
         return Plan(tasks, "index", result.files_total, result.source_version, metadata, unknown=unknown)
@@ -248,6 +253,19 @@ class Planner:
             chunks[-1].append(task)
             used += size
         return chunks
+
+
+def _file_residuals(
+    result: LookupResult, residual: BooleanExpression, binding: Schema, case_sensitive: bool
+) -> dict[str, BooleanExpression]:
+    """Per kept file (by path), the request's filter simplified by what the index proves about that file
+    (pruning/residuals.py): an IN list keeps the values within the file's bounds."""
+    state = result.state
+    if state is None:
+        return {}
+    positions = list(result.kept_positions)
+    found = file_residuals(residual, binding, state.source.schema, state.aligned.stats, positions, case_sensitive)
+    return {state.live_paths[p]: r for p, r in zip(positions, found, strict=True)}
 
 
 def _tasks(planned: Any, residual: BooleanExpression) -> list[Task]:
