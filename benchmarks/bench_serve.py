@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import json
 import multiprocessing
 import os
 import signal
@@ -54,7 +55,7 @@ from bench_lookup_scale import _make_table
 from bench_query import _build, _events, _lineitem, median_of
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.catalog.rest.scan_planning import PlanTableScanRequest
-from pyiceberg.expressions import BooleanExpression
+from pyiceberg.expressions import BooleanExpression, In
 
 from indexlib.config import load_config
 from indexlib.handle import open_handle
@@ -298,6 +299,60 @@ class EndToEnd:
     rows: int
 
 
+def in_list(root: Path, files: int, rows: int, keys: int, runs: int) -> None:
+    """`order_key IN (keys random keys)` on bench_lookup_scale's table of `files` files sorted by order_key: pyiceberg
+    `plan_files()` through the service (request, answer, parse: end to end) against client-side, and the answer's
+    bytes (every batch) against what it would be with the whole list as every task's residual."""
+    directory = root / f"in-list-{files}"
+    directory.mkdir()
+    conf, _, _ = _make_table(directory, files, rows, np.random.default_rng(7), None)
+    upstream = load_config(conf).load_catalog().load_table(SCALE_TABLE)
+    chosen = np.random.default_rng(11).choice(files * rows, keys, replace=False)
+    expression = In("order_key", sorted(int(k) for k in chosen))
+    server = Server(conf)
+    try:
+        served = server.catalog().load_table(SCALE_TABLE)
+        got, expected = (t.scan(row_filter=expression).to_arrow() for t in (served, upstream))
+        assert _rows_differ(got, expected) == 0 and got.num_rows == expected.num_rows, "rows differ"
+        kept = len(list(served.scan(row_filter=expression).plan_files()))
+        client_s = median_of(runs, lambda: list(upstream.scan(row_filter=expression).plan_files()))
+        served_s = median_of(runs, lambda: list(served.scan(row_filter=expression).plan_files()))
+        sent, untrimmed = _answer_bytes(server, expression)
+    finally:
+        server.stop()
+    print(
+        f"\nIN of {keys:,} keys, {files} files of {rows} rows sorted by the key ({kept} files kept), median of {runs}:"
+    )
+    print("\n| plan_files() client-side | through the service | answer bytes | with the whole list per task |")
+    print("|---:|---:|---:|---:|")
+    print(f"| {_ms(client_s)} ms | {_ms(served_s)} ms | {sent:,} | {untrimmed:,} |")
+
+
+def _answer_bytes(server: Server, expression: BooleanExpression) -> tuple[int, int]:
+    """Bytes of every batch of the plan, and the same with the whole filter as each task's residual."""
+    base = f"/v1/namespaces/{SCALE_TABLE.replace('.', '/tables/')}"
+    whole = len(expression.model_dump_json(serialize_as_any=True))
+    sent = untrimmed = 0
+    answers = [_post(server, f"{base}/plan", _plan_body(expression))]
+    for token in answers[0].get("plan-tasks", []):
+        answers.append(_post(server, f"{base}/tasks", json.dumps({"plan-task": token}).encode()))
+    for answer in answers:
+        size = len(json.dumps(answer, separators=(",", ":")))
+        residuals = [
+            len(json.dumps(t.get("residual-filter"), separators=(",", ":"))) for t in answer["file-scan-tasks"]
+        ]
+        sent, untrimmed = sent + size, untrimmed + size + whole * len(residuals) - sum(residuals)
+    return sent, untrimmed
+
+
+def _post(server: Server, path: str, body: bytes) -> dict:
+    request = urllib.request.Request(f"{server.url}{path}", data=body, method="POST")
+    request.add_header("Authorization", f"Bearer {TOKEN}")
+    request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=120) as response:
+        return json.loads(response.read())
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:,.0f}" if seconds >= 0.1 else f"{seconds * 1e3:,.1f}"
 
@@ -420,7 +475,14 @@ def main(argv: list[str] | None = None) -> tuple[list[ScaleRow], list[EndToEnd]]
     parser.add_argument("--runs", type=int, help="end-to-end repetitions per cell, the median shown (5)")
     parser.add_argument("--skip-latency", action="store_true", help="only the end-to-end part")
     parser.add_argument("--skip-end-to-end", action="store_true", help="only the plan-latency part")
+    parser.add_argument(
+        "--in-list", type=int, metavar="KEYS", help="only: an IN of KEYS keys on a 400-file table (issue 39)"
+    )
     args = parser.parse_args(argv)
+    if args.in_list:
+        with tempfile.TemporaryDirectory() as tmp:
+            in_list(Path(tmp), 400, 25, args.in_list, args.runs or 5)
+        return [], []
     full = {
         "files": [10_000, 100_000],
         "samples": 400,

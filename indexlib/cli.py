@@ -234,10 +234,10 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
 
 
 def _serve(config: Config, host: str | None, port: int | None) -> None:
-    """uvicorn in this process until SIGTERM / SIGINT; its log records go through the root logger's redaction."""
-    import uvicorn
-
+    """uvicorn in this process until SIGTERM / SIGINT (service/server.py); its log records go through the root
+    logger's redaction."""
     from indexlib.service.app import create_app
+    from indexlib.service.server import run as serve
 
     token = config.serve.resolve_token()
     for handler in logging.getLogger().handlers:  # the token read from the environment is a secret too
@@ -248,7 +248,7 @@ def _serve(config: Config, host: str | None, port: int | None) -> None:
     if not 0 <= port <= 65535:
         raise UserError(f"--port must be 0-65535, got {port}")
     app = create_app(config, token)
-    uvicorn.run(app, host=host or config.serve.host, port=port, log_config=None, server_header=False)
+    serve(app, host or config.serve.host, port, config.serve)
 
 
 class CommandFailed(RuntimeError):
@@ -283,8 +283,13 @@ def _quiet_libraries() -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
+LOG_MESSAGE_LIMIT = 16_384  # characters of one log message (a request path a client chose, echoed input), redacted
+LOG_TRACEBACK_LIMIT = 65_536  # ... and of its traceback
+
+
 class _RedactingFilter(logging.Filter):
-    """Log records with the configured secrets (and any URI password) replaced by `***`."""
+    """Log records with the configured secrets (and any URI password) replaced by `***`, and bounded: what a client
+    sends can reach a log line (the access log's request path), so a line is cut after redaction."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -294,9 +299,9 @@ class _RedactingFilter(logging.Filter):
         message = record.getMessage()
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
-        record.msg, record.args = redact_text(message, self.secrets), None
+        record.msg, record.args = redact_text(message, self.secrets, LOG_MESSAGE_LIMIT), None
         if record.exc_text:
-            record.exc_text = redact_text(record.exc_text, self.secrets)
+            record.exc_text = redact_text(record.exc_text, self.secrets, LOG_TRACEBACK_LIMIT)
         return True
 
 

@@ -82,12 +82,20 @@ class ServeSettings:
     tasks_per_batch: int = 1000  # file scan tasks per response; the rest as plan tasks fetched from `tasks`
     max_request_bytes: int = 1024 * 1024  # larger request bodies are refused (413)
     plans_kept: int = 256  # plans whose further batches stay fetchable (the oldest forgotten first)
+    handles_kept: int = 64  # tables whose index handle (and its cache) stays open (the least recently used closed)
+    max_header_bytes: int = 16 * 1024  # a request line and headers longer than this are refused (400)
+    max_response_bytes: int = 16 * 1024 * 1024  # a batch of tasks larger than this is split into further batches
+    idle_timeout_seconds: int = 5  # a connection with no request under way that sends nothing this long is closed
+    request_timeout_seconds: int = 30  # a request whose head and body have not all arrived by then: 408, closed
 
     def __repr__(self) -> str:
         return (
             f"ServeSettings(host={self.host!r}, port={self.port}, token={'***' if self.token else None}, "
             f"token_env={self.token_env!r}, tasks_per_batch={self.tasks_per_batch}, "
-            f"max_request_bytes={self.max_request_bytes}, plans_kept={self.plans_kept})"
+            f"max_request_bytes={self.max_request_bytes}, plans_kept={self.plans_kept}, "
+            f"handles_kept={self.handles_kept}, max_header_bytes={self.max_header_bytes}, "
+            f"max_response_bytes={self.max_response_bytes}, idle_timeout_seconds={self.idle_timeout_seconds}, "
+            f"request_timeout_seconds={self.request_timeout_seconds})"
         )
 
     def resolve_token(self) -> str:
@@ -259,7 +267,10 @@ _AIRFLOW_KEYS = (
     "expire_older_than_hours",
 )
 
-_SERVE_KEYS = ("host", "port", "token", "token_env", "tasks_per_batch", "max_request_bytes", "plans_kept")
+_SERVE_KEYS = (
+    *("host", "port", "token", "token_env", "tasks_per_batch", "max_request_bytes", "plans_kept", "handles_kept"),
+    *("max_header_bytes", "max_response_bytes", "idle_timeout_seconds", "request_timeout_seconds"),
+)
 
 
 def _schema() -> dict[str, Any]:
@@ -439,14 +450,30 @@ def _serve_settings(raw: dict[str, Any], conf_path: Path) -> ServeSettings:
     port = _positive_int(raw, "port", defaults.port, conf_path, "serve", least=0)
     if port > 65535:
         raise UserError(f"config file {conf_path}: serve.port must be at most 65535, got {port}")
+    max_request = _positive_int(raw, "max_request_bytes", defaults.max_request_bytes, conf_path, "serve")
+    max_response = _positive_int(raw, "max_response_bytes", defaults.max_response_bytes, conf_path, "serve")
+    if max_response < 2 * max_request:  # one task (a file and the request's filter as its residual) always fits
+        raise UserError(
+            f"config file {conf_path}: serve.max_response_bytes must be at least twice serve.max_request_bytes "
+            f"({2 * max_request}), got {max_response}"
+        )
     return ServeSettings(
         host=str(raw.get("host", defaults.host)),
         port=port,
         token=raw.get("token"),
         token_env=str(raw.get("token_env", defaults.token_env)),
         tasks_per_batch=_positive_int(raw, "tasks_per_batch", defaults.tasks_per_batch, conf_path, "serve"),
-        max_request_bytes=_positive_int(raw, "max_request_bytes", defaults.max_request_bytes, conf_path, "serve"),
+        max_request_bytes=max_request,
         plans_kept=_positive_int(raw, "plans_kept", defaults.plans_kept, conf_path, "serve"),
+        handles_kept=_positive_int(raw, "handles_kept", defaults.handles_kept, conf_path, "serve"),
+        max_header_bytes=_positive_int(raw, "max_header_bytes", defaults.max_header_bytes, conf_path, "serve", 1024),
+        max_response_bytes=max_response,
+        idle_timeout_seconds=_positive_int(
+            raw, "idle_timeout_seconds", defaults.idle_timeout_seconds, conf_path, "serve"
+        ),
+        request_timeout_seconds=_positive_int(
+            raw, "request_timeout_seconds", defaults.request_timeout_seconds, conf_path, "serve"
+        ),
     )
 
 

@@ -43,6 +43,10 @@ def test_a_configured_token_is_a_secret(tmp_path):
         ("[serve]\nport = 70000\n", "serve.port must be at most 65535"),
         ("[serve]\ntasks_per_batch = 0\n", "serve.tasks_per_batch must be an integer >= 1"),
         ('[serve]\ntoken = ""\n', "serve.token must be a non-empty string"),
+        ("[serve]\nhandles_kept = 0\n", "serve.handles_kept must be an integer >= 1"),
+        ("[serve]\nidle_timeout_seconds = -1\n", "serve.idle_timeout_seconds must be an integer >= 1"),
+        ("[serve]\nmax_header_bytes = 10\n", "serve.max_header_bytes must be an integer >= 1024"),
+        ("[serve]\nmax_request_bytes = 1000\nmax_response_bytes = 1500\n", "at least twice serve.max_request_bytes"),
     ],
 )
 def test_bad_settings_are_one_line_errors(tmp_path, text, message):

@@ -198,6 +198,13 @@ def _in_set(target: ValueSet, stats: ColumnStatistics) -> Verdict:
 def _any_within(values: list[Any], lower: pa.Array, upper: pa.Array) -> np.ndarray:
     """Per file, whether some value of the sorted `values` lies within [lower, upper]; a null (or NaN) bound
     is no bound on that side."""
+    start, stop = value_window(values, lower, upper)
+    return stop > start
+
+
+def value_window(values: list[Any], lower: pa.Array, upper: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Per file, the slice `values[start:stop]` of the sorted `values` (physical domain) that lies within
+    [lower, upper]; a null (or NaN) bound is no bound on that side, so a file with unknown bounds gets every value."""
     numeric = pa.types.is_integer(lower.type) or pa.types.is_floating(lower.type) or pa.types.is_boolean(lower.type)
     sorted_values = np.array(values, dtype=lower.type.to_pandas_dtype() if numeric else object)
 
@@ -212,7 +219,12 @@ def _any_within(values: list[Any], lower: pa.Array, upper: pa.Array) -> np.ndarr
         found = np.searchsorted(sorted_values, filled, side=side)
         return np.where(valid, found, unbounded)
 
-    return positions(upper, "right", len(values)) > positions(lower, "left", 0)
+    return positions(lower, "left", 0), positions(upper, "right", len(values))
+
+
+def column_verdict(leaf: BoundCompare | ValueSet, stats: ColumnStatistics) -> Verdict:
+    """The min/max rules for one comparison or value set, over the files `stats` describes."""
+    return _compare(leaf, stats) if isinstance(leaf, BoundCompare) else _in_set(leaf, stats)
 
 
 class MinMaxEvidence(Evidence):

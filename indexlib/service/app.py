@@ -1,8 +1,13 @@
 """The HTTP surface: an Iceberg REST catalog (read side) over the configured pyiceberg catalog, whose scan planning
 comes from planner.py. FastAPI for routing, uvicorn to serve (`skipindex serve`); TLS belongs to a reverse proxy.
 
-Every route but `/health` needs `Authorization: Bearer <token>` (`[serve]`); request bodies over
-`max_request_bytes` are refused with 413 before they are read whole. Writes (create, commit, drop, rename,
+Every route but `/health` needs exactly one `Authorization: Bearer <token>` header (the scheme in any case; two
+such headers are a 400, never "the last one wins"); request bodies over `max_request_bytes` are refused with 413
+before they are read whole; WebSocket upgrades are refused before any route (none is served). Paths are routed as
+sent: a `%2F` inside a name is part of that name, never a '/' of the route (the path is decoded segment by segment,
+once, and names are read as the catalog reads them: names.py). The work of a request (catalog calls, planning,
+writing the answer, and an error's message) runs in worker threads, never on the event loop; `/health` has threads
+of its own, so a flood of plans cannot queue it. How connections are served (timeouts, header size) is server.py. Writes (create, commit, drop, rename,
 register, namespace changes) are answered 501 with a documented ErrorModel: the service holds read access only,
 and a second write path in front of the upstream catalog would be one more thing a commit depends on. Failures are
 ErrorModels (errors.py); an unexpected one is logged with its traceback (redacted by the CLI's log filter) and
@@ -19,10 +24,13 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import math
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
@@ -38,19 +46,20 @@ from pyiceberg.catalog.rest import (
 from pyiceberg.catalog.rest.scan_planning import FetchScanTasksRequest, PlanTableScanRequest
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.typedef import IcebergBaseModel
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from indexlib.config import Config
-from indexlib.redaction import redact_properties
+from indexlib.redaction import redact_namespace_properties
+from indexlib.service import names
 from indexlib.service.errors import READ_ONLY, ServiceError, body, classify
-from indexlib.service.filters import Opaque, RequestFilter
+from indexlib.service.filters import RequestFilter
 from indexlib.service.metrics import Metrics
 from indexlib.service.planner import Planner
+from indexlib.service.wire import Written
 
 log = logging.getLogger("indexlib.service")
-NAMESPACE_SEPARATOR = "\x1f"  # the REST spec's default separator of namespace levels in a path (%1F)
+HEALTH_THREADS = 2  # `/health`'s own worker threads (module docstring)
 SERVED = (
     Capability.V1_LIST_NAMESPACES,
     Capability.V1_LOAD_NAMESPACE,
@@ -74,28 +83,31 @@ class BodyTooLarge(Exception):
 
 def _json(model: IcebergBaseModel, status: int = 200) -> Response:
     """`serialize_as_any`: a residual filter is typed as the abstract BooleanExpression in pyiceberg's task model,
-    which would otherwise be written as `{}` (and fail the client's parse). A residual pyiceberg cannot model goes
-    in as the JSON the client sent (filters.Opaque)."""
+    which would otherwise be written as `{}` (and fail the client's parse). Residuals are written once each and
+    spliced in (wire.Written)."""
     text = model.model_dump_json(serialize_as_any=True)
-    opaque = {id(t.residual_filter): t.residual_filter for t in getattr(model, "file_scan_tasks", ())}
-    for residual in opaque.values():
-        if isinstance(residual, Opaque):
+    written = {id(t.residual_filter): t.residual_filter for t in getattr(model, "file_scan_tasks", ())}
+    for residual in written.values():
+        if isinstance(residual, Written):
             text = residual.splice(text)
     return Response(text, status_code=status, media_type="application/json")
 
 
-def _namespace(text: str) -> tuple[str, ...]:
-    parts = tuple(text.split(NAMESPACE_SEPARATOR))
-    if not all(parts):
-        raise ServiceError(400, "BadRequestException", f"invalid namespace {text!r}")
-    return parts
+def routed_path(raw_path: bytes) -> str:
+    """The path as routes see it: each segment percent-decoded once, with '%' and '/' inside a segment encoded
+    again, so a route's parameters split where the client's '/' are and `unquote` gives each back exactly."""
+    segments = raw_path.decode("latin-1").split("/")
+    return "/".join(unquote(s).replace("%", "%25").replace("/", "%2F") for s in segments)
 
 
 class Guard:
-    """ASGI middleware: the bearer token on every path but /health, and the request size limit."""
+    """ASGI middleware: the bearer token on every path but /health, the request size limit, routing on the raw path,
+    and no WebSocket (module docstring)."""
 
-    def __init__(self, app: ASGIApp, token: str, limit: int, secrets: set[str], metrics: Metrics) -> None:
-        self.app, self._expected, self.limit = app, f"Bearer {token}".encode(), limit
+    def __init__(
+        self, app: ASGIApp, token: str, limit: int, head_limit: int, secrets: set[str], metrics: Metrics
+    ) -> None:
+        self.app, self._token, self.limit, self.head_limit = app, token.encode(), limit, head_limit
         self.secrets, self.metrics = secrets, metrics
 
     async def _refuse(self, send: Send, error: ServiceError) -> None:
@@ -106,15 +118,35 @@ class Guard:
         await send({"type": "http.response.start", "status": error.status, "headers": headers})
         await send({"type": "http.response.body", "body": body(error, self.secrets)})
 
+    def _credentials(self, headers: list[tuple[bytes, bytes]]) -> ServiceError | None:
+        """None when the request carries exactly one Authorization header with the token (RFC 9110: the scheme
+        is case-insensitive); else the error to answer."""
+        given = [value for name, value in headers if name == b"authorization"]
+        if len(given) > 1:
+            return ServiceError(400, "BadRequestException", "more than one Authorization header")
+        scheme, _, credentials = given[0].strip().partition(b" ") if given else (b"", b"", b"")
+        if scheme.lower() != b"bearer" or not hmac.compare_digest(credentials.strip(), self._token):
+            return ServiceError(401, "NotAuthorizedException", "missing or wrong bearer token")
+        return None
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":  # no route is a WebSocket: refused before the router (a 403 handshake)
+            await send({"type": "websocket.close", "code": 1008})
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict(scope["headers"])
-        if scope["path"] != "/health" and not hmac.compare_digest(headers.get(b"authorization", b""), self._expected):
-            await self._refuse(send, ServiceError(401, "NotAuthorizedException", "missing or wrong bearer token"))
+        raw_path = scope.get("raw_path") or scope["path"].encode()
+        head = len(raw_path) + len(scope.get("query_string", b"")) + sum(len(k) + len(v) for k, v in scope["headers"])
+        if head > self.head_limit:  # h11 refuses a longer head only when it arrives in pieces
+            too_long = f"request line and headers over {self.head_limit} bytes ([serve] max_header_bytes)"
+            await self._refuse(send, ServiceError(431, "BadRequestException", too_long))
             return
-        length = headers.get(b"content-length", b"0")
+        scope = {**scope, "path": routed_path(raw_path)}
+        if scope["path"] != "/health" and (refused := self._credentials(scope["headers"])) is not None:
+            await self._refuse(send, refused)
+            return
+        length = dict(scope["headers"]).get(b"content-length", b"0")
         if not length.isdigit() or int(length) > self.limit:
             too_large = f"request body over {self.limit} bytes ([serve] max_request_bytes)"
             await self._refuse(send, ServiceError(413, "BadRequestException", too_large))
@@ -138,23 +170,25 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
     planner = Planner(config, catalog)
     metrics = Metrics()
     secrets = config.secrets() | {token}
-    app = FastAPI(title="skipindex planning service", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="skipindex planning service", docs_url=None, redoc_url=None, openapi_url="/openapi.json")
     app.state.planner, app.state.metrics = planner, metrics
-    index_namespace = tuple(config.index_namespace.split("."))
+    index_namespace = planner.index_namespace
+    limiters: dict[str, anyio.CapacityLimiter] = {}
 
     def user_namespace(text: str) -> tuple[str, ...]:
-        """A namespace of the catalog's users: the index namespace (and any under it) does not exist here."""
-        ns = _namespace(text)
-        if _within(ns, index_namespace):
+        """A namespace of the catalog's users, as the catalog reads it: the index namespace (and any under it)
+        does not exist here."""
+        ns = names.namespace(unquote(text))
+        if names.within(ns, index_namespace):
             raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ns)}")
         return ns
 
-    def user_table(namespace: str, table: str) -> tuple[str, ...]:
+    def user_table(namespace: str, table: str) -> names.TableName:
         """A table of the catalog's users: the index tables do not exist here (module docstring)."""
-        ns = _namespace(namespace)
-        if _within(ns, index_namespace):
-            raise NoSuchTableError(f"Table does not exist: {'.'.join((*ns, table))}")
-        return (*ns, table)
+        name = names.table(unquote(namespace), unquote(table))
+        if names.within(name.namespace, index_namespace):
+            raise NoSuchTableError(f"Table does not exist: {name}")
+        return name
 
     def error_response(exc: Exception) -> Response:
         error = classify(exc)
@@ -163,17 +197,27 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
         metrics.error(error.status)
         return Response(body(error, secrets), status_code=error.status, media_type="application/json")
 
-    async def answer(work: Callable[[], Response]) -> Response:
+    def guarded(work: Callable[[], Response]) -> Response:
         try:
-            return await run_in_threadpool(work)
-        except Exception as exc:  # every failure becomes an ErrorModel (errors.classify)
+            return work()
+        except Exception as exc:  # every failure becomes an ErrorModel (errors.classify), written in this thread
             return error_response(exc)
+
+    async def answer(work: Callable[[], Response], pool: str = "work") -> Response:
+        """`work` in a worker thread; `pool` "health" has threads of its own (module docstring)."""
+        if pool not in limiters:  # made on the event loop's first request (anyio needs a running loop)
+            limiters[pool] = (
+                anyio.CapacityLimiter(HEALTH_THREADS)
+                if pool == "health"
+                else anyio.to_thread.current_default_thread_limiter()
+            )
+        return await anyio.to_thread.run_sync(guarded, work, limiter=limiters[pool])
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         kinds = {404: "NoSuchResourceException", 405: "NotImplementedException"}
         status = 501 if exc.status_code == 405 else exc.status_code
-        message = f"{request.method} {request.url.path}: {exc.detail}"
+        message = f"{request.method} {request.url.path[:200]}: {exc.detail}"
         return error_response(ServiceError(status, kinds.get(exc.status_code, "BadRequestException"), message))
 
     @app.exception_handler(RequestValidationError)
@@ -193,12 +237,13 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
             catalog.list_namespaces()
             return JSONResponse({"status": "ok"})
 
-        response = await answer(check)
+        response = await answer(check, "health")
         return response if response.status_code == 200 else JSONResponse({"status": "unavailable"}, 503)
 
     @app.get("/metrics")
     async def metrics_text() -> Response:
-        return PlainTextResponse(metrics.text())
+        handles = f"# TYPE skipindex_handles_open gauge\nskipindex_handles_open {planner.handles_open}\n"
+        return PlainTextResponse(metrics.text() + handles)
 
     @app.get("/v1/config")
     async def get_config() -> Response:
@@ -211,7 +256,7 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
     async def list_namespaces(parent: str | None = None) -> Response:
         def work() -> Response:
             found = catalog.list_namespaces(user_namespace(parent) if parent else ())
-            visible = [tuple(n) for n in found if not _within(tuple(n), index_namespace)]
+            visible = [tuple(n) for n in found if not names.within(tuple(n), index_namespace)]
             return _json(ListNamespaceResponse(namespaces=visible))
 
         return await answer(work)
@@ -220,7 +265,7 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
     async def load_namespace(namespace: str) -> Response:
         def work() -> Response:
             ns = user_namespace(namespace)
-            properties = redact_properties(catalog.load_namespace_properties(ns))
+            properties = redact_namespace_properties(catalog.load_namespace_properties(ns), secrets)
             return _json(NamespaceResponse(namespace=ns, properties=properties))
 
         return await answer(work)
@@ -236,7 +281,8 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
     async def list_tables(namespace: str) -> Response:
         def work() -> Response:
             ns = user_namespace(namespace)
-            entries = [ListTableResponseEntry(namespace=tuple(t[:-1]), name=t[-1]) for t in catalog.list_tables(ns)]
+            found = [t for t in catalog.list_tables(ns) if not names.within(tuple(t[:-1]), index_namespace, exact=True)]
+            entries = [ListTableResponseEntry(namespace=tuple(t[:-1]), name=t[-1]) for t in found]
             return _json(ListTablesResponse(identifiers=entries))
 
         return await answer(work)
@@ -244,7 +290,7 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
     @app.get("/v1/namespaces/{namespace}/tables/{table}")
     async def load_table(namespace: str, table: str) -> Response:
         def work() -> Response:
-            loaded = catalog.load_table(user_table(namespace, table))
+            loaded = planner.load(user_table(namespace, table))
             # no `config` and no storage credentials: clients read the data with their own
             return _json(TableResponse(metadata_location=loaded.metadata_location, metadata=loaded.metadata))
 
@@ -254,20 +300,20 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
     async def table_exists(namespace: str, table: str) -> Response:
         def work() -> Response:
             try:
-                catalog.load_table(user_table(namespace, table))
+                planner.load(user_table(namespace, table))
             except NoSuchTableError:
                 return Response(status_code=404)
             return Response(status_code=204)
 
         return await answer(work)
 
-    @app.post("/v1/namespaces/{namespace}/tables/{table}/plan")
+    @app.post("/v1/namespaces/{namespace}/tables/{table}/plan", openapi_extra=_body(PlanTableScanRequest))
     async def plan(namespace: str, table: str, request: Request) -> Response:
         raw = await request.body()
 
         def work() -> Response:
             started = time.perf_counter()
-            name = ".".join(user_table(namespace, table))
+            name = user_table(namespace, table)
             parsed, row_filter = _plan_request(raw)
             planned = planner.plan(name, parsed, row_filter)
             response = planner.respond(name, planned)
@@ -285,14 +331,19 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
 
         return await answer(work)
 
-    @app.post("/v1/namespaces/{namespace}/tables/{table}/tasks")
+    @app.post("/v1/namespaces/{namespace}/tables/{table}/tasks", openapi_extra=_body(FetchScanTasksRequest))
     async def tasks(namespace: str, table: str, request: Request) -> Response:
         raw = await request.body()
 
         def work() -> Response:
-            name = ".".join(user_table(namespace, table))
-            token = FetchScanTasksRequest.model_validate_json(raw or b"{}").plan_task
-            batch = planner.store.batch(name, token)
+            name = user_table(namespace, table)
+            fields = _json_object(raw)
+            if unknown := set(fields) - {"plan-task"}:
+                raise ServiceError(
+                    400, "BadRequestException", f"unknown request field(s): {', '.join(sorted(unknown))}"
+                )
+            token = FetchScanTasksRequest.model_validate(fields).plan_task
+            batch = planner.store.batch(str(name), token)
             metrics.batch()
             return _json(batch)
 
@@ -315,24 +366,46 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
     for path, method in writes:
         app.add_api_route(path, read_only, methods=[method], include_in_schema=False)
 
-    limit = config.serve.max_request_bytes
-    return Guard(app, token, limit, secrets, metrics)
+    serve = config.serve
+    return Guard(app, token, serve.max_request_bytes, serve.max_header_bytes, secrets, metrics)
 
 
-def _within(namespace: tuple[str, ...], parent: tuple[str, ...]) -> bool:
-    return namespace[: len(parent)] == parent
+def _body(model: type[IcebergBaseModel]) -> dict[str, Any]:
+    """The OpenAPI request body of a route that reads its body itself: the specification's model, by pyiceberg."""
+    schema = model.model_json_schema(by_alias=True)
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is out of a double's range")
+    return value
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
+def _json_object(raw: bytes) -> dict[str, Any]:
+    """The body as a JSON object, strictly: NaN, Infinity and numbers beyond a double are not JSON (RFC 8259) and
+    could not be written back as JSON in a residual."""
+    try:
+        body = json.loads(raw or b"{}", parse_constant=_no_constant, parse_float=_finite)
+    except ValueError as exc:
+        raise ServiceError(400, "BadRequestException", f"invalid request: the body is not JSON: {exc}") from None
+    except RecursionError:
+        raise ServiceError(400, "BadRequestException", "invalid request: the body is nested too deeply") from None
+    if not isinstance(body, dict):
+        raise ServiceError(400, "BadRequestException", "invalid request: the body is not a JSON object")
+    return body
 
 
 def _plan_request(raw: bytes) -> tuple[PlanTableScanRequest, RequestFilter]:
     """The request's fields by pyiceberg's model, but its `filter` by ours (filters.py): pyiceberg's model refuses
     expressions the specification defines (transform terms, `{"type": "true"}`, ...). Fields the specification does
     not define are refused: an ignored field could change what the client meant."""
-    try:
-        body = json.loads(raw or b"{}")
-    except (ValueError, RecursionError):
-        raise ServiceError(400, "BadRequestException", "invalid request: the body is not JSON") from None
-    if not isinstance(body, dict):
-        raise ServiceError(400, "BadRequestException", "invalid request: the body is not a JSON object")
+    body = _json_object(raw)
     if unknown := set(body) - _REQUEST_FIELDS:
         raise ServiceError(400, "BadRequestException", f"unknown request field(s): {', '.join(sorted(unknown))}")
     row_filter = RequestFilter.parse(body.pop("filter", None))

@@ -51,8 +51,11 @@ def classify(exc: Exception) -> ServiceError:
     return ServiceError(500, "InternalServerError", "internal error (the service's log has the details)")
 
 
+MESSAGE_LIMIT = 1000  # characters of an error message: what it echoes of a request (a name, a token) is cut
+
+
 def body(error: ServiceError, secrets: set[str]) -> bytes:
-    message = " ".join(redact_text(str(error), secrets).split())
+    message = " ".join(redact_text(str(error), secrets, MESSAGE_LIMIT).split())
     return (
         ErrorResponse(error=ErrorResponseMessage(message=message, type=error.kind, code=error.status))
         .model_dump_json()

@@ -24,11 +24,10 @@ to the current schema's names.
 from __future__ import annotations
 
 import json
-import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ConfigDict, Field, model_serializer
+from pydantic import ConfigDict
 from pyiceberg.expressions import (
     AlwaysFalse,
     AlwaysTrue,
@@ -60,24 +59,14 @@ class FilterError(ValueError):
 
 class Opaque(BooleanExpression):
     """The client's filter JSON where pyiceberg cannot model it (or its model cannot be written: pydantic stops at a
-    nesting depth engines' long OR chains reach), written back exactly as it came. Residuals only: never evaluated
-    or negated here. pydantic writes a placeholder string that `splice` replaces with the JSON text (written by the
-    standard library, whatever its depth)."""
+    nesting depth engines' long OR chains reach), written back exactly as it came (wire.py writes it with the
+    standard library, whatever its depth). Residuals only: never evaluated or negated here."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     raw: Any
-    placeholder: str = Field(default_factory=lambda: f"\x00skipindex-residual-{secrets.token_hex(8)}")
 
     def __invert__(self) -> BooleanExpression:
         raise TypeError("an opaque residual is never negated")
-
-    @model_serializer
-    def _as_placeholder(self) -> str:
-        return self.placeholder
-
-    def splice(self, text: str) -> str:
-        """`text` (a response written by pydantic) with this residual's placeholder replaced by its JSON."""
-        return text.replace(json.dumps(self.placeholder), json.dumps(self.raw))
 
     def __str__(self) -> str:
         return json.dumps(self.raw)[:200]

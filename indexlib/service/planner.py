@@ -2,8 +2,11 @@
 return with a matching row; where the index cannot answer, pyiceberg's own planning does.
 
 - The request's filter is pruned with as filters.py converts it (the parts neither pyiceberg nor the index can use
-  are TRUE, "might match"), and goes back unchanged as every task's residual (AlwaysTrue, that is none, for a file
-  the index proves all-match): the rows are filtered by the client's reader with its own filter.
+  are TRUE, "might match"), and goes back as each task's residual simplified by what the index proves about that
+  file (pruning/residuals.py: an IN list keeps the values within the file's bounds, a leaf proven on every row is
+  TRUE; AlwaysTrue, that is none, for a file the index proves all-match): the client's reader filters the file's
+  rows with it, and gets exactly the rows the whole filter selects. pyiceberg's own planning (below) sends the
+  filter unchanged.
 - Columns of the filter, `select` and `stats-fields` are bound in the schema the request names: the table's
   current schema, or with `use-snapshot-schema` the schema of the snapshot scanned (`snapshot-id`, else the current
   snapshot; an incremental scan's `end-snapshot-id`), as Iceberg Java's `useSnapshotSchema` scans do; the pruning
@@ -17,9 +20,15 @@ return with a matching row; where the index cannot answer, pyiceberg's own plann
   from the manifests, which the index does not copy), and a table the index cannot plan (a file whose partition
   values the index rows do not carry).
 
-One `IndexHandle` per table, shared by every request (handles are thread-safe and cache by snapshot). Further
-batches are kept in memory under an unguessable plan id (`PlanStore`): a `tasks` call after a restart, or for a
-plan evicted as newer ones arrived, is answered 404, so a client fails rather than reads part of a plan.
+One `IndexHandle` per table, shared by every request (handles are thread-safe and cache by snapshot), for the
+`[serve] handles_kept` tables planned most recently (the least recently used is dropped): tables are named as the
+catalog reads them (names.py), so another spelling of a name is the same table, never one more handle. Every plan
+has an unguessable plan id; the tasks of a plan with further batches are kept in memory (`PlanStore`, the
+`[serve] plans_kept` most recent plans) and a batch is written when it is fetched: a `tasks` call after a restart,
+for a plan evicted as newer ones arrived, or for another table, is answered 404, so a client fails rather than reads
+part of a plan. A batch holds at most `tasks_per_batch` tasks and about `max_response_bytes` (a large residual
+repeated on every task makes more batches, never a larger response); a stored plan holds its tasks and their shared
+residual objects, so its memory grows with its files plus its filter, not with their product.
 """
 
 from __future__ import annotations
@@ -27,11 +36,11 @@ from __future__ import annotations
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyiceberg.catalog.rest.scan_planning import PlanCompleted, PlanTableScanRequest, ScanTasks
+from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask
@@ -39,8 +48,10 @@ from pyiceberg.table import FileScanTask
 from indexlib.config import Config
 from indexlib.handle import IndexHandle
 from indexlib.lookup import LookupResult
+from indexlib.pruning.residuals import file_residuals
 from indexlib.service.filters import RequestFilter
-from indexlib.service.wire import Task, Unplannable, scan_tasks
+from indexlib.service.names import TableName, within
+from indexlib.service.wire import Task, Unplannable, residual_text, scan_tasks, task_bytes
 from indexlib.sources.iceberg_deletes import data_file_of
 
 
@@ -61,29 +72,45 @@ class Plan:
     unknown: list[str] = field(default_factory=list)  # parts of the filter pruned with as "might match"
 
 
+@dataclass(frozen=True)
+class StoredPlan:
+    """What a plan's further batches are written from, when fetched."""
+
+    table: str
+    chunks: list[list[Task]]  # the batches' tasks; chunks[0] went out with the plan
+    metadata: Any
+    stats_fields: frozenset[int]
+
+    def batch(self, number: int) -> ScanTasks:
+        metadata = self.metadata
+        return scan_tasks(self.chunks[number], metadata.specs(), metadata.schema(), stats_fields=self.stats_fields)
+
+
 class PlanStore:
-    """Batches of recent plans for `tasks`, the oldest plans forgotten first."""
+    """The further batches of recent plans for `tasks`, the oldest plans forgotten first."""
 
     def __init__(self, plans_kept: int) -> None:
-        self._plans: OrderedDict[str, tuple[str, list[ScanTasks]]] = OrderedDict()
+        self._plans: OrderedDict[str, StoredPlan] = OrderedDict()
         self._kept = plans_kept
         self._lock = threading.Lock()
 
-    def add(self, table: str, batches: list[ScanTasks]) -> str:
-        plan_id = secrets.token_urlsafe(18)
+    @staticmethod
+    def new_id() -> str:
+        return secrets.token_urlsafe(18)
+
+    def add(self, plan_id: str, plan: StoredPlan) -> None:
         with self._lock:
-            self._plans[plan_id] = (table, batches)
+            self._plans[plan_id] = plan
             while len(self._plans) > self._kept:
                 self._plans.popitem(last=False)
-        return plan_id
 
     def batch(self, table: str, token: str) -> ScanTasks:
         plan_id, _, number = token.rpartition(":")
         with self._lock:
             found = self._plans.get(plan_id)
-        if found is None or found[0] != table or not number.isdigit() or not 0 < int(number) < len(found[1]):
+        if found is None or found.table != table or not number.isdigit() or not 0 < int(number) < len(found.chunks):
             raise NoSuchPlanTask(f"no plan task {token!r} for table {table} (expired, or the service restarted)")
-        return found[1][int(number)]
+        return found.batch(int(number))
 
 
 class Planner:
@@ -93,25 +120,43 @@ class Planner:
         self.config = config
         self.catalog = catalog
         self.store = PlanStore(config.serve.plans_kept)
-        self._handles: dict[str, IndexHandle] = {}
+        self._handles: OrderedDict[TableName, IndexHandle] = OrderedDict()
         self._lock = threading.Lock()
+        self.index_namespace = tuple(config.index_namespace.split("."))
 
-    def handle(self, table: str) -> IndexHandle:
+    def load(self, table: TableName) -> Any:
+        """The table as the catalog loads it; NoSuchTableError for a table of the index namespace, by the name the
+        catalog itself gives the table it loaded (names.py: the path's name was checked before)."""
+        loaded = self.catalog.load_table(table.identifier)
+        if within(tuple(loaded.name()[:-1]), self.index_namespace, exact=True):
+            raise NoSuchTableError(f"Table does not exist: {table}")
+        return loaded
+
+    def handle(self, table: TableName) -> IndexHandle:
         with self._lock:
             handle = self._handles.get(table)
-        if handle is None:
-            loaded = self.catalog.load_table(table)  # NoSuchTableError: a 404
-            handle = IndexHandle.for_iceberg(
-                loaded,
-                index_namespace=self.config.index_namespace,
-                time_zone=self.config.time_zone,
-                dialect=self.config.dialect,
-            )
-            with self._lock:
-                handle = self._handles.setdefault(table, handle)
+            if handle is not None:
+                self._handles.move_to_end(table)
+                return handle
+        handle = IndexHandle.for_iceberg(
+            self.load(table),  # NoSuchTableError: a 404
+            index_namespace=self.config.index_namespace,
+            time_zone=self.config.time_zone,
+            dialect=self.config.dialect,
+        )
+        with self._lock:
+            handle = self._handles.setdefault(table, handle)
+            self._handles.move_to_end(table)
+            while len(self._handles) > self.config.serve.handles_kept:
+                self._handles.popitem(last=False)
         return handle
 
-    def plan(self, table: str, request: PlanTableScanRequest, row_filter: RequestFilter) -> Plan:
+    @property
+    def handles_open(self) -> int:
+        with self._lock:
+            return len(self._handles)
+
+    def plan(self, table: TableName, request: PlanTableScanRequest, row_filter: RequestFilter) -> Plan:
         """The plan for `request` (its own `filter` field unused: `row_filter` is the request's filter)."""
         if request.start_snapshot_id is not None or request.end_snapshot_id is not None:
             return self._incremental(table, request, row_filter)
@@ -126,23 +171,24 @@ class Planner:
         _check_select(binding, request)
         pruning = row_filter.pruning(binding, state.source.schema, request.case_sensitive)
         result = handle.lookup(pruning.expression, state=state)  # exact names of the current schema
+        residuals = _file_residuals(result, row_filter.residual, binding, request.case_sensitive)
         try:
-            return self._from_index(result, row_filter.residual, pruning.unknown)
+            return self._from_index(result, residuals, pruning.unknown)
         except Unplannable:
             return self._upstream(table, request, row_filter)
 
-    def _from_index(self, result: LookupResult, residual: BooleanExpression, unknown: list[str]) -> Plan:
+    def _from_index(self, result: LookupResult, residuals: dict[str, BooleanExpression], unknown: list[str]) -> Plan:
         tasks = []
         for kept in result.kept_files:
             if kept.file.partition is None:  # the index rows did not carry it: plan as the upstream would
                 raise Unplannable(f"{kept.file.path}: partition unknown")
-            task_residual = AlwaysTrue() if kept.all_match else residual
+            task_residual = AlwaysTrue() if kept.all_match else residuals[kept.file.path]
             tasks.append(Task(data_file_of(kept.file), tuple(d.data_file for d in kept.deletes), task_residual))
         metadata = result.source.table.metadata  # type: ignore[union-attr]
         return Plan(tasks, "index", result.files_total, result.source_version, metadata, unknown=unknown)
 
-    def _upstream(self, table: str, request: PlanTableScanRequest, row_filter: RequestFilter) -> Plan:
-        loaded = self.catalog.load_table(table)
+    def _upstream(self, table: TableName, request: PlanTableScanRequest, row_filter: RequestFilter) -> Plan:
+        loaded = self.load(table)
         if request.snapshot_id is not None and loaded.metadata.snapshot_by_id(request.snapshot_id) is None:
             raise ValueError(f"table {table} has no snapshot {request.snapshot_id}")
         current = loaded.metadata.current_snapshot_id
@@ -158,8 +204,8 @@ class Planner:
         tasks = _tasks(scan.plan_files(), row_filter.residual)
         return Plan(tasks, "upstream", None, snapshot_id, loaded.metadata, stats, pruning.unknown)
 
-    def _incremental(self, table: str, request: PlanTableScanRequest, row_filter: RequestFilter) -> Plan:
-        loaded = self.catalog.load_table(table)
+    def _incremental(self, table: TableName, request: PlanTableScanRequest, row_filter: RequestFilter) -> Plan:
+        loaded = self.load(table)
         for snapshot_id in (request.start_snapshot_id, request.end_snapshot_id):
             if snapshot_id is not None and loaded.metadata.snapshot_by_id(snapshot_id) is None:
                 raise ValueError(f"table {table} has no snapshot {snapshot_id}")
@@ -176,20 +222,50 @@ class Planner:
         tasks = _tasks(scan.plan_files(), row_filter.residual)
         return Plan(tasks, "upstream", None, request.end_snapshot_id, loaded.metadata, stats, pruning.unknown)
 
-    def respond(self, table: str, plan: Plan) -> PlanCompleted:
-        """The `plan` response: the first batch inline, the others as plan tasks for `tasks`."""
-        size = self.config.serve.tasks_per_batch
-        chunks: Sequence[list[Task]] = [plan.tasks[i : i + size] for i in range(0, len(plan.tasks), size)] or [[]]
-        specs, schema = plan.metadata.specs(), plan.metadata.schema()
-        batches = [scan_tasks(chunk, specs, schema, stats_fields=plan.stats_fields) for chunk in chunks]
-        plan_id = self.store.add(table, batches) if len(batches) > 1 else None
-        first = batches[0]
+    def respond(self, table: TableName, plan: Plan) -> PlanCompleted:
+        """The `plan` response: the first batch inline, the others as plan tasks for `tasks` (module docstring)."""
+        chunks = self._chunks(plan.tasks)
+        plan_id = self.store.new_id()  # every completed plan names one (the specification requires it)
+        stored = StoredPlan(str(table), chunks, plan.metadata, plan.stats_fields)
+        if len(chunks) > 1:
+            self.store.add(plan_id, stored)
+        first = stored.batch(0)
         return PlanCompleted(
             plan_id=plan_id,
             delete_files=first.delete_files,
             file_scan_tasks=first.file_scan_tasks,
-            plan_tasks=[f"{plan_id}:{n}" for n in range(1, len(batches))],
+            plan_tasks=[f"{plan_id}:{n}" for n in range(1, len(chunks))],
         )
+
+    def _chunks(self, tasks: list[Task]) -> list[list[Task]]:
+        """Batches of at most `tasks_per_batch` tasks and about `max_response_bytes` (a task alone may exceed it)."""
+        most, budget = self.config.serve.tasks_per_batch, self.config.serve.max_response_bytes
+        residual_bytes: dict[int, int] = {}
+        chunks: list[list[Task]] = [[]]
+        used = 0
+        for task in tasks:
+            if id(task.residual) not in residual_bytes:
+                residual_bytes[id(task.residual)] = len(residual_text(task.residual) or "")
+            size = task_bytes(task, residual_bytes[id(task.residual)])
+            if chunks[-1] and (len(chunks[-1]) >= most or used + size > budget):
+                chunks.append([])
+                used = 0
+            chunks[-1].append(task)
+            used += size
+        return chunks
+
+
+def _file_residuals(
+    result: LookupResult, residual: BooleanExpression, binding: Schema, case_sensitive: bool
+) -> dict[str, BooleanExpression]:
+    """Per kept file (by path), the request's filter simplified by what the index proves about that file
+    (pruning/residuals.py): an IN list keeps the values within the file's bounds."""
+    state = result.state
+    if state is None:
+        return {}
+    positions = list(result.kept_positions)
+    found = file_residuals(residual, binding, state.source.schema, state.aligned.stats, positions, case_sensitive)
+    return {state.live_paths[p]: r for p, r in zip(positions, found, strict=True)}
 
 
 def _tasks(planned: Any, residual: BooleanExpression) -> list[Task]:

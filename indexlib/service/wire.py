@@ -7,17 +7,28 @@ reads): numbers and booleans as JSON numbers and booleans, dates, times and time
 text, binary and fixed as upper-case hex, UUIDs as text. Column statistics are sent for the fields a request names
 in `stats-fields` only (they are optional and a reader needs none): the manifests' counts, and their lower and upper
 bounds in the same single-value form; a bound that does not decode as the column's current type (written before a
-type promotion) is left out, which a client reads as "no bound".
+type promotion) is left out, which a client reads as "no bound". `file-format` is written in lower case, as the
+specification's enum spells it (pyiceberg reads either case).
+
+A residual is written once per response, however many tasks carry it (`Written`): its JSON is made once and spliced
+into the response text, so a response costs the time of copying its bytes, not of serialising the filter per task.
+`AlwaysTrue` (a file proven all-match) is left out. It is never left out otherwise: the specification lets a client
+whose task has none use its original filter, but pyiceberg 0.12 reads a missing residual as AlwaysTrue (its
+`count()` then takes the file's record count as its rows) and Iceberg Java's `RESTFileScanTaskParser` builds its
+`ResidualEvaluator` on null.
 """
 
 from __future__ import annotations
 
+import json
+import secrets
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from pydantic import ConfigDict, Field, field_serializer, model_serializer
 from pyiceberg import types as it
 from pyiceberg.catalog.rest.scan_planning import (
     CountMap,
@@ -42,10 +53,57 @@ from pyiceberg.utils.datetime import (
 )
 
 from indexlib.errors import UserError
+from indexlib.service.filters import Opaque
 
 
 class Unplannable(UserError):
     """A file the wire format (or this service) cannot carry faithfully: the plan is refused, never altered."""
+
+
+class _LowerCaseFormat:
+    @field_serializer("file_format")
+    def _lower_case(self, value: Any) -> str:
+        return str(getattr(value, "value", value)).lower()
+
+
+class _DataFile(_LowerCaseFormat, RESTDataFile):
+    pass
+
+
+class _PositionDeleteFile(_LowerCaseFormat, RESTPositionDeleteFile):
+    pass
+
+
+class _EqualityDeleteFile(_LowerCaseFormat, RESTEqualityDeleteFile):
+    pass
+
+
+class Written(BooleanExpression):
+    """A residual whose JSON `text` is made once: pydantic writes `placeholder`, which `splice` replaces."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    text: str
+    placeholder: str = Field(default_factory=lambda: f"\x00skipindex-residual-{secrets.token_hex(8)}")
+
+    def __invert__(self) -> BooleanExpression:
+        raise TypeError("a written residual is never negated")
+
+    @model_serializer
+    def _as_placeholder(self) -> str:
+        return self.placeholder
+
+    def splice(self, text: str) -> str:
+        """`text` (a response written by pydantic) with this residual's placeholder replaced by its JSON."""
+        return text.replace(json.dumps(self.placeholder), self.text)
+
+
+def residual_text(residual: BooleanExpression) -> str | None:
+    """The residual's JSON, or None for AlwaysTrue (left out: the file is all-match)."""
+    if residual == AlwaysTrue():
+        return None
+    if isinstance(residual, Opaque):
+        return json.dumps(residual.raw)
+    return residual.model_dump_json(serialize_as_any=True)
 
 
 @dataclass(frozen=True)
@@ -111,7 +169,7 @@ def _common(data_file: DataFile, specs: dict[int, PartitionSpec], schema: Schema
 def data_file(
     data: DataFile, specs: dict[int, PartitionSpec], schema: Schema, stats_fields: frozenset[int] = frozenset()
 ) -> RESTDataFile:
-    return RESTDataFile(**_common(data, specs, schema), **_statistics(data, schema, stats_fields))
+    return _DataFile(**_common(data, specs, schema), **_statistics(data, schema, stats_fields))
 
 
 def _statistics(data: DataFile, schema: Schema, stats_fields: frozenset[int]) -> dict[str, Any]:
@@ -141,8 +199,8 @@ def _statistics(data: DataFile, schema: Schema, stats_fields: frozenset[int]) ->
 def delete_file(delete: DataFile, specs: dict[int, PartitionSpec], schema: Schema) -> RESTDeleteFile:
     common = _common(delete, specs, schema)
     if delete.content == DataFileContent.EQUALITY_DELETES:
-        return RESTEqualityDeleteFile(**common, equality_ids=list(delete.equality_ids or []) or None)
-    return RESTPositionDeleteFile(
+        return _EqualityDeleteFile(**common, equality_ids=list(delete.equality_ids or []) or None)
+    return _PositionDeleteFile(
         **common,
         # pyiceberg 0.12's DataFile record has no v3 fields (referenced file, deletion-vector offsets)
         referenced_data_file=getattr(delete, "referenced_data_file", None),
@@ -159,10 +217,11 @@ def scan_tasks(
     stats_fields: frozenset[int] = frozenset(),
 ) -> ScanTasks:
     """One batch: its file scan tasks, each naming its delete files by position in the batch's own `delete-files`
-    list (a delete file shared by several tasks is listed once), and tokens of further batches. A residual that is
-    AlwaysTrue is left out (the file is all-match); any other is written as the task carries it."""
+    list (a delete file shared by several tasks is listed once), and tokens of further batches. Each distinct
+    residual is written once (`Written`, module docstring); AlwaysTrue is left out."""
     deletes: list[RESTDeleteFile] = []
     position: dict[str, int] = {}
+    written: dict[int, Written | None] = {}
     file_tasks = []
     for task in tasks:
         references = []
@@ -171,12 +230,20 @@ def scan_tasks(
                 position[delete.file_path] = len(deletes)
                 deletes.append(delete_file(delete, specs, schema))
             references.append(position[delete.file_path])
-        residual = None if task.residual == AlwaysTrue() else task.residual
+        if id(task.residual) not in written:
+            text = residual_text(task.residual)
+            written[id(task.residual)] = None if text is None else Written(text=text)
         file_tasks.append(
             RESTFileScanTask(
                 data_file=data_file(task.data_file, specs, schema, stats_fields),
                 delete_file_references=references or None,
-                residual_filter=residual,
+                residual_filter=written[id(task.residual)],
             )
         )
     return ScanTasks(delete_files=deletes, file_scan_tasks=file_tasks, plan_tasks=list(plan_tasks))
+
+
+def task_bytes(task: Task, residual_bytes: int) -> int:
+    """About what `task` takes in a response, its residual `residual_bytes` long (for batches bounded in bytes)."""
+    paths = len(task.data_file.file_path) + sum(len(d.file_path) for d in task.deletes)
+    return 400 * (1 + len(task.deletes)) + paths + residual_bytes

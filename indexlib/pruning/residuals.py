@@ -1,0 +1,269 @@
+"""Per-file residuals: a scan's filter simplified, for each file, by what the index's bounds and counts prove about
+that file's rows, so that a plan's answer grows with its files, not with files x filter (an IN of 1,000 keys on a
+table sorted by the key leaves a few keys per file).
+
+The reader applies a file's residual to that file's rows only, so the residual must select exactly the rows the
+whole filter selects among them, under the reader's own reading of NULL and NaN (pyiceberg's Arrow reading, Iceberg
+Java's evaluator, SQL): each rule below is exact on every row a file can hold, not only "might match".
+
+1. Bounds. The non-NULL, non-NaN values of a file's column lie within its [lower, upper] bounds, in the column's
+   physical domain (statistics/column_stats.py; bounds of an older type are decoded into the current one). A
+   truncated string bound is still a bound (a lower bound is a prefix of the least value, an upper bound was
+   incremented past the greatest), and an unknown or NaN bound is no bound on that side (minmax.value_window): a
+   file the index does not know keeps the whole list.
+2. Sets. `x IN S` and `x IN (S within [lower, upper])` agree on every row of the file: on a value within the bounds
+   by (1); on NULL and NaN because neither is in either list (a NaN literal is never trimmed: its leaf is left as it
+   came). So do `x NOT IN S` and its trimmed list.
+3. Classes. pyiceberg reads a set of one literal as `=` / `!=` and an empty one as FALSE / TRUE, and its reading of
+   NULL differs between them (`NULL NOT IN (1, 2)` is TRUE in pyiceberg's Arrow reading, `NULL != 1` is not). So a
+   trimmed list keeps at least two literals, padded with literals of S outside the bounds (which equal no value of
+   the file), except as rule 5 allows.
+4. Proven TRUE. A leaf the min/max rules (pruning/minmax.py) prove TRUE on every row of the file (`all_match`: no
+   NULL, no NaN where it matters) is TRUE, under any number of NOTs.
+5. Under no NOT. Where every node above a leaf is an AND or an OR, a leaf TRUE on no row of the file (FALSE or NULL
+   on each: `might` is False) may be FALSE, and an IN may be trimmed to one literal (`=`, NULL where IN is FALSE) or
+   to none (FALSE): AND and OR are monotone (FALSE < NULL < TRUE, Kleene), so a leaf that is never TRUE can be read
+   as FALSE without changing which rows are TRUE at the root.
+
+Only these leaves are read: `=`, `!=`, `<`, `<=`, `>`, `>=`, IN and NOT IN on a column of a type with bounds (not
+`float`: pyiceberg rounds a double literal to a float, so the literal compared is not the one sent). Any other leaf,
+a literal that does not convert to the column's type, a column the current schema lacks, and a subtree deeper than
+`MAX_DEPTH` are kept as they came. Files whose residuals come out the same share one expression object (the
+service writes each distinct residual once per answer).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pyiceberg.expressions import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    BooleanExpression,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    LessThan,
+    LessThanOrEqual,
+    LiteralPredicate,
+    Not,
+    NotEqualTo,
+    NotIn,
+    Or,
+    Reference,
+    SetPredicate,
+)
+from pyiceberg.expressions.literals import AboveMax, BelowMin, Literal
+from pyiceberg.schema import Schema
+from pyiceberg.types import FloatType, IcebergType
+
+from indexlib.pruning.minmax import column_verdict, value_window
+from indexlib.query.model import BoundColumn, BoundCompare
+from indexlib.query.value_set import ValueSet
+from indexlib.statistics.column_stats import supports_bounds
+from indexlib.statistics.provider import StatisticsProvider
+
+MAX_DEPTH = 200  # deeper subtrees are kept as they came
+
+_OPS: dict[type, str] = {
+    EqualTo: "=",
+    NotEqualTo: "!=",
+    LessThan: "<",
+    LessThanOrEqual: "<=",
+    GreaterThan: ">",
+    GreaterThanOrEqual: ">=",
+}
+
+# What a leaf becomes in one file: kept as it came, TRUE, FALSE, or its list trimmed to values[start:stop]
+KEEP: tuple[str] = ("keep",)
+TRUE: tuple[str] = ("true",)
+FALSE: tuple[str] = ("false",)
+Outcome = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    """One leaf the rules read: per file (in the order asked), what it becomes, and how a trimmed list is written."""
+
+    outcomes: list[Outcome]
+    rebuild: Callable[[Outcome], BooleanExpression]
+
+
+def file_residuals(
+    residual: BooleanExpression,
+    binding: Schema,
+    current: Schema,
+    stats: StatisticsProvider | None,
+    files: Sequence[int],
+    case_sensitive: bool = True,
+) -> list[BooleanExpression]:
+    """`residual` simplified for each of `files` (positions among the files `stats` describes; module docstring).
+    Its columns are named as in `binding` and read, by field id, as the `current` schema's columns `stats` holds."""
+    if stats is None or not files or isinstance(residual, AlwaysTrue | AlwaysFalse):
+        return [residual] * len(files)
+    positions = np.asarray(files, dtype=np.int64)
+    leaves: dict[int, _Leaf] = {}
+    _Reader(binding, current, stats, positions, case_sensitive, leaves).read(residual, positive=True, depth=0)
+    if not leaves:
+        return [residual] * len(files)
+    made: dict[tuple[Outcome, ...], BooleanExpression] = {}
+    found = []
+    for i in range(len(files)):
+        key = tuple(leaf.outcomes[i] for leaf in leaves.values())
+        if key not in made:
+            chosen = {node: leaf.rebuild(leaf.outcomes[i]) for node, leaf in leaves.items() if leaf.outcomes[i] != KEEP}
+            made[key] = _rebuilt(residual, chosen, 0)
+        found.append(made[key])
+    return found
+
+
+def _rebuilt(node: BooleanExpression, chosen: dict[int, BooleanExpression], depth: int) -> BooleanExpression:
+    """`node` with the leaves of `chosen` replaced; a subtree where nothing changed is the same object, as it came
+    (pyiceberg's constructors would fold NOT NOT x into x)."""
+    if id(node) in chosen:
+        return chosen[id(node)]
+    if depth > MAX_DEPTH:
+        return node
+    if isinstance(node, And | Or):
+        left, right = _rebuilt(node.left, chosen, depth + 1), _rebuilt(node.right, chosen, depth + 1)
+        if left is node.left and right is node.right:
+            return node
+        return And(left, right) if isinstance(node, And) else Or(left, right)
+    if isinstance(node, Not):
+        child = _rebuilt(node.child, chosen, depth + 1)
+        return node if child is node.child else Not(child)
+    return node
+
+
+@dataclass
+class _Reader:
+    binding: Schema
+    current: Schema
+    stats: StatisticsProvider
+    positions: np.ndarray
+    case_sensitive: bool
+    leaves: dict[int, _Leaf]
+
+    def read(self, node: BooleanExpression, positive: bool, depth: int) -> None:
+        """Records in `leaves` each leaf of `node` a rule reads; `positive`: no NOT above it."""
+        if depth > MAX_DEPTH:
+            return
+        if isinstance(node, And | Or):
+            self.read(node.left, positive, depth + 1)
+            self.read(node.right, positive, depth + 1)
+        elif isinstance(node, Not):
+            self.read(node.child, not positive, depth + 1)
+        elif isinstance(node, SetPredicate | LiteralPredicate) and isinstance(node.term, Reference):
+            leaf = self._leaf(node, positive)
+            if leaf is not None:
+                self.leaves[id(node)] = leaf
+
+    def _column(self, name: str) -> BoundColumn | None:
+        try:
+            field_id = self.binding.find_field(name, self.case_sensitive).field_id
+            found = self.current.find_field(field_id)
+        except ValueError:
+            return None
+        if not supports_bounds(found.field_type) or isinstance(found.field_type, FloatType):
+            return None
+        return BoundColumn(field_id, found.name, found.field_type)
+
+    def _leaf(self, node: SetPredicate | LiteralPredicate, positive: bool) -> _Leaf | None:
+        column = self._column(node.term.name)  # type: ignore[union-attr]
+        if column is None:
+            return None
+        try:
+            stats = self.stats.column(column).take(self.positions)
+        except Exception:  # statistics that cannot be read for this column: the leaf stays as it came
+            return None
+        if isinstance(node, SetPredicate):
+            return self._set(node, column, stats, positive)
+        op = _OPS.get(type(node))
+        value = _physical(node.literal, column.type) if op is not None else None
+        if value is None:
+            return None
+        verdict = column_verdict(BoundCompare(op, column, value), stats)
+        outcomes = [
+            _decided(bool(m), bool(a), positive) or KEEP for m, a in zip(verdict.might, verdict.all_match, strict=True)
+        ]
+        return _Leaf(outcomes, lambda outcome: _constant(outcome, node))
+
+    def _set(self, node: SetPredicate, column: BoundColumn, stats: Any, positive: bool) -> _Leaf | None:
+        if not isinstance(node, In | NotIn):
+            return None
+        by_value: dict[Any, list[Literal[Any]]] = {}
+        for literal in node.literals:
+            value = _physical(literal, column.type)
+            if value is None:
+                return None
+            by_value.setdefault(value, []).append(literal)
+        values = sorted(by_value)
+        negated = isinstance(node, NotIn)
+        verdict = column_verdict(ValueSet(column, tuple(values), negated), stats)
+        start, stop = value_window(values, stats.lower, stats.upper)
+        exact = positive and not negated  # rule 5: an IN under no NOT may become `=` or FALSE
+        outcomes: list[Outcome] = []
+        for m, a, first, last in zip(verdict.might, verdict.all_match, start, stop, strict=True):
+            decided = _decided(bool(m), bool(a), positive)
+            if decided is not None:
+                outcomes.append(decided)
+            elif first == 0 and last == len(values):
+                outcomes.append(KEEP)
+            else:
+                outcomes.append(("slice", *_window(int(first), int(last), len(values), exact)))
+
+        def rebuild(outcome: Outcome) -> BooleanExpression:
+            if outcome[0] != "slice":
+                return _constant(outcome, node)
+            kept = [literal for value in values[outcome[1] : outcome[2]] for literal in by_value[value]]
+            return type(node)(node.term, kept)  # In of none is FALSE, of one `=` (rule 5 only)
+
+        return _Leaf(outcomes, rebuild)
+
+
+def _window(first: int, last: int, count: int, exact: bool) -> tuple[int, int]:
+    """The slice of the sorted distinct values a trimmed list keeps: those within the bounds, widened to two values
+    (rule 3) unless the trim may change the predicate's class (rule 5). A wider slice is still exact: its extra
+    values lie outside the bounds."""
+    if exact:
+        return first, last
+    while last - first < min(2, count):
+        if last < count:
+            last += 1
+        else:
+            first -= 1
+    return first, last
+
+
+def _decided(might: bool, all_match: bool, positive: bool) -> Outcome | None:
+    if all_match:
+        return TRUE  # rule 4
+    if not might and positive:
+        return FALSE  # rule 5
+    return None
+
+
+def _constant(outcome: Outcome, node: BooleanExpression) -> BooleanExpression:
+    """TRUE, FALSE, or the leaf as it came (KEEP)."""
+    return AlwaysTrue() if outcome == TRUE else AlwaysFalse() if outcome == FALSE else node
+
+
+def _physical(literal: Literal[Any], column_type: IcebergType) -> Any:
+    """The literal in the column's physical domain (days, micros, Decimal, str, bytes, ...), or None where it does
+    not convert to the column's type, is out of its range, or is NaN."""
+    try:
+        converted = literal.to(column_type)
+    except Exception:
+        return None
+    if isinstance(converted, AboveMax | BelowMin):
+        return None
+    value = converted.value
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value

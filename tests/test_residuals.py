@@ -1,0 +1,243 @@
+"""The per-file residual rules (indexlib/pruning/residuals.py), one file's statistics per row of the table: each
+case states its rule, the residual expected, and is checked against the oracle: on rows the statistics allow
+(values within the bounds, NULL and NaN where counted), pyiceberg's own Arrow reading of the trimmed residual selects
+exactly the rows of the whole filter."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from pyiceberg import expressions as ice
+from pyiceberg.expressions.visitors import bind
+from pyiceberg.io.pyarrow import expression_to_pyarrow, schema_to_pyarrow
+from pyiceberg.schema import Schema
+from pyiceberg.types import DateType, DecimalType, DoubleType, FloatType, LongType, NestedField, StringType
+from pyiceberg.utils.datetime import date_to_days
+
+from indexlib.pruning.residuals import file_residuals
+from indexlib.statistics.column_stats import physical_arrow_type
+from indexlib.statistics.provider import ColumnRef, ColumnStatistics, StatisticsProvider
+
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=False),
+    NestedField(2, "s", StringType(), required=False),
+    NestedField(3, "d", DateType(), required=False),
+    NestedField(4, "amount", DecimalType(10, 2), required=False),
+    NestedField(5, "x", DoubleType(), required=False),
+    NestedField(6, "f", FloatType(), required=False),
+)
+NAMES = {f.field_id: f.name for f in SCHEMA.fields}
+IDS = {f.name: f.field_id for f in SCHEMA.fields}
+
+
+def day(text: str) -> int:
+    return date_to_days(date.fromisoformat(text))
+
+
+class Files(StatisticsProvider):
+    """Fixed statistics: per column name, per file (lower, upper, nulls, NaNs); a bound None is unknown, and a
+    column not named has no statistics at all."""
+
+    def __init__(self, *files: dict[str, tuple[Any, Any, int, int]]) -> None:
+        self.files = files
+        self.num_files = len(files)
+
+    def column(self, column: ColumnRef) -> ColumnStatistics:
+        arrow = physical_arrow_type(column.type)
+        stats = [f.get(column.name) for f in self.files]
+        known = [s is not None for s in stats]
+        return ColumnStatistics(
+            lower=pa.array([s[0] if s else None for s in stats], arrow),
+            upper=pa.array([s[1] if s else None for s in stats], arrow),
+            value_count=np.array([100 if k else -1 for k in known], dtype=np.int64),
+            null_count=np.array([s[2] if s else -1 for s in stats], dtype=np.int64),
+            nan_count=np.array([s[3] if s else -1 for s in stats], dtype=np.int64),
+        )
+
+
+IN = ice.In
+LIST = [1, 5, 9, 20]
+CASES = [
+    ("values outside the file's bounds are dropped", IN("id", LIST), {"id": (4, 10, 0, 0)}, IN("id", [5, 9])),
+    ("a list within the bounds is kept as it came", IN("id", LIST), {"id": (0, 50, 0, 0)}, IN("id", LIST)),
+    ("unknown bounds keep the whole list", IN("id", LIST), {"id": (None, None, 0, 0)}, IN("id", LIST)),
+    ("no statistics keep the whole list", IN("id", LIST), {}, IN("id", LIST)),
+    ("an unknown side is no bound on that side", IN("id", LIST), {"id": (None, 6, 0, 0)}, IN("id", [1, 5])),
+    ("an IN trimmed to one value is `=`", IN("id", LIST), {"id": (4, 6, 2, 0)}, ice.EqualTo("id", 5)),
+    (
+        "an IN with no value in bounds is FALSE for the file (under no NOT)",
+        ice.Or(IN("id", [1, 2]), ice.EqualTo("s", "b")),
+        {"id": (10, 20, 3, 0), "s": ("a", "c", 0, 0)},
+        ice.EqualTo("s", "b"),
+    ),
+    (
+        "a file whose only value is in the list matches on every row: TRUE",
+        IN("id", LIST),
+        {"id": (5, 5, 0, 0)},
+        ice.AlwaysTrue(),
+    ),
+    ("... but not with NULL rows", IN("id", LIST), {"id": (5, 5, 1, 0)}, ice.EqualTo("id", 5)),
+    (
+        "NOT IN is trimmed alike, keeping two values (pyiceberg reads NULL NOT IN (a, b) as TRUE, NULL != a not)",
+        ice.NotIn("id", LIST),
+        {"id": (4, 6, 3, 0)},
+        ice.NotIn("id", [5, 9]),
+    ),
+    (
+        "NOT IN with no value in bounds and no NULL is TRUE",
+        ice.NotIn("id", LIST),
+        {"id": (10, 19, 0, 0)},
+        ice.AlwaysTrue(),
+    ),
+    (
+        "NOT IN with no value in bounds keeps two values where NULLs are",
+        ice.NotIn("id", LIST),
+        {"id": (10, 19, 4, 0)},
+        ice.NotIn("id", [9, 20]),
+    ),
+    (
+        "an IN under a NOT keeps two values (it is a NOT IN)",
+        ice.Not(IN("id", LIST)),
+        {"id": (4, 6, 1, 0)},
+        ice.Not(IN("id", [5, 9])),
+    ),
+    (
+        "a leaf proven TRUE on every row is TRUE",
+        ice.And(ice.GreaterThan("id", 0), IN("s", ["a", "k", "z"])),
+        {"id": (4, 10, 0, 0), "s": ("b", "m", 0, 0)},
+        ice.EqualTo("s", "k"),
+    ),
+    (
+        "a comparison TRUE on no row is FALSE under no NOT",
+        ice.Or(ice.LessThan("id", 3), IN("s", ["a", "k", "z"])),
+        {"id": (4, 10, 1, 0), "s": ("b", "m", 0, 0)},
+        ice.EqualTo("s", "k"),
+    ),
+    (
+        "... and kept under a NOT (NOT of NULL is not TRUE)",
+        ice.Not(ice.And(ice.LessThan("id", 3), ice.EqualTo("s", "k"))),
+        {"id": (4, 10, 1, 0), "s": ("b", "m", 0, 0)},
+        ice.Not(ice.And(ice.LessThan("id", 3), ice.EqualTo("s", "k"))),
+    ),
+    (
+        "strings compare in UTF-8 order",
+        IN("s", ["apple", "kiwi", "melon", "zebra", "é"]),
+        {"s": ("banana", "orange", 0, 0)},
+        IN("s", ["kiwi", "melon"]),
+    ),
+    (
+        "a truncated string bound is still a bound",
+        IN("s", ["apple", "kiwi", "kiwis", "kz"]),
+        {"s": ("ki", "kj", 0, 0)},
+        IN("s", ["kiwi", "kiwis"]),
+    ),
+    (
+        "decimals compare as numbers",
+        IN("amount", ["1.50", "2.25", "4.00", "9.99"]),
+        {"amount": (Decimal("2.00"), Decimal("5.00"), 0, 0)},
+        IN("amount", ["2.25", "4.00"]),
+    ),
+    (
+        "dates compare as days",
+        IN("d", ["2024-01-01", "2024-01-05", "2024-01-20", "2024-02-01"]),
+        {"d": (day("2024-01-03"), day("2024-01-31"), 0, 0)},
+        IN("d", ["2024-01-05", "2024-01-20"]),
+    ),
+    (
+        "doubles are trimmed whatever NaN rows the file holds",
+        IN("x", [1.0, 2.5, 2.75, 7.0]),
+        {"x": (2.0, 3.0, 1, 2)},
+        IN("x", [2.5, 2.75]),
+    ),
+    (
+        "float columns are kept (pyiceberg rounds the literal sent)",
+        IN("f", [1.0, 2.5, 7.0]),
+        {"f": (2.0, 3.0, 0, 0)},
+        IN("f", [1.0, 2.5, 7.0]),
+    ),
+    (
+        "a literal that does not convert keeps its leaf",
+        IN("id", ["a", "b"]),
+        {"id": (4, 10, 0, 0)},
+        IN("id", ["a", "b"]),
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "expression", "stats", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_a_files_residual(rule, expression, stats, expected):
+    (found,) = file_residuals(expression, SCHEMA, SCHEMA, Files(stats), [0])
+    assert found == expected, f"{rule}: {found}"
+    if not _binds(expression):
+        return  # no reader reads this filter: nothing to compare
+    assert _selected(found, stats, expression) == _selected(expression, stats, expression), (
+        f"{rule}: {found} selects other rows of the file than {expression}"
+    )
+
+
+def test_files_with_the_same_trim_share_one_residual_and_others_differ():
+    files = Files({"id": (4, 6, 0, 0)}, {"id": (15, 30, 0, 0)}, {"id": (3, 7, 0, 0)}, {})
+    found = file_residuals(IN("id", LIST + [30]), SCHEMA, SCHEMA, files, [0, 1, 2, 3])
+    assert found[0] is found[2], "one residual object per distinct residual (the answer writes each once)"
+    assert found[:3] == [ice.EqualTo("id", 5), IN("id", [20, 30]), ice.EqualTo("id", 5)], "each file its own values"
+    assert found[3] == IN("id", LIST + [30]), "a file the index does not know keeps the whole list"
+
+
+def _binds(expression: ice.BooleanExpression) -> bool:
+    try:
+        bind(SCHEMA, expression, case_sensitive=True)
+    except ValueError:
+        return False
+    return True
+
+
+def _values(name: str, stats: dict[str, tuple], expression: ice.BooleanExpression) -> list[Any]:
+    """Physical values a file with `stats` may hold in column `name`: its bounds, the literals within them, and
+    NULL / NaN where counted."""
+    literals = {lit.to(SCHEMA.find_type(name)).value for lit in _literals(expression, name)}
+    low, high, nulls, nans = stats.get(name, (None, None, 1, 1))
+    values = {v for v in literals | {low, high} if v is not None}
+    within = sorted(v for v in values if (low is None or low <= v) and (high is None or v <= high))
+    return within + [None] * (nulls != 0) + [float("nan")] * (nans != 0 and name == "x")
+
+
+def _literals(expression: Any, name: str) -> list[Any]:
+    if isinstance(expression, ice.And | ice.Or):
+        return _literals(expression.left, name) + _literals(expression.right, name)
+    if isinstance(expression, ice.Not):
+        return _literals(expression.child, name)
+    if getattr(getattr(expression, "term", None), "name", None) != name:
+        return []
+    found = list(expression.literals) if isinstance(expression, ice.SetPredicate) else [expression.literal]
+    try:
+        [lit.to(SCHEMA.find_type(name)).value for lit in found]
+    except Exception:
+        return []
+    return found
+
+
+def _selected(residual: ice.BooleanExpression, stats: dict, expression: ice.BooleanExpression) -> list[tuple]:
+    """The rows pyiceberg's Arrow reading of `residual` selects among every combination of the file's values."""
+    columns = sorted({name for name in IDS if _literals(expression, name)} | set(stats))
+    combos = list(itertools.product(*(_values(name, stats, expression) for name in columns)))
+    arrow = schema_to_pyarrow(SCHEMA)
+    data = {}
+    for f in SCHEMA.fields:
+        if f.name in columns:
+            raw = [c[columns.index(f.name)] for c in combos]
+            if isinstance(f.field_type, DateType):
+                raw = [None if v is None else date.fromordinal(date(1970, 1, 1).toordinal() + v) for v in raw]
+            data[f.name] = pa.array(raw, arrow.field(f.name).type)
+        else:
+            data[f.name] = pa.nulls(len(combos), arrow.field(f.name).type)
+    table = pa.table(data, schema=arrow)
+    if residual == ice.AlwaysTrue():
+        return sorted(map(repr, table.to_pylist()))
+    bound = bind(SCHEMA, residual, case_sensitive=True)
+    return sorted(map(repr, table.filter(expression_to_pyarrow(bound, SCHEMA)).to_pylist()))
