@@ -42,7 +42,7 @@ from indexlib.scans.where import where_sql
 from indexlib.sources.delta import is_delta_name
 
 NAN = math.nan
-X = [1.0, NAN, 2.0, None, 3.0, NAN, 5.0, 6.0]  # in row groups of 4: [1, NaN, 2, NULL] [3, NaN, 5, 6]
+X = [1.0, NAN, 2.0, None, 3.0, NAN, 5.0, 6.0, -0.0]  # in row groups of 4: [1, NaN, 2, NULL] [3, NaN, 5, 6] [-0.0]
 
 
 def ids(table: pa.Table) -> list[int]:
@@ -79,13 +79,15 @@ NAN_RULES = [
     ("x > 1 AND id >= 0", "NaN under AND"),
     ("x < 2", "NaN is not below a number (IEEE and SQL agree)"),
     ("x != 5", "NaN is not equal to 5"),
+    ("x IN (0, 5)", "-0.0 is 0 (pyarrow's is_in tells them apart)"),
+    ("x NOT IN (0, 5)", "-0.0 is 0, under NOT IN too"),
 ]
 
 
 @pytest.fixture(params=["iceberg", "delta"])
 def nan_table(request, config, catalog, tmp_path) -> tuple[IndexHandle, pa.Table]:
     """[1.0, NaN, 2.0, NULL, 3.0, NaN, 5.0, 6.0] in row groups of 4 rows, indexed (with row-group entries)."""
-    data = pa.table({"id": pa.array(range(8), pa.int64()), "x": pa.array(X, pa.float64())})
+    data = pa.table({"id": pa.array(range(len(X)), pa.int64()), "x": pa.array(X, pa.float64())})
     if request.param == "iceberg":
         schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "x", DoubleType()))
         table = catalog.create_table("db.t", schema, properties={"write.parquet.row-group-limit": "4"})
@@ -158,6 +160,12 @@ def test_the_pyiceberg_row_filter_guards_negative_leaves_and_orders_nan_high() -
         (ice.GreaterThanOrEqual("x", 4.0), ice.Or(ice.GreaterThanOrEqual("x", 4.0), ice.IsNaN("x")), "NaN >= 4"),
         (ice.LessThan("x", 4.0), ice.LessThan("x", 4.0), "NaN is not below 4: as pyiceberg reads it"),
         (ice.GreaterThan("id", 4), ice.GreaterThan("id", 4), "an integer column has no NaN"),
+        (ice.In("x", [0.0, 4.0]), ice.Or(ice.In("x", [0.0, 4.0]), ice.EqualTo("x", 0.0)), "-0.0 IN (0, 4)"),
+        (
+            ice.NotIn("x", [-0.0, 4.0]),
+            ice.And(ice.NotNull("x"), ice.And(ice.NotIn("x", [-0.0, 4.0]), ice.NotEqualTo("x", 0.0))),
+            "-0.0 NOT IN (0, 4) is FALSE",
+        ),
     ]
     for given, expected, rule in rules:
         assert pyiceberg_scan.sql_semantics(given, {"x"}) == expected, rule

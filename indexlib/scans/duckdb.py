@@ -371,14 +371,27 @@ def _filtered(
     con: duckdb.DuckDBPyConnection, read_sql: str, filter_sql: str, nan_prone: bool
 ) -> duckdb.DuckDBPyRelation:
     """The rows of `read_sql` where `filter_sql` holds ("": all). For files that may hold NaN where the filter looks
-    (scans/pushdown.py) the filter is applied to the rows read unfiltered, over their Arrow copy: DuckDB would
-    otherwise skip row groups, or fold the filter, by footer statistics that leave NaN out. An Arrow scan has no
-    statistics and takes no filter (the cost: those files' rows are held in memory)."""
+    (scans/pushdown.py) the filter is applied to the rows read unfiltered, batch by batch, over Arrow: DuckDB would
+    otherwise skip row groups, or fold the filter, by footer statistics that leave NaN out (duckdb/duckdb#25521), and
+    an Arrow scan has no statistics and takes no filter. The matching rows are read now and held (memory: those rows
+    and one batch); the price is reading every row of those files (docs/benchmarks.md, "Rows with NaN")."""
     if not filter_sql:
         return con.sql(read_sql)
     if not nan_prone:
         return con.sql(f"SELECT * FROM ({read_sql}) WHERE {filter_sql}")
-    return con.from_arrow(con.sql(read_sql).to_arrow_table()).query("kept", f"SELECT * FROM kept WHERE {filter_sql}")
+    rows = con.sql(read_sql)
+    batches = rows.to_arrow_reader(_BATCH_ROWS) if hasattr(rows, "to_arrow_reader") else rows.fetch_record_batch()
+    matcher = con.cursor()  # a connection of its own: `rows` streams from `con` meanwhile
+    matched = [
+        matcher.from_arrow(pa.Table.from_batches([batch], batches.schema))
+        .query("b", f"SELECT * FROM b WHERE {filter_sql}")
+        .to_arrow_table()
+        for batch in batches
+    ]
+    return con.from_arrow(pa.concat_tables(matched) if matched else batches.schema.empty_table())
+
+
+_BATCH_ROWS = 1_048_576  # rows filtered at a time on the NaN path
 
 
 def _row_groups_sql(row_groups: tuple[int, ...] | None) -> str:

@@ -87,13 +87,21 @@ def sql_semantics(expr: ice.BooleanExpression, floating: set[str]) -> ice.Boolea
       on NULL, and on a file without the column (added since) as TRUE for every row: each gets `IS NOT NULL`.
     - NaN is greater than every number and equal to itself in SQL (Spark, DuckDB), and unordered in pyiceberg's
       comparisons (IEEE): `c > v` and `c >= v` on a FLOAT / DOUBLE column also hold for NaN. `<`, `<=`, `=` and `!=`
-      agree on NaN already (the binder refuses NaN literals)."""
+      agree on NaN already (the binder refuses NaN literals).
+    - -0.0 equals 0.0 in SQL and in pyarrow's comparisons, but not in pyarrow's `is_in`, which pyiceberg's IN and
+      NOT IN use (it hashes the bits): a set holding zero also matches the other zero by an `=` (`!=` for NOT IN)."""
     if isinstance(expr, ice.And):
         return ice.And(sql_semantics(expr.left, floating), sql_semantics(expr.right, floating))
     if isinstance(expr, ice.Or):
         return ice.Or(sql_semantics(expr.left, floating), sql_semantics(expr.right, floating))
+    zero = (
+        isinstance(expr, ice.SetPredicate) and expr.term.name in floating and any(v.value == 0 for v in expr.literals)
+    )
+    if isinstance(expr, ice.In) and zero:
+        return ice.Or(expr, ice.EqualTo(expr.term.name, 0.0))
     if isinstance(expr, _NEGATIVE):
-        return ice.And(ice.NotNull(expr.term.name), expr)
+        leaf = ice.And(expr, ice.NotEqualTo(expr.term.name, 0.0)) if zero else expr
+        return ice.And(ice.NotNull(expr.term.name), leaf)
     if isinstance(expr, _ABOVE) and expr.term.name in floating:
         return ice.Or(expr, ice.IsNaN(expr.term.name))
     return expr
