@@ -59,8 +59,8 @@ from indexlib.scans.duckdb import relation
 from indexlib.scans.polars import lazy_frame
 from indexlib.scans.spark import dataframe
 
-EXAMPLES = int(os.environ.get("SKIPINDEX_SCANS_EXAMPLES", "5"))
-STEPS = int(os.environ.get("SKIPINDEX_SCANS_STEPS", "10"))
+EXAMPLES = int(os.environ.get("SKIPINDEX_SCANS_EXAMPLES", "4"))
+STEPS = int(os.environ.get("SKIPINDEX_SCANS_STEPS", "8"))
 SEED = os.environ.get("SKIPINDEX_SCANS_SEED")
 VERBOSE = bool(os.environ.get("SKIPINDEX_SCANS_VERBOSE"))  # print every step as it runs
 HOSTILE = "lake dir %41 +#é"
