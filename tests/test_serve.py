@@ -123,17 +123,25 @@ def error_of(status: int, payload: Any, expected_status: int, expected_type: str
     return error.message
 
 
-@pytest.fixture(scope="module")
-def lake(tmp_path_factory) -> tuple[Path, Any]:
-    root = tmp_path_factory.mktemp("serve")
+def served_catalog(root: Path, extra: str = "") -> tuple[Path, Any, Any]:
+    """A configuration in `root` (a SQLite catalog holding the namespace `db`, a catalog credential the service must
+    never echo, and `extra` TOML), its loaded Config and its catalog."""
     conf = root / "conf.toml"
     conf.write_text(
         '[catalog]\nname = "test"\ntype = "sql"\nuri = "sqlite:///catalog.db"\nwarehouse = "warehouse"\n'
-        f'"s3.secret-access-key" = "{SECRET}"\n[serve]\ntasks_per_batch = 3\nmax_request_bytes = 65536\n'
+        f'"s3.secret-access-key" = "{SECRET}"\n{extra}'
     )
     config = load_config(conf)
     catalog = config.load_catalog()
     catalog.create_namespace("db")
+    return conf, config, catalog
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory) -> tuple[Path, Any]:
+    conf, config, catalog = served_catalog(
+        tmp_path_factory.mktemp("serve"), "[serve]\ntasks_per_batch = 3\nmax_request_bytes = 65536\n"
+    )
     make_lake(config, catalog)
     return conf, catalog
 

@@ -16,9 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 from iceberg_tables import rows
 from pyiceberg import expressions as ice
-from test_serve import SECRET, Serve, call, client
+from test_serve import Serve, call, client, served_catalog
 
-from indexlib.config import load_config
 from indexlib.indexing.build import build_index
 
 pytestmark = pytest.mark.servers
@@ -40,14 +39,7 @@ def key_table(start: int, count: int) -> pa.Table:
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory) -> tuple[Path, Any]:
     root = tmp_path_factory.mktemp("residuals")
-    conf = root / "conf.toml"
-    conf.write_text(
-        '[catalog]\nname = "test"\ntype = "sql"\nuri = "sqlite:///catalog.db"\nwarehouse = "warehouse"\n'
-        f'"s3.secret-access-key" = "{SECRET}"\n'
-    )
-    config = load_config(conf)
-    catalog = config.load_catalog()
-    catalog.create_namespace("db")
+    conf, config, catalog = served_catalog(root)
     table = catalog.create_table("db.keys", key_table(0, 1).schema)
     (root / "data").mkdir()
     paths = []
