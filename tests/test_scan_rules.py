@@ -107,7 +107,9 @@ def test_nan_rows_are_returned_by_every_scan(spark, config, nan_table, indexed) 
     handle = open_handle(config, name)
     for where, rule in NAN_RULES:
         truth = sql_ids(data, where)
-        for scan, got in through_every_scan(spark, handle, where).items():
+        answers = through_every_scan(spark, handle, where)
+        assert is_delta_name(name) or "pyiceberg" in answers, f"{where} on a DOUBLE has an exact pyiceberg row filter"
+        for scan, got in answers.items():
             assert got == truth, f"{scan}: {rule}: {where} holds for rows {truth} ({'' if indexed else 'not '}indexed)"
 
 
