@@ -20,7 +20,10 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import DateType, DecimalType, DoubleType, FloatType, LongType, NestedField, StringType
 from pyiceberg.utils.datetime import date_to_days
 
+from indexlib.index_kinds.registry import registry
+from indexlib.index_kinds.settings import IndexSettings
 from indexlib.pruning.residuals import file_residuals
+from indexlib.statistics.canonical import distinct_keys
 from indexlib.statistics.column_stats import physical_arrow_type
 from indexlib.statistics.provider import ColumnRef, ColumnStatistics, StatisticsProvider
 
@@ -41,12 +44,24 @@ def day(text: str) -> int:
 
 
 class Files(StatisticsProvider):
-    """Fixed statistics: per column name, per file (lower, upper, nulls, NaNs); a bound None is unknown, and a
-    column not named has no statistics at all."""
+    """Fixed statistics: per column name, per file (lower, upper, nulls, NaNs), optionally with the distinct values
+    the file holds, of which a real Bloom filter (the registered kind's own build) is the column's payload; a bound
+    None is unknown, and a column not named has no statistics at all."""
 
-    def __init__(self, *files: dict[str, tuple[Any, Any, int, int]]) -> None:
+    def __init__(self, *files: dict[str, tuple]) -> None:
         self.files = files
         self.num_files = len(files)
+
+    def payloads(self, column: ColumnRef, kind: str, version: int, files: np.ndarray) -> list[bytes | None]:
+        found: list[bytes | None] = []
+        for i in files:
+            stats = self.files[i].get(column.name)
+            if kind != "bloom" or stats is None or len(stats) < 5:
+                found.append(None)
+                continue
+            keys = distinct_keys(pa.array(stats[4], physical_arrow_type(column.type)), column.type)
+            found.append(registry()[kind].build(keys, column.type, IndexSettings()).payload)
+        return found
 
     def column(self, column: ColumnRef) -> ColumnStatistics:
         arrow = physical_arrow_type(column.type)
@@ -162,6 +177,48 @@ CASES = [
         IN("f", [1.0, 2.5, 7.0]),
     ),
     (
+        "values the file's Bloom filter rules out are dropped (no row holds them)",
+        IN("id", LIST),
+        {"id": (0, 50, 0, 0, [5, 20, 33])},
+        IN("id", [5, 20]),
+    ),
+    (
+        "Bloom trimming keeps only values within the bounds too",
+        IN("id", LIST),
+        {"id": (4, 50, 0, 0, [5, 20, 33])},
+        IN("id", [5, 20]),
+    ),
+    (
+        "a NOT IN is trimmed by the Bloom filter alike, padded to two values",
+        ice.NotIn("id", LIST),
+        {"id": (0, 50, 2, 0, [5, 33])},
+        ice.NotIn("id", [1, 5]),
+    ),
+    (
+        "an IN none of whose values the Bloom filter admits is FALSE under no NOT",
+        ice.Or(IN("id", [1, 9]), ice.EqualTo("s", "b")),
+        {"id": (0, 50, 1, 0, [5, 33]), "s": ("a", "c", 0, 0)},
+        ice.EqualTo("s", "b"),
+    ),
+    (
+        "strings are trimmed by their Bloom filter",
+        IN("s", ["apple", "kiwi", "melon", "zebra"]),
+        {"s": ("a", "zz", 0, 0, ["kiwi", "pear"])},
+        ice.EqualTo("s", "kiwi"),
+    ),
+    (
+        "dates are trimmed by their Bloom filter (keys of days)",
+        IN("d", ["2024-01-01", "2024-01-05", "2024-01-20", "2024-02-01"]),
+        {"d": (day("2024-01-01"), day("2024-02-01"), 0, 0, [day("2024-01-05"), day("2024-01-09")])},
+        ice.EqualTo("d", "2024-01-05"),
+    ),
+    (
+        "decimals are trimmed by their Bloom filter (keys of unscaled values)",
+        IN("amount", ["1.50", "2.25", "4.00", "9.99"]),
+        {"amount": (Decimal("1.00"), Decimal("10.00"), 0, 0, [Decimal("2.25"), Decimal("9.99"), Decimal("3.10")])},
+        IN("amount", ["2.25", "9.99"]),
+    ),
+    (
         "a literal that does not convert keeps its leaf",
         IN("id", ["a", "b"]),
         {"id": (4, 10, 0, 0)},
@@ -201,8 +258,8 @@ def _values(name: str, stats: dict[str, tuple], expression: ice.BooleanExpressio
     """Physical values a file with `stats` may hold in column `name`: its bounds, the literals within them, and
     NULL / NaN where counted."""
     literals = {lit.to(SCHEMA.find_type(name)).value for lit in _literals(expression, name)}
-    low, high, nulls, nans = stats.get(name, (None, None, 1, 1))
-    values = {v for v in literals | {low, high} if v is not None}
+    low, high, nulls, nans, *held = stats.get(name, (None, None, 1, 1))
+    values = set(held[0]) if held else {v for v in literals | {low, high} if v is not None}
     within = sorted(v for v in values if (low is None or low <= v) and (high is None or v <= high))
     return within + [None] * (nulls != 0) + [float("nan")] * (nans != 0 and name == "x")
 

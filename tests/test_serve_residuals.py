@@ -24,6 +24,7 @@ pytestmark = pytest.mark.servers
 
 FILES, ROWS_PER_FILE = 400, 25
 KEYS = FILES * ROWS_PER_FILE  # keys 0, 3, 6, ... sorted across the files
+SCATTERED_FILES = 40  # db.scattered: the same keys dealt round-robin, so every file's bounds span the whole table
 
 
 def key_table(start: int, count: int) -> pa.Table:
@@ -49,6 +50,16 @@ def lake(tmp_path_factory) -> tuple[Path, Any]:
         paths.append(str(path))
     table.add_files(paths)
     build_index(config, "db.keys")
+    scattered = catalog.create_table("db.scattered", key_table(0, 1).schema)
+    (root / "scattered").mkdir()
+    whole = key_table(0, SCATTERED_FILES * ROWS_PER_FILE)
+    paths = []
+    for n in range(SCATTERED_FILES):
+        path = root / "scattered" / f"part-{n:04d}.parquet"
+        pq.write_table(whole.take(list(range(n, whole.num_rows, SCATTERED_FILES))), path)
+        paths.append(str(path))
+    scattered.add_files(paths)
+    build_index(config, "db.scattered")
     return conf, catalog
 
 
@@ -74,13 +85,51 @@ def _filters(draw: random.Random) -> ice.BooleanExpression:
     )
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_rows_of_random_in_lists_are_pyiceberg_own(server, lake, seed):
+@pytest.mark.parametrize(
+    ("table", "seed"), [("db.keys", n) for n in range(12)] + [("db.scattered", n) for n in range(6)]
+)
+def test_rows_of_random_in_lists_are_pyiceberg_own(server, lake, table, seed):
     expression = _filters(random.Random(seed))
-    served = client(server).load_table("db.keys")
+    served = client(server).load_table(table)
     assert rows(served.scan(row_filter=expression).to_arrow()) == rows(
-        lake[1].load_table("db.keys").scan(row_filter=expression).to_arrow()
+        lake[1].load_table(table).scan(row_filter=expression).to_arrow()
     ), f"per-file residuals select the rows of the whole filter: {str(expression)[:200]}"
+
+
+def test_where_bounds_span_every_key_each_files_list_holds_the_keys_its_bloom_filter_admits(server):
+    """db.scattered: every file's bounds span the table, so only the Bloom filters trim: a file keeps its own keys
+    of the list and the filter's few false positives, not the 1,000."""
+    keys = sorted(random.Random(3).sample(range(0, 3 * SCATTERED_FILES * ROWS_PER_FILE, 3), 200))
+    keys += [3 * SCATTERED_FILES * ROWS_PER_FILE + 3 * n + 1 for n in range(800)]  # absent (beyond the last key)
+    tasks = _tasks(server, "scattered", ice.In("k", keys))
+    assert len(tasks) == SCATTERED_FILES, "200 present keys are spread over every file"
+    own = {k for k in keys if k < 3 * SCATTERED_FILES * ROWS_PER_FILE}
+    for task in tasks:
+        listed = _listed(task["residual-filter"])
+        assert len(listed) < 60, f"{len(listed)} keys in one file's residual (its filter admits its own ~5)"
+        assert {k for k in own if k // 3 % SCATTERED_FILES == _file_number(task)} <= set(listed), (
+            "every key of the list a file holds stays in its residual"
+        )
+
+
+def _tasks(server: Serve, table: str, expression: ice.BooleanExpression) -> list[dict[str, Any]]:
+    body = {"filter": json.loads(expression.model_dump_json(serialize_as_any=True))}
+    status, payload = call(server, "POST", f"/v1/namespaces/db/tables/{table}/plan", body)
+    assert status == 200, payload
+    answers = [payload]
+    for token in payload.get("plan-tasks", []):
+        status, more = call(server, "POST", f"/v1/namespaces/db/tables/{table}/tasks", {"plan-task": token})
+        assert status == 200, more
+        answers.append(more)
+    return [task for answer in answers for task in answer["file-scan-tasks"]]
+
+
+def _listed(residual: dict[str, Any]) -> list[int]:
+    return residual["values"] if residual["type"] == "in" else [residual["value"]]
+
+
+def _file_number(task: dict[str, Any]) -> int:
+    return int(task["data-file"]["file-path"].rsplit("part-", 1)[1].split(".")[0])
 
 
 def test_an_answer_grows_with_its_files_not_files_times_filter(server):

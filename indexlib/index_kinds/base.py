@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
 from pyiceberg.types import IcebergType
 
 from indexlib.index_kinds.settings import IndexSettings, Setting
@@ -94,6 +95,16 @@ class IndexKind(ABC):
     def verdict(self, leaf: KindLeaf, payloads: Sequence[bytes | None], stats: ColumnStatistics) -> Verdict | None:
         """Per-file verdict from `payloads` (None where a file has none), or None when the kind cannot use `leaf`.
         Raises when a payload is not one this kind wrote."""
+
+    def values_held(
+        self, column_type: IcebergType, values: Sequence[object], payloads: Sequence[bytes | None]
+    ) -> np.ndarray | None:
+        """Per (file, value), whether the file might hold the value (a value of the column's physical domain, as a
+        bound literal is): (files, values) booleans, False only where the file's payload proves no row holds it; a
+        file without a payload holds every value. None when the kind cannot say (the default). Used to trim a
+        file's IN list to the values it may hold (pruning/residuals.py); raises as `verdict` does on a payload the
+        kind did not write."""
+        return None
 
     @abstractmethod
     def reads(self, leaf: KindLeaf) -> str | None:

@@ -171,6 +171,22 @@ class BloomIndex(IndexKind):
             might &= might_contain_each(written_before, keys)  # type: ignore[arg-type]
         return Verdict(might, np.zeros(len(payloads), dtype=bool))
 
+    def values_held(
+        self, column_type: IcebergType, values: Sequence[object], payloads: Sequence[bytes | None]
+    ) -> np.ndarray | None:
+        """The split-block filters probed per (file, value) by the hashes `verdict` probes (so a value this rules out
+        is one `verdict` rules out alone: no row holds it); filters of the first format and missing ones hold every
+        value (not probed: unknown keeps the value)."""
+        held = np.ones((len(payloads), len(values)), dtype=bool)
+        current = [i for i, p in enumerate(payloads) if p is not None and split_block.is_split_block(p)]
+        if not current or not values or len(current) * len(values) > MAX_PROBE_PAIRS:
+            return held
+        hashes = literal_hashes(column_type, values)
+        if hashes is None:
+            return held
+        held[current] = split_block.contains_matrix([payloads[i] for i in current], hashes)  # type: ignore[misc]
+        return held
+
     def reads(self, leaf: ValueSet | Pattern) -> str | None:
         if self._literals(leaf) is None:
             return None

@@ -134,6 +134,24 @@ def contains_each(payload: bytes, hashes: np.ndarray) -> np.ndarray:
     return ((bitset[blocks] & masks) == masks).all(axis=1)
 
 
+def contains_matrix(payloads: list[bytes], hashes: np.ndarray) -> np.ndarray:
+    """Per (serialised filter, hash), whether the filter might hold the hash: (filters, hashes) booleans. Filters of
+    one size are stacked and probed together, a batch of filters at a time (`PAIRS_PER_PASS` pairs)."""
+    result = np.zeros((len(payloads), len(hashes)), dtype=bool)
+    by_length: dict[int, list[int]] = {}
+    for i, payload in enumerate(payloads):
+        by_length.setdefault(len(payload), []).append(i)
+    for length, members in by_length.items():
+        stacked = _stacked([payloads[i] for i in members], length)  # (filters, blocks, 8)
+        blocks, masks = _blocks_and_masks(hashes, stacked.shape[1])
+        step = max(1, PAIRS_PER_PASS // max(len(hashes), 1))
+        for start in range(0, len(members), step):
+            rows = np.asarray(members[start : start + step])
+            words = stacked[start : start + step][:, blocks]  # (filters, hashes, 8)
+            result[rows] = ((words & masks[None]) == masks[None]).all(axis=2)
+    return result
+
+
 PAIRS_PER_PASS = 1 << 20  # (filter, hash) pairs probed at once: bounds one pass to ~32 MB of gathered words
 
 

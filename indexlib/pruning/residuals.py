@@ -11,9 +11,13 @@ Java's evaluator, SQL): each rule below is exact on every row a file can hold, n
    truncated string bound is still a bound (a lower bound is a prefix of the least value, an upper bound was
    incremented past the greatest), and an unknown or NaN bound is no bound on that side (minmax.value_window): a
    file the index does not know keeps the whole list.
-2. Sets. `x IN S` and `x IN (S within [lower, upper])` agree on every row of the file: on a value within the bounds
-   by (1); on NULL and NaN because neither is in either list (a NaN literal is never trimmed: its leaf is left as it
-   came). So do `x NOT IN S` and its trimmed list.
+2. Sets. `x IN S` and `x IN S'` agree on every row of the file when S' keeps every value of S some row may hold:
+   on a value a row holds because it is in both or neither; on NULL and NaN because neither is in either list (a NaN
+   literal is never trimmed: its leaf is left as it came). So do `x NOT IN S` and `x NOT IN S'`. A value outside
+   the bounds is held by no row (1), nor is one an index kind's payload rules out (`IndexKind.values_held`: a
+   Bloom filter's negative is certain, it is the very probe that prunes files by `=`), so S' keeps the values within
+   the bounds that every kind lets the file hold. An IN of 1,000 keys over files whose bounds span every key keeps
+   the keys each file's Bloom filter admits: its own and ~1 % more.
 3. Classes. pyiceberg reads a set of one literal as `=` / `!=` and an empty one as FALSE / TRUE, and its reading of
    NULL differs between them (`NULL NOT IN (1, 2)` is TRUE in pyiceberg's Arrow reading, `NULL != 1` is not). So a
    trimmed list keeps at least two literals, padded with literals of S outside the bounds (which equal no value of
@@ -63,6 +67,7 @@ from pyiceberg.expressions.literals import AboveMax, BelowMin, Literal
 from pyiceberg.schema import Schema
 from pyiceberg.types import FloatType, IcebergType
 
+from indexlib.index_kinds.registry import registry
 from indexlib.pruning.minmax import column_verdict, value_window
 from indexlib.query.model import BoundColumn, BoundCompare
 from indexlib.query.value_set import ValueSet
@@ -207,38 +212,60 @@ class _Reader:
         negated = isinstance(node, NotIn)
         verdict = column_verdict(ValueSet(column, tuple(values), negated), stats)
         start, stop = value_window(values, stats.lower, stats.upper)
+        held = self._held(column, values)
         exact = positive and not negated  # rule 5: an IN under no NOT may become `=` or FALSE
         outcomes: list[Outcome] = []
-        for m, a, first, last in zip(verdict.might, verdict.all_match, start, stop, strict=True):
+        for i, (m, a, first, last) in enumerate(zip(verdict.might, verdict.all_match, start, stop, strict=True)):
             decided = _decided(bool(m), bool(a), positive)
             if decided is not None:
                 outcomes.append(decided)
-            elif first == 0 and last == len(values):
+                continue
+            picked: Sequence[int] = range(int(first), int(last))
+            if held is not None:
+                picked = (int(first) + np.flatnonzero(held[i, int(first) : int(last)])).tolist()
+            if len(picked) == len(values):
                 outcomes.append(KEEP)
             else:
-                outcomes.append(("slice", *_window(int(first), int(last), len(values), exact)))
+                outcomes.append(("pick", *_padded(picked, int(first), int(last), len(values), exact)))
 
         def rebuild(outcome: Outcome) -> BooleanExpression:
-            if outcome[0] != "slice":
+            if outcome[0] != "pick":
                 return _constant(outcome, node)
-            kept = [literal for value in values[outcome[1] : outcome[2]] for literal in by_value[value]]
+            kept = [literal for j in outcome[1:] for literal in by_value[values[j]]]
             return type(node)(node.term, kept)  # In of none is FALSE, of one `=` (rule 5 only)
 
         return _Leaf(outcomes, rebuild)
 
+    def _held(self, column: BoundColumn, values: list[Any]) -> np.ndarray | None:
+        """Per (file, value), whether some index kind's payload lets the file hold the value (rule 2: a value no
+        row holds is in neither list as far as the file's rows go); None when no kind can say."""
+        held = None
+        for kind in registry().values():
+            try:
+                payloads = self.stats.payloads(column, kind.name, kind.version, self.positions)
+                found = kind.values_held(column.type, values, payloads) if any(payloads) else None
+            except Exception:  # a payload the kind cannot read: it rules nothing out
+                continue
+            if found is not None:
+                held = found if held is None else held & found
+        return held
 
-def _window(first: int, last: int, count: int, exact: bool) -> tuple[int, int]:
-    """The slice of the sorted distinct values a trimmed list keeps: those within the bounds, widened to two values
-    (rule 3) unless the trim may change the predicate's class (rule 5). A wider slice is still exact: its extra
-    values lie outside the bounds."""
-    if exact:
-        return first, last
-    while last - first < min(2, count):
-        if last < count:
-            last += 1
-        else:
-            first -= 1
-    return first, last
+
+def _padded(picked: Sequence[int], first: int, last: int, count: int, exact: bool) -> tuple[int, ...]:
+    """The positions (in the sorted distinct values) a trimmed list keeps: the values the file may hold, widened to
+    two values (rule 3) unless the trim may change the predicate's class (rule 5), by the values after the bounds'
+    window, then before it. A wider list is still exact: its extra values are held by no row of the file."""
+    kept = list(picked)
+    if exact or len(kept) >= min(2, count):
+        return tuple(kept)
+    chosen = set(kept)
+    for j in [*range(first, count), *range(first - 1, -1, -1)]:
+        if len(kept) >= min(2, count):
+            break
+        if j not in chosen:
+            kept.append(j)
+            chosen.add(j)
+    return tuple(sorted(kept))
 
 
 def _decided(might: bool, all_match: bool, positive: bool) -> Outcome | None:
