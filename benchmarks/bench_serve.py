@@ -300,32 +300,46 @@ class EndToEnd:
 
 
 def in_list(root: Path, files: int, rows: int, keys: int, runs: int) -> None:
-    """`order_key IN (keys random keys)` on bench_lookup_scale's table of `files` files sorted by order_key: pyiceberg
-    `plan_files()` through the service (request, answer, parse: end to end) against client-side, and the answer's
-    bytes (every batch) against what it would be with the whole list as every task's residual."""
+    """An IN of `keys` keys on bench_lookup_scale's table of `files` files, two ways: `order_key` (sorted across the
+    files: each file's bounds hold a few of the keys) and `part_key` (random: every file's bounds span every key,
+    only the Bloom filters tell the files apart; keys taken from the rows of random files). pyiceberg `plan_files()`
+    through the service (request, answer, parse: end to end) against client-side, and the answer's bytes (every
+    batch) against what it would be with the whole list as every task's residual. Rows asserted equal."""
     directory = root / f"in-list-{files}"
     directory.mkdir()
-    conf, _, _ = _make_table(directory, files, rows, np.random.default_rng(7), None)
+    conf, data, _ = _make_table(directory, files, rows, np.random.default_rng(7), None)
     upstream = load_config(conf).load_catalog().load_table(SCALE_TABLE)
-    chosen = np.random.default_rng(11).choice(files * rows, keys, replace=False)
-    expression = In("order_key", sorted(int(k) for k in chosen))
+    rng = np.random.default_rng(11)
+    part_keys = pa.concat_tables(list(data.values())).column("part_key").to_numpy()
+    expressions = {
+        "order_key (sorted)": In("order_key", sorted(int(k) for k in rng.choice(files * rows, keys, replace=False))),
+        "part_key (random)": In("part_key", sorted({int(k) for k in rng.choice(part_keys, keys, replace=False)})),
+    }
     server = Server(conf)
+    lines = []
     try:
         served = server.catalog().load_table(SCALE_TABLE)
-        got, expected = (t.scan(row_filter=expression).to_arrow() for t in (served, upstream))
-        assert _rows_differ(got, expected) == 0 and got.num_rows == expected.num_rows, "rows differ"
-        kept = len(list(served.scan(row_filter=expression).plan_files()))
-        client_s = median_of(runs, lambda: list(upstream.scan(row_filter=expression).plan_files()))
-        served_s = median_of(runs, lambda: list(served.scan(row_filter=expression).plan_files()))
-        sent, untrimmed = _answer_bytes(server, expression)
+        for name, expression in expressions.items():
+            got, expected = (t.scan(row_filter=expression).to_arrow() for t in (served, upstream))
+            assert _rows_differ(got, expected) == 0 and got.num_rows == expected.num_rows, "rows differ"
+            client_kept = len(list(upstream.scan(row_filter=expression).plan_files()))
+            kept = len(list(served.scan(row_filter=expression).plan_files()))
+            client_s = median_of(runs, lambda e=expression: list(upstream.scan(row_filter=e).plan_files()))
+            served_s = median_of(runs, lambda e=expression: list(served.scan(row_filter=e).plan_files()))
+            sent, untrimmed = _answer_bytes(server, expression)
+            lines.append(
+                f"| {files:,} | {name} | {client_kept:,} / {kept:,} | {_ms(client_s)} ms | {_ms(served_s)} ms "
+                f"| {client_s / served_s:.2f}x | {sent:,} | {untrimmed:,} | {got.num_rows:,} |"
+            )
     finally:
         server.stop()
+    print(f"\nIN of {keys:,} keys, {files:,} files of {rows} rows, median of {runs}:")
     print(
-        f"\nIN of {keys:,} keys, {files} files of {rows} rows sorted by the key ({kept} files kept), median of {runs}:"
+        "\n| files | column | files kept: client-side / service | plan_files() client-side | through the service "
+        "| speed-up | answer bytes | with the whole list per task | rows |"
     )
-    print("\n| plan_files() client-side | through the service | answer bytes | with the whole list per task |")
-    print("|---:|---:|---:|---:|")
-    print(f"| {_ms(client_s)} ms | {_ms(served_s)} ms | {sent:,} | {untrimmed:,} |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n".join(lines))
 
 
 def _answer_bytes(server: Server, expression: BooleanExpression) -> tuple[int, int]:
@@ -476,12 +490,13 @@ def main(argv: list[str] | None = None) -> tuple[list[ScaleRow], list[EndToEnd]]
     parser.add_argument("--skip-latency", action="store_true", help="only the end-to-end part")
     parser.add_argument("--skip-end-to-end", action="store_true", help="only the plan-latency part")
     parser.add_argument(
-        "--in-list", type=int, metavar="KEYS", help="only: an IN of KEYS keys on a 400-file table (issue 39)"
+        "--in-list", type=int, metavar="KEYS", help="only: an IN of KEYS keys on tables of --files files (issue 39)"
     )
     args = parser.parse_args(argv)
     if args.in_list:
-        with tempfile.TemporaryDirectory() as tmp:
-            in_list(Path(tmp), 400, 25, args.in_list, args.runs or 5)
+        for files in args.files or [400]:
+            with tempfile.TemporaryDirectory() as tmp:
+                in_list(Path(tmp), files, 25, args.in_list, args.runs or 5)
         return [], []
     full = {
         "files": [10_000, 100_000],

@@ -56,7 +56,7 @@ from indexlib.service.errors import READ_ONLY, ServiceError, body, classify
 from indexlib.service.filters import RequestFilter
 from indexlib.service.metrics import Metrics
 from indexlib.service.planner import Planner
-from indexlib.service.wire import Written
+from indexlib.service.wire import Written, spliced
 
 log = logging.getLogger("indexlib.service")
 HEALTH_THREADS = 2  # `/health`'s own worker threads (module docstring)
@@ -87,9 +87,7 @@ def _json(model: IcebergBaseModel, status: int = 200) -> Response:
     spliced in (wire.Written)."""
     text = model.model_dump_json(serialize_as_any=True)
     written = {id(t.residual_filter): t.residual_filter for t in getattr(model, "file_scan_tasks", ())}
-    for residual in written.values():
-        if isinstance(residual, Written):
-            text = residual.splice(text)
+    text = spliced(text, (r for r in written.values() if isinstance(r, Written)))
     return Response(text, status_code=status, media_type="application/json")
 
 

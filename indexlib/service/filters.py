@@ -84,6 +84,9 @@ class Pruning:
 class RequestFilter:
     raw: Any  # the JSON the client sent; None: no filter
     residual: BooleanExpression
+    # pyiceberg's model of raw leaves (by id of the JSON object) where the residual's tree follows the JSON's, so a
+    # leaf (an IN of 1,000 literals) is not parsed again for the pruning filter
+    parsed_leaves: dict[int, BooleanExpression] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def parse(cls, raw: Any) -> RequestFilter:
@@ -96,7 +99,9 @@ class RequestFilter:
             residual.model_dump_json(serialize_as_any=True)
         except Exception:  # pyiceberg cannot model it, or write its model: sent back as it came
             residual = Opaque(raw=raw)
-        return cls(raw, residual)
+        parsed: dict[int, BooleanExpression] = {}
+        _leaves_of(raw, residual, parsed, 0)
+        return cls(raw, residual, parsed)
 
     @property
     def modelled(self) -> bool:
@@ -106,8 +111,24 @@ class RequestFilter:
         """The pruning filter (module docstring): columns bound in `binding` by name, named as in `planning`."""
         result = Pruning(AlwaysTrue())
         if self.raw is not None:
-            result.expression = _Converter(binding, planning, case_sensitive, result.unknown).convert(self.raw)
+            converter = _Converter(binding, planning, case_sensitive, result.unknown, self.parsed_leaves)
+            result.expression = converter.convert(self.raw)
         return result
+
+
+def _leaves_of(raw: Any, parsed: BooleanExpression, found: dict[int, BooleanExpression], depth: int) -> None:
+    """Records in `found` the model of each leaf of `raw` while `parsed` has the same shape (pyiceberg's constructors
+    fold some trees, NOT NOT x or x AND TRUE: below such a node nothing is recorded, and the leaf is parsed alone)."""
+    if depth > MAX_DEPTH or not isinstance(raw, dict):
+        return
+    kind = raw.get("type")
+    if kind in ("and", "or") and isinstance(parsed, And if kind == "and" else Or):
+        _leaves_of(raw.get("left"), parsed.left, found, depth + 1)
+        _leaves_of(raw.get("right"), parsed.right, found, depth + 1)
+    elif kind == "not" and isinstance(parsed, Not):
+        _leaves_of(raw.get("child"), parsed.child, found, depth + 1)
+    elif kind in LEAVES and isinstance(parsed, UnboundPredicate) and raw.get("term") == parsed.term.name:
+        found[id(raw)] = parsed
 
 
 def _check(node: Any, where: str, depth: int) -> None:
@@ -130,8 +151,16 @@ def _check(node: Any, where: str, depth: int) -> None:
 
 
 class _Converter:
-    def __init__(self, binding: Schema, planning: Schema, case_sensitive: bool, unknown: list[str]) -> None:
+    def __init__(
+        self,
+        binding: Schema,
+        planning: Schema,
+        case_sensitive: bool,
+        unknown: list[str],
+        parsed: dict[int, BooleanExpression],
+    ) -> None:
         self.binding, self.planning, self.case_sensitive, self.unknown = binding, planning, case_sensitive, unknown
+        self.parsed = parsed
 
     def convert(self, node: Any, negated: bool = False, depth: int = 0) -> BooleanExpression:
         """TRUE for at least the rows where `node` is TRUE (`negated`: where it is FALSE)."""
@@ -170,7 +199,7 @@ class _Converter:
                 return None
             node = {**node, "term": term["term"]}  # identity(x) is x
         try:
-            parsed = BooleanExpression.model_validate(node)
+            parsed = self.parsed.get(id(node)) or BooleanExpression.model_validate(node)
         except Exception:
             self._unknown(node, "pyiceberg cannot parse it")
             return None
@@ -199,6 +228,8 @@ class _Converter:
 
 
 def _renamed(predicate: UnboundPredicate, name: str) -> BooleanExpression:
+    if predicate.term.name == name:  # type: ignore[attr-defined]
+        return predicate
     reference = Reference(name)
     if isinstance(predicate, SetPredicate):
         return type(predicate)(reference, predicate.literals)

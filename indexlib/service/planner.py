@@ -80,10 +80,13 @@ class StoredPlan:
     chunks: list[list[Task]]  # the batches' tasks; chunks[0] went out with the plan
     metadata: Any
     stats_fields: frozenset[int]
+    texts: dict[int, str | None]  # the residuals' JSON, by id (each residual written once per plan)
 
     def batch(self, number: int) -> ScanTasks:
         metadata = self.metadata
-        return scan_tasks(self.chunks[number], metadata.specs(), metadata.schema(), stats_fields=self.stats_fields)
+        return scan_tasks(
+            self.chunks[number], metadata.specs(), metadata.schema(), stats_fields=self.stats_fields, texts=self.texts
+        )
 
 
 class PlanStore:
@@ -224,9 +227,10 @@ class Planner:
 
     def respond(self, table: TableName, plan: Plan) -> PlanCompleted:
         """The `plan` response: the first batch inline, the others as plan tasks for `tasks` (module docstring)."""
-        chunks = self._chunks(plan.tasks)
+        texts: dict[int, str | None] = {}
+        chunks = self._chunks(plan.tasks, texts)
         plan_id = self.store.new_id()  # every completed plan names one (the specification requires it)
-        stored = StoredPlan(str(table), chunks, plan.metadata, plan.stats_fields)
+        stored = StoredPlan(str(table), chunks, plan.metadata, plan.stats_fields, texts)
         if len(chunks) > 1:
             self.store.add(plan_id, stored)
         first = stored.batch(0)
@@ -237,16 +241,16 @@ class Planner:
             plan_tasks=[f"{plan_id}:{n}" for n in range(1, len(chunks))],
         )
 
-    def _chunks(self, tasks: list[Task]) -> list[list[Task]]:
-        """Batches of at most `tasks_per_batch` tasks and about `max_response_bytes` (a task alone may exceed it)."""
+    def _chunks(self, tasks: list[Task], texts: dict[int, str | None]) -> list[list[Task]]:
+        """Batches of at most `tasks_per_batch` tasks and about `max_response_bytes` (a task alone may exceed it);
+        `texts` gets each residual's JSON."""
         most, budget = self.config.serve.tasks_per_batch, self.config.serve.max_response_bytes
-        residual_bytes: dict[int, int] = {}
         chunks: list[list[Task]] = [[]]
         used = 0
         for task in tasks:
-            if id(task.residual) not in residual_bytes:
-                residual_bytes[id(task.residual)] = len(residual_text(task.residual) or "")
-            size = task_bytes(task, residual_bytes[id(task.residual)])
+            if id(task.residual) not in texts:
+                texts[id(task.residual)] = residual_text(task.residual)
+            size = task_bytes(task, len(texts[id(task.residual)] or ""))
             if chunks[-1] and (len(chunks[-1]) >= most or used + size > budget):
                 chunks.append([])
                 used = 0

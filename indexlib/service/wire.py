@@ -21,9 +21,10 @@ whose task has none use its original filter, but pyiceberg 0.12 reads a missing 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -79,11 +80,11 @@ class _EqualityDeleteFile(_LowerCaseFormat, RESTEqualityDeleteFile):
 
 
 class Written(BooleanExpression):
-    """A residual whose JSON `text` is made once: pydantic writes `placeholder`, which `splice` replaces."""
+    """A residual whose JSON `text` is made once: pydantic writes `placeholder`, which `spliced` replaces."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     text: str
-    placeholder: str = Field(default_factory=lambda: f"\x00skipindex-residual-{secrets.token_hex(8)}")
+    placeholder: str = Field(default_factory=lambda: f"{_PLACEHOLDER}{secrets.token_hex(8)}")
 
     def __invert__(self) -> BooleanExpression:
         raise TypeError("a written residual is never negated")
@@ -92,9 +93,16 @@ class Written(BooleanExpression):
     def _as_placeholder(self) -> str:
         return self.placeholder
 
-    def splice(self, text: str) -> str:
-        """`text` (a response written by pydantic) with this residual's placeholder replaced by its JSON."""
-        return text.replace(json.dumps(self.placeholder), self.text)
+
+_PLACEHOLDER = "\x00skipindex-residual-"
+_WRITTEN = re.compile(re.escape(json.dumps(_PLACEHOLDER)[:-1]) + r'[0-9a-f]{16}"')
+
+
+def spliced(text: str, residuals: Iterable[Written]) -> str:
+    """`text` (a response written by pydantic) with each residual's placeholder replaced by its JSON, in one pass
+    (the placeholders are random: no client's string can name one)."""
+    by_placeholder = {json.dumps(r.placeholder): r.text for r in residuals}
+    return _WRITTEN.sub(lambda m: by_placeholder.get(m.group(0), m.group(0)), text)
 
 
 def residual_text(residual: BooleanExpression) -> str | None:
@@ -215,10 +223,12 @@ def scan_tasks(
     schema: Schema,
     plan_tasks: Sequence[str] = (),
     stats_fields: frozenset[int] = frozenset(),
+    texts: dict[int, str | None] | None = None,
 ) -> ScanTasks:
     """One batch: its file scan tasks, each naming its delete files by position in the batch's own `delete-files`
     list (a delete file shared by several tasks is listed once), and tokens of further batches. Each distinct
-    residual is written once (`Written`, module docstring); AlwaysTrue is left out."""
+    residual is written once (`Written`, module docstring; `texts`: residual JSON already made, by id); AlwaysTrue
+    is left out."""
     deletes: list[RESTDeleteFile] = []
     position: dict[str, int] = {}
     written: dict[int, Written | None] = {}
@@ -231,7 +241,7 @@ def scan_tasks(
                 deletes.append(delete_file(delete, specs, schema))
             references.append(position[delete.file_path])
         if id(task.residual) not in written:
-            text = residual_text(task.residual)
+            text = texts[id(task.residual)] if texts and id(task.residual) in texts else residual_text(task.residual)
             written[id(task.residual)] = None if text is None else Written(text=text)
         file_tasks.append(
             RESTFileScanTask(
