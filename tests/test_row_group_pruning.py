@@ -46,7 +46,7 @@ from indexlib.indexing.file_indexer import AUTO_ROW_GROUPS_MIN_BYTES, wants_row_
 from indexlib.lookup import lookup, lookup_in, read_state
 from indexlib.query.sql import Clock
 
-EXAMPLES = int(os.environ.get("SKIPINDEX_ROW_GROUP_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("SKIPINDEX_ROW_GROUP_EXAMPLES", "50"))
 PREDICATES_PER_EXAMPLE = 6
 CLOCK = Clock()
 

@@ -105,7 +105,7 @@ from indexlib.query.sql import Clock
 from indexlib.sources.registry import open_source
 from indexlib.store.table import IndexTable
 
-EXAMPLES = int(os.environ.get("SKIPINDEX_LIFE_EXAMPLES", "8"))
+EXAMPLES = int(os.environ.get("SKIPINDEX_LIFE_EXAMPLES", "4"))
 STEPS = int(os.environ.get("SKIPINDEX_LIFE_STEPS", "12"))
 SEED = os.environ.get("SKIPINDEX_LIFE_SEED")
 # hypothesis stops shrinking after 300 s per test; a long run that must print minimal examples may allow more
