@@ -31,6 +31,7 @@ shared).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import multiprocessing
@@ -40,6 +41,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -342,6 +344,99 @@ def in_list(root: Path, files: int, rows: int, keys: int, runs: int) -> None:
     print("\n".join(lines))
 
 
+def health_under_attack(root: Path, seconds: float) -> None:
+    """/health's latency, asked every 20 ms by one client, first on a quiet service, then for `seconds` while hostile
+    clients run at once (each in its own thread, in a loop): 65 KB paths without a token (the request line once
+    held the loop 10 s), 1 MB plan filters with the token, plans of an IN of 1,000 keys, 200 idle sockets that never
+    send a request, and clients trickling their headers a byte at a time. Issue 39's target: under 100 ms."""
+    directory = root / "health"
+    directory.mkdir()
+    conf, _, _ = _make_table(directory, 400, 25, np.random.default_rng(7), None)
+    server = Server(conf)
+    base = f"/v1/namespaces/{SCALE_TABLE.replace('.', '/tables/')}"
+    stop = threading.Event()
+    done: dict[str, int] = {}
+
+    def looping(name: str, action: Callable[[], object]) -> threading.Thread:
+        def run() -> None:
+            while not stop.is_set():
+                # refused, timed out or cut: what a hostile client gets
+                with contextlib.suppress(OSError, urllib.error.URLError, http.client.HTTPException):
+                    action()
+                done[name] = done.get(name, 0) + 1
+
+        return threading.Thread(target=run, daemon=True)
+
+    def long_path() -> None:
+        urllib.request.urlopen(f"{server.url}/{'a' * 65_000}", timeout=30).read()
+
+    big = _plan_body(In("order_key", list(range(0, 2_000_000, 17))[:110_000]))  # ~1 MB
+
+    def big_filter() -> None:
+        _post(server, f"{base}/plan", big)
+
+    keys = _plan_body(In("order_key", sorted(int(k) for k in np.random.default_rng(3).choice(10_000, 1_000))))
+
+    def in_1000() -> None:
+        _post(server, f"{base}/plan", keys)
+
+    def idle_sockets() -> None:
+        held = [socket.create_connection((HOST, server.port), timeout=30) for _ in range(200)]
+        stop.wait(5)
+        for held_socket in held:
+            held_socket.close()
+
+    def trickle() -> None:
+        with socket.create_connection((HOST, server.port), timeout=30) as slow:
+            for byte in b"GET /health HTTP/1.1\r\nHost: x\r\n":
+                if stop.is_set():
+                    return
+                slow.sendall(bytes([byte]))
+                time.sleep(0.2)
+
+    def latencies(for_seconds: float) -> list[float]:
+        found = []
+        deadline = time.monotonic() + for_seconds
+        while time.monotonic() < deadline:
+            started = time.perf_counter()
+            with urllib.request.urlopen(f"{server.url}/health", timeout=30) as response:
+                response.read()
+            found.append(time.perf_counter() - started)
+            time.sleep(0.02)
+        return found
+
+    try:
+        quiet = latencies(min(seconds, 10))
+        attackers = [
+            looping("65 KB paths", long_path),
+            looping("1 MB filters", big_filter),
+            looping("IN 1,000 plans", in_1000),
+            looping("200 idle sockets", idle_sockets),
+            looping("trickled headers", trickle),
+        ]
+        for thread in attackers:
+            thread.start()
+        attacked = latencies(seconds)
+        stop.set()
+        for thread in attackers:
+            thread.join(60)
+    finally:
+        stop.set()
+        server.stop()
+
+    def row(name: str, found: list[float]) -> str:
+        ordered = sorted(found)
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+        return f"| {name} | {len(found):,} | {_ms(ordered[len(ordered) // 2])} | {_ms(p99)} | {_ms(ordered[-1])} |"
+
+    print(
+        f"\n/health every 20 ms, quiet then for {seconds:.0f} s under attack ({', '.join(f'{k}: {v:,}' for k, v in done.items())} requests):"
+    )
+    print("\n| service | /health answers | p50 ms | p99 ms | max ms |\n|---|---:|---:|---:|---:|")
+    print(row("quiet", quiet))
+    print(row("under attack", attacked))
+
+
 def _answer_bytes(server: Server, expression: BooleanExpression) -> tuple[int, int]:
     """Bytes of every batch of the plan, and the same with the whole filter as each task's residual."""
     base = f"/v1/namespaces/{SCALE_TABLE.replace('.', '/tables/')}"
@@ -492,7 +587,14 @@ def main(argv: list[str] | None = None) -> tuple[list[ScaleRow], list[EndToEnd]]
     parser.add_argument(
         "--in-list", type=int, metavar="KEYS", help="only: an IN of KEYS keys on tables of --files files (issue 39)"
     )
+    parser.add_argument(
+        "--health", type=float, metavar="SECONDS", help="only: /health's latency under hostile clients (issue 39)"
+    )
     args = parser.parse_args(argv)
+    if args.health:
+        with tempfile.TemporaryDirectory() as tmp:
+            health_under_attack(Path(tmp), args.health)
+        return [], []
     if args.in_list:
         for files in args.files or [400]:
             with tempfile.TemporaryDirectory() as tmp:

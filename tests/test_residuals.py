@@ -23,8 +23,10 @@ from pyiceberg.utils.datetime import date_to_days
 from indexlib.index_kinds.registry import registry
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.pruning.residuals import file_residuals
-from indexlib.statistics.canonical import distinct_keys
+from indexlib.statistics import key_hash
+from indexlib.statistics.canonical import distinct_keys, literal_hashes
 from indexlib.statistics.column_stats import physical_arrow_type
+from indexlib.statistics.key_hash import key_hashes
 from indexlib.statistics.provider import ColumnRef, ColumnStatistics, StatisticsProvider
 
 SCHEMA = Schema(
@@ -74,6 +76,28 @@ class Files(StatisticsProvider):
             null_count=np.array([s[2] if s else -1 for s in stats], dtype=np.int64),
             nan_count=np.array([s[3] if s else -1 for s in stats], dtype=np.int64),
         )
+
+
+class KeyedFiles(Files):
+    """`Files` whose columns given held values (the fifth element) are keyed in a global key index instead of having
+    Bloom filters: a key row per distinct value held, its hash the build's (statistics/key_hash.py)."""
+
+    def payloads(self, column: ColumnRef, kind: str, version: int, files: np.ndarray) -> list[bytes | None]:
+        return [None] * len(files)
+
+    def key_holders(self, column: ColumnRef, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        keyed = np.zeros(self.num_files, dtype=bool)
+        files, found = [], []
+        for i, described in enumerate(self.files):
+            stats = described.get(column.name)
+            if stats is None or len(stats) < 5:
+                continue
+            keyed[i] = True
+            for stored in key_hashes(literal_hashes(column.type, stats[4])):
+                if stored in hashes:
+                    files.append(i)
+                    found.append(stored)
+        return keyed, np.array(files, dtype=np.int64), np.array(found, dtype=np.int64)
 
 
 IN = ice.In
@@ -236,6 +260,55 @@ def test_a_files_residual(rule, expression, stats, expected):
     assert _selected(found, stats, expression) == _selected(expression, stats, expression), (
         f"{rule}: {found} selects other rows of the file than {expression}"
     )
+
+
+KEYED_CASES = [
+    (
+        "values no key row of a keyed file holds are dropped (the global key index)",
+        IN("id", LIST),
+        {"id": (0, 50, 0, 0, [5, 20, 33])},
+        IN("id", [5, 20]),
+    ),
+    (
+        "a NOT IN is trimmed by the key rows alike, padded to two values",
+        ice.NotIn("id", LIST),
+        {"id": (0, 50, 2, 0, [5, 33])},
+        ice.NotIn("id", [1, 5]),
+    ),
+    (
+        "strings are trimmed by their key rows",
+        IN("s", ["apple", "kiwi", "melon", "zebra"]),
+        {"s": ("a", "zz", 0, 0, ["kiwi", "pear"])},
+        ice.EqualTo("s", "kiwi"),
+    ),
+    (
+        "a column that is not keyed keeps its list",
+        IN("id", LIST),
+        {"id": (0, 50, 0, 0)},
+        IN("id", LIST),
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "expression", "stats", "expected"), KEYED_CASES, ids=[c[0] for c in KEYED_CASES])
+def test_a_keyed_files_residual(rule, expression, stats, expected):
+    (found,) = file_residuals(expression, SCHEMA, SCHEMA, KeyedFiles(stats), [0])
+    assert found == expected, f"{rule}: {found}"
+    assert _selected(found, stats, expression) == _selected(expression, stats, expression), (
+        f"{rule}: {found} selects other rows of the file than {expression}"
+    )
+
+
+def test_a_hash_collision_in_the_key_index_keeps_every_value_of_the_hash(monkeypatch):
+    """Hashes cut to 2 bits: the 20 values share 4 hashes, so a file holding 5 keeps every listed value of 5's hash
+    (a collision admits more values, never fewer), and still selects exactly the file's rows."""
+    monkeypatch.setattr(key_hash, "HASH_BITS", 2)
+    listed = list(range(1, 21))
+    stats = {"id": (0, 50, 1, 0, [5, 33])}
+    (found,) = file_residuals(IN("id", listed), SCHEMA, SCHEMA, KeyedFiles(stats), [0])
+    kept = sorted(lit.value for lit in found.literals) if isinstance(found, ice.In) else [found.literal.value]
+    assert 5 in kept and 1 < len(kept) < len(listed), f"the values of 5's and 33's hashes: {kept}"
+    assert _selected(found, stats, IN("id", listed)) == _selected(IN("id", listed), stats, IN("id", listed))
 
 
 def test_files_with_the_same_trim_share_one_residual_and_others_differ():

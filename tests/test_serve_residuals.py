@@ -40,7 +40,7 @@ def key_table(start: int, count: int) -> pa.Table:
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory) -> tuple[Path, Any]:
     root = tmp_path_factory.mktemp("residuals")
-    conf, config, catalog = served_catalog(root)
+    conf, config, catalog = served_catalog(root, '[index.tables."db.keyed"]\nkey_index = true\n')
     table = catalog.create_table("db.keys", key_table(0, 1).schema)
     (root / "data").mkdir()
     paths = []
@@ -50,16 +50,17 @@ def lake(tmp_path_factory) -> tuple[Path, Any]:
         paths.append(str(path))
     table.add_files(paths)
     build_index(config, "db.keys")
-    scattered = catalog.create_table("db.scattered", key_table(0, 1).schema)
-    (root / "scattered").mkdir()
     whole = key_table(0, SCATTERED_FILES * ROWS_PER_FILE)
-    paths = []
-    for n in range(SCATTERED_FILES):
-        path = root / "scattered" / f"part-{n:04d}.parquet"
-        pq.write_table(whole.take(list(range(n, whole.num_rows, SCATTERED_FILES))), path)
-        paths.append(str(path))
-    scattered.add_files(paths)
-    build_index(config, "db.scattered")
+    for name in ("scattered", "keyed"):  # db.keyed: the same rows, its columns in the global key index
+        scattered = catalog.create_table(f"db.{name}", key_table(0, 1).schema)
+        (root / name).mkdir()
+        paths = []
+        for n in range(SCATTERED_FILES):
+            path = root / name / f"part-{n:04d}.parquet"
+            pq.write_table(whole.take(list(range(n, whole.num_rows, SCATTERED_FILES))), path)
+            paths.append(str(path))
+        scattered.add_files(paths)
+        build_index(config, f"db.{name}")
     return conf, catalog
 
 
@@ -86,7 +87,8 @@ def _filters(draw: random.Random) -> ice.BooleanExpression:
 
 
 @pytest.mark.parametrize(
-    ("table", "seed"), [("db.keys", n) for n in range(12)] + [("db.scattered", n) for n in range(6)]
+    ("table", "seed"),
+    [("db.keys", n) for n in range(12)] + [("db.scattered", n) for n in range(5)] + [("db.keyed", n) for n in range(5)],
 )
 def test_rows_of_random_in_lists_are_pyiceberg_own(server, lake, table, seed):
     expression = _filters(random.Random(seed))
@@ -96,12 +98,13 @@ def test_rows_of_random_in_lists_are_pyiceberg_own(server, lake, table, seed):
     ), f"per-file residuals select the rows of the whole filter: {str(expression)[:200]}"
 
 
-def test_where_bounds_span_every_key_each_files_list_holds_the_keys_its_bloom_filter_admits(server):
-    """db.scattered: every file's bounds span the table, so only the Bloom filters trim: a file keeps its own keys
-    of the list and the filter's few false positives, not the 1,000."""
+@pytest.mark.parametrize("table", ["scattered", "keyed"])
+def test_where_bounds_span_every_key_each_files_list_holds_the_keys_its_index_admits(server, table):
+    """Every file's bounds span the table, so only the index trims: db.scattered's Bloom filters (a file keeps its
+    own keys of the list and the filter's few false positives), db.keyed's key rows (its own keys), not the 1,000."""
     keys = sorted(random.Random(3).sample(range(0, 3 * SCATTERED_FILES * ROWS_PER_FILE, 3), 200))
     keys += [3 * SCATTERED_FILES * ROWS_PER_FILE + 3 * n + 1 for n in range(800)]  # absent (beyond the last key)
-    tasks = _tasks(server, "scattered", ice.In("k", keys))
+    tasks = _tasks(server, table, ice.In("k", keys))
     assert len(tasks) == SCATTERED_FILES, "200 present keys are spread over every file"
     own = {k for k in keys if k < 3 * SCATTERED_FILES * ROWS_PER_FILE}
     for task in tasks:

@@ -15,8 +15,10 @@ Java's evaluator, SQL): each rule below is exact on every row a file can hold, n
    on a value a row holds because it is in both or neither; on NULL and NaN because neither is in either list (a NaN
    literal is never trimmed: its leaf is left as it came). So do `x NOT IN S` and `x NOT IN S'`. A value outside
    the bounds is held by no row (1), nor is one an index kind's payload rules out (`IndexKind.values_held`: a
-   Bloom filter's negative is certain, it is the very probe that prunes files by `=`), so S' keeps the values within
-   the bounds that every kind lets the file hold. An IN of 1,000 keys over files whose bounds span every key keeps
+   Bloom filter's negative is certain, it is the very probe that prunes files by `=`), nor, in a file whose column
+   is keyed, one whose hash no key row of the file holds (the global key index keys every distinct value such a file
+   holds; a hash two values share admits both), so S' keeps the values within the bounds that every kind and the
+   key index let the file hold. An IN of 1,000 keys over files whose bounds span every key keeps
    the keys each file's Bloom filter admits: its own and ~1 % more.
 3. Classes. pyiceberg reads a set of one literal as `=` / `!=` and an empty one as FALSE / TRUE, and its reading of
    NULL differs between them (`NULL NOT IN (1, 2)` is TRUE in pyiceberg's Arrow reading, `NULL != 1` is not). So a
@@ -71,7 +73,9 @@ from indexlib.index_kinds.registry import registry
 from indexlib.pruning.minmax import column_verdict, value_window
 from indexlib.query.model import BoundColumn, BoundCompare
 from indexlib.query.value_set import ValueSet
+from indexlib.statistics.canonical import literal_hashes
 from indexlib.statistics.column_stats import supports_bounds
+from indexlib.statistics.key_hash import stored_hashes
 from indexlib.statistics.provider import StatisticsProvider
 
 MAX_DEPTH = 200  # deeper subtrees are kept as they came
@@ -248,6 +252,35 @@ class _Reader:
                 continue
             if found is not None:
                 held = found if held is None else held & found
+        keyed = self._keyed(column, values)
+        if keyed is not None:
+            held = keyed if held is None else held & keyed
+        return held
+
+    def _keyed(self, column: BoundColumn, values: list[Any]) -> np.ndarray | None:
+        """Per (file, value), False where the file's column is keyed and no key row of the file holds the value's
+        hash (the global key index keys every distinct value a keyed file holds; a collision only admits more)."""
+        hashes = literal_hashes(column.type, values)
+        if hashes is None:
+            return None
+        stored = stored_hashes(hashes)
+        found = self.stats.key_holders(column, np.unique(stored))
+        if found is None:
+            return None
+        keyed, files, pair_hashes = found
+        rows = np.full(self.stats.num_files, -1, dtype=np.int64)
+        rows[self.positions] = np.arange(len(self.positions))
+        if not keyed[self.positions].any():
+            return None
+        held = np.ones((len(self.positions), len(values)), dtype=bool)
+        held[keyed[self.positions]] = False
+        order = np.argsort(stored, kind="stable")
+        ordered = stored[order]
+        first = np.searchsorted(ordered, pair_hashes, side="left")
+        last = np.searchsorted(ordered, pair_hashes, side="right")
+        for row, start, stop in zip(rows[files].tolist(), first.tolist(), last.tolist(), strict=True):
+            if row >= 0:
+                held[row, order[start:stop]] = True  # every value of this hash (more than one: a collision)
         return held
 
 

@@ -14,9 +14,14 @@ import numpy as np
 HASH_BITS = 64  # tests only: fewer bits force collisions (build and lookup must run in one process)
 
 
-def key_hashes(hashes: np.ndarray) -> np.ndarray:
-    """The stored form of XXH64 hashes (uint64 or int64): int64, sorted, each once."""
+def stored_hashes(hashes: np.ndarray) -> np.ndarray:
+    """The stored form of each of these XXH64 hashes (uint64 or int64), in their order: int64."""
     stored = np.asarray(hashes).view(np.int64) if np.asarray(hashes).dtype == np.uint64 else np.asarray(hashes)
     if HASH_BITS < 64:
         stored = stored & np.int64((1 << HASH_BITS) - 1)
-    return np.unique(stored.astype(np.int64))
+    return stored.astype(np.int64)
+
+
+def key_hashes(hashes: np.ndarray) -> np.ndarray:
+    """The stored form of XXH64 hashes (uint64 or int64): int64, sorted, each once."""
+    return np.unique(stored_hashes(hashes))

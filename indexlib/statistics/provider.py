@@ -91,6 +91,12 @@ class StatisticsProvider(ABC):
         None where there is none. Only those files' payloads need be read."""
         return [None] * len(files)
 
+    def key_holders(self, column: ColumnRef, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The global key index's rows for `hashes` (int64, sorted, unique: statistics/key_hash.py): per file
+        whether `column` is keyed (a key row for every distinct value it holds), and the (file index, hash) pairs of
+        its key rows among `hashes`; None where there is no key index."""
+        return None
+
     def damaged(self, column: ColumnRef, what: str, files: np.ndarray, error: Exception) -> None:
         """Files whose `what` (a kind's name, or "bounds") of `column` could not be read and were read as unknown:
         one warning per provider (one lookup) and (column, what), naming how many files and one of them."""

@@ -95,10 +95,23 @@ class EntryStatistics(StatisticsProvider):
 
     def key_files(self, column: ColumnRef, hashes: np.ndarray) -> np.ndarray:
         """Per file, whether a key row of `column` holds one of `hashes` (int64, sorted, unique)."""
-        paths = self.rows.key_files(column.field_id, hashes)
+        files, _ = self.key_pairs(column, hashes)
         found = np.zeros(self.num_files, dtype=bool)
-        found[pc.drop_null(pc.index_in(paths, value_set=self.paths)).to_numpy()] = True
+        found[files] = True
         return found
+
+    def key_pairs(self, column: ColumnRef, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The key rows of `column` holding one of `hashes` (int64, sorted, unique), as (file index, hash) pairs
+        (files not among these statistics' files left out)."""
+        rows = self.rows.key_rows(column.field_id, hashes)
+        positions = pc.index_in(rows.column("file_path"), value_set=self.paths)
+        known = pc.is_valid(positions)
+        files = pc.filter(positions, known).to_numpy(zero_copy_only=False).astype(np.int64)
+        return files, pc.filter(rows.column("key_hash"), known).to_numpy(zero_copy_only=False)
+
+    def key_holders(self, column: ColumnRef, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per file, whether `column` is keyed; and the (file index, hash) pairs of its key rows among `hashes`."""
+        return (self.keyed(column), *self.key_pairs(column, hashes))
 
     def file_name(self, index: int) -> str:
         return self.paths[index].as_py()

@@ -70,16 +70,14 @@ class KeyRows:
         later._pieces = self._pieces  # keyed by immutable data file and row group
         return later
 
-    def files_of(self, field_id: int, hashes: np.ndarray) -> pa.Array:
-        """The data-file paths (repeated, unordered) of the key rows of column `field_id` whose hash is one of
-        `hashes` (int64, sorted, unique)."""
-        found = [pa.array([], pa.string())]
-        if not len(hashes):
-            return found[0]
-        with self._lock:
-            for task in self._tasks_of(field_id):
-                found.append(self._files_in(task, field_id, hashes))
-        return pa.concat_arrays([part.cast(pa.string()) for part in found])
+    def rows_of(self, field_id: int, hashes: np.ndarray) -> pa.Table:
+        """The key rows (`key_hash`, `file_path`: unordered) of column `field_id` whose hash is one of `hashes`
+        (int64, sorted, unique)."""
+        found = [_NO_ROWS]
+        if len(hashes):
+            with self._lock:
+                found += [self._rows_in(task, field_id, hashes) for task in self._tasks_of(field_id)]
+        return pa.concat_tables(found)
 
     def _tasks_of(self, field_id: int) -> list[Any]:
         if field_id not in self._tasks:
@@ -87,7 +85,7 @@ class KeyRows:
             self._tasks[field_id] = list(scan.plan_files())
         return self._tasks[field_id]
 
-    def _files_in(self, task: Any, field_id: int, hashes: np.ndarray) -> pa.Array:
+    def _rows_in(self, task: Any, field_id: int, hashes: np.ndarray) -> pa.Table:
         path = task.file.file_path
         self.reads.data_files += 1
         if task.delete_files:
@@ -99,7 +97,7 @@ class KeyRows:
         missing = [g for g in groups if (path, g) not in self._pieces]
         if missing:
             self._read(path, missing, footer.metadata)
-        parts = [pa.array([], pa.string())]
+        parts = [_NO_ROWS]
         low = np.searchsorted(hashes, footer.lower[groups], side="left")
         high = np.searchsorted(hashes, footer.upper[groups], side="right")
         for group, first, last in zip(groups, low.tolist(), high.tolist(), strict=True):
@@ -110,8 +108,8 @@ class KeyRows:
             at = np.minimum(np.searchsorted(inside, stored), len(inside) - 1)
             wanted = inside[at] == stored
             if wanted.any():
-                parts.append(paths.filter(pa.array(wanted)).cast(pa.string()))
-        return pa.concat_arrays(parts)
+                parts.append(_key_rows(stored[wanted], paths.filter(pa.array(wanted))))
+        return pa.concat_tables(parts)
 
     def _footer(self, path: str) -> _Footer:
         with _footers_lock:
@@ -150,10 +148,17 @@ class KeyRows:
             piece = paths.slice(offsets[k], offsets[k + 1] - offsets[k]).combine_chunks()
             self._pieces[path, group] = (stored[offsets[k] : offsets[k + 1]], piece)
 
-    def _through_pyiceberg(self, field_id: int, hashes: np.ndarray) -> pa.Array:
+    def _through_pyiceberg(self, field_id: int, hashes: np.ndarray) -> pa.Table:
         row_filter = And(EqualTo("field_id", key_rows_id(field_id)), In("key_hash", hashes.tolist()))
         read = self.table.scan(
-            row_filter=row_filter, selected_fields=("file_path",), snapshot_id=self.snapshot_id
+            row_filter=row_filter, selected_fields=("key_hash", "file_path"), snapshot_id=self.snapshot_id
         ).to_arrow()
         self.reads.rows += read.num_rows
-        return pc.cast(read.column("file_path").combine_chunks(), pa.string())
+        return _key_rows(read.column("key_hash").to_numpy(), read.column("file_path").combine_chunks())
+
+
+_NO_ROWS = pa.table({"key_hash": pa.array([], pa.int64()), "file_path": pa.array([], pa.string())})
+
+
+def _key_rows(stored: np.ndarray, paths: pa.Array) -> pa.Table:
+    return pa.table({"key_hash": pa.array(stored, pa.int64()), "file_path": pc.cast(paths, pa.string())})

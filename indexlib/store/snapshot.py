@@ -121,12 +121,13 @@ class IndexRows:
         rows = self._rows.filter(pc.equal(self._rows.column("field_id"), field_id))
         return rows.filter(pc.is_in(rows.column("file_path"), value_set=paths)).select(list(fields))
 
-    def key_files(self, field_id: int, hashes: np.ndarray) -> pa.Array:
-        """The paths (repeated, unordered) of the files whose key rows of column `field_id` hold one of `hashes`
-        (int64, sorted, unique: statistics/key_hash.py)."""
+    def key_rows(self, field_id: int, hashes: np.ndarray) -> pa.Table:
+        """The key rows (`key_hash`, `file_path`: unordered) of column `field_id` holding one of `hashes` (int64,
+        sorted, unique: statistics/key_hash.py)."""
         rows = self._rows.filter(pc.equal(self._rows.column("field_id"), key_rows_id(field_id)))
         held = np.isin(rows.column("key_hash").to_numpy(zero_copy_only=False), hashes)
-        return rows.column("file_path").filter(pa.array(held)).combine_chunks()
+        found = rows.select(["key_hash", "file_path"]).filter(pa.array(held))
+        return found.cast(pa.schema([("key_hash", pa.int64()), ("file_path", pa.string())]))
 
     @property
     def key_reads(self) -> KeyReads | None:
@@ -176,11 +177,11 @@ class IndexSnapshot(IndexRows):
         self._count(what, field_ids, read)
         return read
 
-    def key_files(self, field_id: int, hashes: np.ndarray) -> pa.Array:
-        if "key_hash" not in self._schema().column_names:
-            return pa.array([], pa.string())  # written before format 6: no key rows
-        found = self._keys.files_of(field_id, hashes)
-        self.reads.append(("keys", (field_id,), len(found)))
+    def key_rows(self, field_id: int, hashes: np.ndarray) -> pa.Table:
+        if "key_hash" not in self._schema().column_names:  # written before format 6: no key rows
+            return pa.table({"key_hash": pa.array([], pa.int64()), "file_path": pa.array([], pa.string())})
+        found = self._keys.rows_of(field_id, hashes)
+        self.reads.append(("keys", (field_id,), found.num_rows))
         return found
 
     @property
