@@ -226,13 +226,15 @@ def test_a_misshapen_config_file_is_one_line_without_the_secret(tmp_path, conf, 
 @pytest.mark.parametrize("shape", ["a", "a:", ":", "a:a@", "a@", ":a", "user:pw@"])
 def test_redaction_takes_linear_time(shape):
     """The URI-password pattern backtracked quadratically: 65 KB of `a` took 25 s (a request path in an access log
-    line held the service's event loop). 1 MB of any shape now takes well under a second."""
+    line held the service's event loop), so 1 MB would take over an hour. Linear, 1 MB takes ~50 ms; the bound is
+    far from both, so a loaded machine cannot fail it and a quadratic pattern cannot pass it (a termination check,
+    not a speed target: the speed is in docs/benchmarks.md)."""
     import time
 
     text = shape * (1_000_000 // len(shape))
     started = time.perf_counter()
     redact_text(text, {"a-configured-secret"})
-    assert time.perf_counter() - started < 1.5, f"1 MB of {shape!r} is redacted in linear time"
+    assert time.perf_counter() - started < 30, f"1 MB of {shape!r} is redacted in linear time"
 
 
 def test_redacted_text_is_cut_after_redaction():
