@@ -228,7 +228,7 @@ def test_redaction_takes_linear_time(shape):
     """The URI-password pattern backtracked quadratically: 65 KB of `a` took 25 s (a request path in an access log
     line held the service's event loop), so 1 MB would take over an hour. Linear, 1 MB takes ~50 ms; the bound is
     far from both, so a loaded machine cannot fail it and a quadratic pattern cannot pass it (a termination check,
-    not a speed target: the speed is in docs/benchmarks.md)."""
+    not a speed target)."""
     import time
 
     text = shape * (1_000_000 // len(shape))
