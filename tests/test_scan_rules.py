@@ -357,7 +357,7 @@ def imported(config, catalog) -> str:
             "k": pa.array([1, None, 3, 2**31 - 1, -(2**31), 0, 7, 8], pa.int32()),
             "f": pa.array([1.5, None, NAN, 0.25, -0.0, 3.0, 1e30, 2.5], pa.float32()),
             "s": pa.array(["a", None, "", "b", "é", "a", "B", "b"]),
-            "x": pa.array([1.0, NAN, None, 5.0, -0.0, 9.0, NAN, 2.0], pa.float64()),
+            "x": pa.array([1.0, NAN, None, 2.0, -0.0, 9.0, NAN, 5.0], pa.float64()),  # NaN beside max 2
         }
     )
     table = catalog.create_table("db.t", first.schema)
