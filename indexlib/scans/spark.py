@@ -12,12 +12,13 @@ Two ways to read a kept file, chosen per file (`routes` says which and why, per 
   (`add_files`), through the table's name mapping (`schema.name-mapping.default`): each current column read from the
   file column of its field under the stored name and type, cast where the type was promoted (int -> long, float ->
   double), NULL where the file predates the column (`layout_of` says where that is not certain: such files go
-  through pyiceberg); one read per layout. And every Delta file
-  (its partition values added as typed literal columns, one read per partition; rows its deletion vector deletes,
-  read by delta-rs on the driver, dropped by an anti-join on Spark's own `_metadata.file_path` and
-  `_metadata.row_index`, `_delta_vectors`). Files that may hold NaN in a floating-point column the WHERE names
-  (scans/pushdown.py) are not read by it when filtered: it would skip their row groups by statistics without NaN;
-- otherwise (Iceberg delete files, NaN-prone files, footers `layout_of` cannot map exactly) pyiceberg's own reader, per file with its delete files, inside
+  through pyiceberg); one read per layout. And every Delta file (its partition values added as typed literal
+  columns, one read per partition; rows its deletion vector deletes, read by delta-rs on the driver, dropped by an
+  anti-join on Spark's own `_metadata.file_path` and `_metadata.row_index`, `_delta_vectors`). Files that may hold
+  NaN in a floating-point column the WHERE names (scans/pushdown.py) are not read by it when filtered: it would
+  skip their row groups by statistics that leave NaN out;
+- otherwise (Iceberg delete files, NaN-prone files, footers `layout_of` cannot map exactly) pyiceberg's own reader,
+  per file with its delete files, inside
   Spark tasks through PySpark's Python data source API (`_PyicebergFiles`): pyiceberg applies the field-id mapping,
   identity partition values and position deletes / deletion vectors, so no deleted row is returned; of a file kept
   in part, only its kept row groups (scans/row_groups.py);
