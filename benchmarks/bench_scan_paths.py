@@ -45,7 +45,12 @@ TABLES = {"without field ids": "bench.small", "with field ids": "bench.ids"}
 def _queries(con: duckdb.DuckDBPyConnection, paths: list[str]) -> list[tuple[str, str]]:
     middle = paths[len(paths) // 2]
     key = con.sql(f"SELECT l_orderkey FROM read_parquet('{middle}') LIMIT 1 OFFSET 500").fetchall()[0][0]
-    keys = [r[0] for r in con.sql(f"SELECT l_orderkey FROM read_parquet('{middle}') USING SAMPLE 10 ROWS").fetchall()]
+    keys = [
+        r[0]
+        for r in con.sql(
+            f"SELECT l_orderkey FROM read_parquet('{middle}') USING SAMPLE reservoir(10 ROWS) REPEATABLE (40)"
+        ).fetchall()
+    ]
     return [
         ("point", f"l_orderkey = {key}"),
         ("IN 10", f"l_orderkey IN ({', '.join(map(str, keys))})"),
