@@ -140,6 +140,8 @@ def _print_explain(result) -> None:  # noqa: ANN001 (LookupResult; imported lazi
     print("leaves (what the min/max and index stages read)")
     for leaf, statistics in result.leaves:
         print(f"  {leaf}\n      uses {statistics}")
+    for note in result.min_max_only:
+        print(f"  note: {note}")
     print("partition fields (partition stage)")
     for line in result.partition_fields or ["(none: no partition field can prune this predicate)"]:
         print(f"  {line}")

@@ -171,12 +171,63 @@ class LookupResult:
             **({"key_index_read": asdict(self.key_reads)} if self.key_reads is not None else {}),
         }
 
+    @cached_property
+    def min_max_only(self) -> list[str]:
+        """For explain: per column an `=`, `IN` or pattern leaf of the predicate names, where no kept indexed file
+        holds any structure that answers it (no payload of any kind, not keyed), one line saying so and what buys it
+        (docs/index-kinds.md, "What each rule gives up"). Reads only what the lookup read: the bounds of the named
+        columns and the payloads of the kept files (the payload stages read them for files that reached them)."""
+        rows = self.state.rows if self.state is not None else None
+        if rows is None or self.bound is None or not self.files:
+            return []
+        from indexlib.query.model import BoundCompare, BoundIn, Pattern
+
+        named: dict[int, tuple[Any, set[str]]] = {}  # field id -> (column, "=" and / or "LIKE")
+        for leaf in leaves(self.bound):
+            asks = isinstance(leaf, (BoundIn, Pattern)) or (isinstance(leaf, BoundCompare) and leaf.op in ("=", "!="))
+            if asks and hasattr(leaf.column, "field_id"):  # a Pattern of a computed value names no column
+                what = "LIKE" if isinstance(leaf, Pattern) else "="
+                named.setdefault(leaf.column.field_id, (leaf.column, set()))[1].add(what)
+        notes = []
+        kept = pa.array(self.files, pa.string())
+        for field_id, (column, asked) in named.items():
+            bounds = rows.columns([field_id])
+            bounds = bounds.filter(pc.is_in(bounds.column("file_path"), value_set=kept))
+            if not bounds.num_rows:
+                continue  # no kept file is indexed: "unindexed" says it
+            keyed = "keyed" in bounds.column_names and pc.any(pc.fill_null(bounds.column("keyed"), False)).as_py()
+            payloads = rows.payloads(field_id, kept).column("indexes")
+            if keyed or pc.sum(pc.fill_null(pc.list_value_length(payloads), 0)).as_py():
+                continue
+            what = _GIVEN_UP.get(type(column.type).__name__, "no keys indexed")
+            advice = []
+            if "=" in asked:
+                advice.append('set kinds = ["bloom"] to answer `=`')
+            if "LIKE" in asked:
+                advice.append('an automaton answers LIKE on tags (kinds = ["automaton"]), nothing on free text')
+            notes.append(
+                f"{column.name}: min/max only: {what} (the {bounds.num_rows} kept indexed files); {'; '.join(advice)}"
+            )
+        return notes
+
     def as_json(self) -> dict[str, Any]:
         """The `explain --json` object (its shape is documented in the README)."""
         shown = {"table": self.table, "where": self.where, "files": self.files, "summary": self.summary}
         if self.row_groups:
             shown["row_groups"] = {path: list(groups) for path, groups in self.row_groups.items()}
         return shown
+
+
+_GIVEN_UP = {  # why the automatic choice leaves a column of this type at min/max (docs/index-kinds.md)
+    "StringType": "free text, or one value per file",
+    "IntegerType": "values fill over half their span, or one value per file",
+    "LongType": "values fill over half their span, or one value per file",
+    "DateType": "values fill over half their span, or one value per file",
+    "FloatType": "a measure",
+    "DoubleType": "a measure",
+    "DecimalType": "a measure, or values fill over half their span",
+    "BooleanType": "min/max answers it",
+}
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -236,3 +237,57 @@ def test_a_format_1_index_table_is_upgraded_in_place_and_its_old_entries_still_p
     assert upgraded.properties["commit.retry.num-retries"] == "0", "and pyiceberg's rebasing retry switched off"
     result = lookup(config, "db.events", "service = 'query'")  # inside both files' [min, max], in neither
     assert result.files == [path], "the old entry (no automaton) keeps its file; the new one's automaton skips"
+
+
+def _prose_table(catalog: Any) -> Any:
+    """db.notes: `note` free text (1,200 distinct sentences), `k` a key (Bloom filter), `tag` 3 values (automaton),
+    `price` a measure; two files."""
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+    rows = 1200  # 600 distinct sentences a file: free text needs more than 256
+    data = pa.table(
+        {
+            "k": pa.array([i * 7919 for i in range(rows)], pa.int64()),
+            "note": [f"the {words[i % 6]} report number {i} was filed late" for i in range(rows)],
+            "tag": [["api", "db", "web"][i % 3] for i in range(rows)],
+            "price": pa.array([i * 0.37 for i in range(rows)], pa.float64()),
+        }
+    )
+    table = catalog.create_table("db.notes", schema=data.schema)
+    table.append(data.slice(0, rows // 2))
+    table.append(data.slice(rows // 2))
+    return table
+
+
+# (WHERE, the columns explain names as having no structure for it, the rule)
+MIN_MAX_ONLY_RULES = [
+    ("note = 'the alpha report number 6 was filed late'", ["note"], "free text gets no Bloom filter"),
+    ("k = 7919", [], "a key column has its Bloom filter"),
+    ("tag = 'db' OR tag LIKE 'w%'", [], "a tag column has its automaton"),
+    ("price IN (0.37, 0.74)", ["price"], "a measure gets nothing beyond min/max"),
+    ("note LIKE '%report%' AND k > 0", ["note"], "LIKE on free text: nothing answers it"),
+    ("k > 10", [], "a range: min/max is the structure that answers it"),
+]
+
+
+def test_explain_names_the_columns_with_no_structure_for_equality(conf_path, config, catalog) -> None:
+    from indexlib.handle import open_handle
+
+    _prose_table(catalog)
+    build_index(config, "db.notes")
+    handle = open_handle(config, "db.notes")
+    for where, named, rule in MIN_MAX_ONLY_RULES:
+        notes = handle.lookup(where).min_max_only
+        assert [note.split(":")[0] for note in notes] == named, f"{rule}: {where} -> {notes}"
+        assert all("min/max only" in note for note in notes), f"{rule}: {notes}"
+    (note,) = handle.lookup("note = 'the bravo x'").min_max_only
+    assert "free text" in note and 'kinds = ["bloom"]' in note, f"says why and what buys it: {note}"
+    conf_path.write_text(conf_path.read_text() + '[index.tables."db.notes".columns.note]\nkinds = ["bloom"]\n')
+    configured = load_config(conf_path)
+    build_index(configured, "db.notes")
+    from indexlib.indexing.backfill import backfill
+
+    backfill(configured, "db.notes", None)
+    answer = open_handle(configured, "db.notes").lookup(MIN_MAX_ONLY_RULES[0][0])
+    assert len(answer.files) == 1 and answer.min_max_only == [], (
+        'with kinds = ["bloom"] on note its filter keeps the one file holding the value, and explain has no note'
+    )

@@ -333,3 +333,155 @@ def test_a_file_path_in_the_log_is_decoded_once(odd_delta) -> None:
     for ref in source.live_files():
         assert ref.path.startswith(odd_delta + "/"), f"{ref.path}: the table's folder as it is named on disk"
         assert os.path.exists(ref.path), f"{ref.path}: a file on disk (its partition folder decoded once)"
+
+
+# Files imported without field ids, renamed, promoted and added columns ------------------------------------------
+
+
+def no_ids_file(table: Any, data: pa.Table) -> None:
+    """`data` written by pyarrow (no field ids, as a Hive table's files) and registered with `add_files`."""
+    path = f"{table.metadata.location}/data/imported-{len(table.inspect.files())}.parquet"
+    with table.io.new_output(path).create() as out:
+        pq.write_table(data, out, row_group_size=4)
+    table.add_files([path])
+
+
+@pytest.fixture
+def imported(config, catalog) -> str:
+    """db.t: a file imported without field ids (k INT, f FLOAT, s, x DOUBLE with NaN and NULL); then s renamed to
+    `the name`, k promoted to BIGINT, f to DOUBLE, c added; a second imported file (the new names; no NaN), a file
+    pyiceberg writes (field ids); indexed."""
+    first = pa.table(
+        {
+            "id": pa.array(range(8), pa.int64()),
+            "k": pa.array([1, None, 3, 2**31 - 1, -(2**31), 0, 7, 8], pa.int32()),
+            "f": pa.array([1.5, None, NAN, 0.25, -0.0, 3.0, 1e30, 2.5], pa.float32()),
+            "s": pa.array(["a", None, "", "b", "é", "a", "B", "b"]),
+            "x": pa.array([1.0, NAN, None, 2.0, -0.0, 9.0, NAN, 5.0], pa.float64()),  # NaN beside max 2
+        }
+    )
+    table = catalog.create_table("db.t", first.schema)
+    no_ids_file(table, first)
+    with table.update_schema() as update:
+        update.rename_column("s", "the name")
+        update.update_column("k", LongType())
+        update.update_column("f", DoubleType())
+        update.add_column("c", StringType())
+    second = pa.table(
+        {
+            "id": pa.array(range(8, 14), pa.int64()),
+            "k": pa.array([2**40, None, 3, 5, 6, -1], pa.int64()),
+            "f": pa.array([1.5, 0.1, None, 4.0, 5.0, -2.0], pa.float64()),
+            "the name": pa.array(["b", "a", None, "c", "", "b"]),
+            "x": pa.array([1.0, 2.0, None, 4.5, 6.0, 7.0], pa.float64()),
+            "c": pa.array(["x", None, "y", "x", "", "z"]),
+        }
+    )
+    no_ids_file(table, second)
+    third = second.set_column(0, "id", pa.array(range(14, 20), pa.int64()))
+    table.append(third.cast(table.schema().as_arrow()))
+    build_index(config, "db.t")
+    return "db.t"
+
+
+IMPORTED_RULES = [
+    ("`the name` = 'b'", "a renamed column is read under its old name in files written before the rename"),
+    ("`the name` IS NULL OR c IS NULL", "NULL in a renamed column; a column added after the import is NULL there"),
+    ("k > 2 OR k = -2147483648", "INT promoted to BIGINT: the file's INT values (extremes too), cast"),
+    ("k IS NULL OR f IS NULL", "NULL in promoted columns"),
+    ("f = 1.5 OR f > 1e29", "FLOAT promoted to DOUBLE: binary fractions equal after the cast, 1e30 above 1e29"),
+    ("isnan(f)", "NaN in a promoted FLOAT"),
+    ("c != 'x'", "!= is unknown on the NULL of a column the file predates"),
+    ("x > 4", "NaN is above every number, also in an imported file"),
+    ("id >= 0", "every row (files proven all-match are read without a filter)"),
+]
+
+
+def test_imported_files_and_evolved_columns_read_exactly_by_every_scan(spark, config, catalog, imported) -> None:
+    handle = open_handle(config, imported)
+    rows = catalog.load_table(imported).scan().to_arrow()
+    for where, rule in IMPORTED_RULES:
+        where = where.replace("`", '"')
+        truth = sql_ids(rows, where)
+        for scan, got in through_every_scan(spark, handle, where).items():
+            assert got == truth, f"{scan}: {rule}: {where} holds for rows {truth}"
+
+
+def test_imported_files_are_read_by_sparks_own_parquet_reader_through_the_name_mapping(config, imported) -> None:
+    from indexlib.scans.spark import PARQUET, PYICEBERG, routes
+
+    handle = open_handle(config, imported)
+    how = routes(handle.lookup("id >= 0"))
+    assert sorted((r.how, r.why) for r in how.values()) == [
+        (PARQUET, "by field id"),
+        (PARQUET, "by name mapping"),
+        (PARQUET, "by name mapping"),
+    ], f"every file read whole, without deletes, is read by Spark's Parquet reader: {how}"
+    first = next(r for path, r in how.items() if path.endswith("imported-0.parquet"))
+    assert [c.stored for c in first.layout] == ["id", "k", "f", "s", "x", None], (
+        "the first file's columns under their stored names; c (added later) NULL"
+    )
+    assert [c.stored_type is not None for c in first.layout] == [False, True, True, False, False, False], (
+        "k and f read as INT and FLOAT and cast: they were promoted"
+    )
+    nan = routes(handle.lookup("x > 4"))
+    assert sorted((r.how, r.why) for r in nan.values()) == [(PARQUET, "by field id"), (PYICEBERG, "NaN-prone")] or (
+        sorted((r.how, r.why) for r in nan.values())
+        == [(PARQUET, "by field id"), (PARQUET, "by name mapping"), (PYICEBERG, "NaN-prone")]
+    ), f"the file holding NaN in x gets no pushed filter: {nan}"
+
+
+def footer(*fields: tuple[str, pa.DataType, int | None]) -> pa.Schema:
+    """A Parquet footer as pyarrow reads it: (name, type, field id or None)."""
+    return pa.schema(
+        [
+            pa.field(name, kind, metadata={b"PARQUET:field_id": str(i).encode()} if i is not None else None)
+            for name, kind, i in fields
+        ]
+    )
+
+
+I64, I32, TEXT = pa.int64(), pa.int32(), pa.string()
+# (rule, footer, table has a name mapping, identity-partition source ids, expected: how it maps and each current
+# column's file column ("k*": read as stored and cast), or the reason pyiceberg reads it)
+LAYOUT_RULES = [
+    ("ids, current names and types", footer(("id", I64, 1), ("k", I64, 2), ("the name", TEXT, 3)), True, set(),
+     ("by field id", ["id", "k", "the name"])),
+    ("ids: renamed, INT promoted", footer(("id", I64, 1), ("kk", I32, 2), ("s", TEXT, 3)), False, set(),
+     ("by field id", ["id", "kk*", "s"])),
+    ("no ids: the mapping's old name", footer(("id", I64, None), ("k", I32, None), ("s", TEXT, None)), True, set(),
+     ("by name mapping", ["id", "k*", "s"])),
+    ("a column the file predates is NULL", footer(("id", I64, None), ("k", I64, None)), True, set(),
+     ("by name mapping", ["id", "k", None])),
+    ("some ids missing: every column by name", footer(("id", I64, 1), ("k", I64, None)), True, set(),
+     ("by name mapping", ["id", "k", None])),
+    ("no ids, no name mapping", footer(("id", I64, None)), False, set(), "not mapped by field id or name"),
+    ("a column the mapping does not name", footer(("id", I64, None), ("q", I64, None)), True, set(), "not mapped"),
+    ("two columns for one field", footer(("s", TEXT, None), ("the name", TEXT, None)), True, set(), "two columns"),
+    ("names equal but for case", footer(("id", I64, None), ("ID", I64, None)), True, set(), "but for case"),
+    ("int16: Spark reads SMALLINT", footer(("k", pa.int16(), None)), True, set(), "k stored as int16"),
+    ("ns timestamps: pyiceberg converts", footer(("k", pa.timestamp("ns"), None)), True, set(), "k stored as"),
+    ("no promotion from string", footer(("k", TEXT, None)), True, set(), "k stored as string, read as long"),
+    ("no promotion from double", footer(("id", pa.float64(), None)), True, set(), "id stored as double"),
+    ("identity source left out: pyiceberg fills it", footer(("id", I64, None)), True, {2}, "identity partition"),
+]  # fmt: skip
+
+
+def test_a_file_is_read_by_sparks_parquet_reader_only_where_it_maps_as_pyiceberg_maps_it() -> None:
+    from pyiceberg.table.name_mapping import MappedField, NameMapping
+
+    from indexlib.scans.spark import PARQUET, PYICEBERG, layout_of
+
+    current = Schema(
+        NestedField(1, "id", LongType()), NestedField(2, "k", LongType()), NestedField(3, "the name", StringType())
+    )
+    names = [["id"], ["k"], ["s", "the name"]]
+    mapping = NameMapping([MappedField(field_id=i + 1, names=n) for i, n in enumerate(names)])
+    for rule, stored, mapped, identity, expected in LAYOUT_RULES:
+        route = layout_of(stored, current, mapping if mapped else None, identity)
+        if isinstance(expected, str):
+            assert route.how == PYICEBERG and expected in route.why, f"{rule}: through pyiceberg, not {route}"
+            continue
+        assert route.how == PARQUET, f"{rule}: Spark's Parquet reader maps it exactly, not {route}"
+        columns = [c.stored and c.stored + "*" * (c.stored_type is not None) for c in route.layout]
+        assert (route.why, columns) == expected, f"{rule}: {route.why}, {columns}"

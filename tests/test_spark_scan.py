@@ -33,7 +33,7 @@ from pyiceberg.table import FileScanTask
 from indexlib.handle import IndexHandle, open_handle
 from indexlib.indexing.build import build_index
 from indexlib.query.sql import Clock
-from indexlib.scans.spark import PARQUET, PYICEBERG, _groups, dataframe, from_lookup, plan
+from indexlib.scans.spark import PARQUET, PYICEBERG, _groups, dataframe, from_lookup, plan, routes
 from indexlib.sources.base import DataFileRef
 from indexlib.sources.iceberg_deletes import data_file_of
 
@@ -66,24 +66,23 @@ def test_the_dataframe_holds_the_unpruned_iceberg_rows_under_every_kind_of_chang
     check()
 
 
-def _footer_is_current(path: str) -> bool:
-    schema = pq.read_schema(path.removeprefix("file://"))
-    return "name" in schema.names and str(schema.field("k").type) == "int64"
-
-
-def test_plain_parquet_reads_only_files_without_deletes_written_under_the_current_schema(lake) -> None:
+@pytest.mark.parametrize("imported", [False, True], ids=["field ids", "imported without field ids"])
+def test_sparks_parquet_reader_reads_every_file_without_deletes_read_whole(config, catalog, imported) -> None:
+    """Renamed and promoted columns, files imported without field ids: Spark's reader maps them as pyiceberg does
+    (`layout_of`); only files with delete files go through pyiceberg."""
+    lake = make_lake(config, catalog, imported=imported)
     result = IndexHandle.for_iceberg(lake).lookup("id >= 0")
     how = {k.file.path: read.how for read in plan(result) for k in read.files}
     assert sorted(how) == sorted(k.file.path for k in result.kept_files), "every kept file is read exactly once"
-    cases = [
-        (k, PARQUET if not k.deletes and _footer_is_current(k.file.path) else PYICEBERG) for k in result.kept_files
-    ]
-    assert {how for _, how in cases} == {PARQUET, PYICEBERG}, "the table has files of both kinds"
-    for kept, expected in cases:
-        assert how[kept.file.path] == expected, (
-            f"{kept.file.path} (deletes: {len(kept.deletes)}): plain Parquet only without delete files and with the "
-            "current names and types in the footer; pyiceberg otherwise"
+    found = routes(result)
+    for kept in result.kept_files:
+        expected = PYICEBERG if kept.deletes else PARQUET
+        assert how[kept.file.path] == expected == found[kept.file.path].how, (
+            f"{kept.file.path} (deletes: {len(kept.deletes)}, {found[kept.file.path].why}): Spark's Parquet reader "
+            "for every file without delete files read whole; pyiceberg for files with delete files"
         )
+    stored = {pq.read_schema(path.removeprefix("file://")).field("k").type for path in how}
+    assert stored == {pa.int32(), pa.int64()}, "the table has files from before and after k's promotion"
 
 
 def test_an_empty_lookup_gives_an_empty_dataframe_with_the_table_schema(spark, lake) -> None:

@@ -25,8 +25,10 @@ Which path reads which file (README, "Reading rows through the index"):
 
 The filter is the user's WHERE transpiled to DuckDB's dialect with sqlglot (read in `[lookup] dialect`), with
 CURRENT_DATE / CURRENT_TIMESTAMP / NOW() fixed to the clock the lookup pruned with; files the lookup proved all-match
-are read without it. Every part is cast to the table's schema, so the union and an empty kept list (an empty
-relation) have the same columns and types.
+are read without it. Every part has the table's schema, so the union and an empty kept list (an empty relation) have
+the same columns and types: a native read is typed by its `schema =` map or, for name-mapped files, by a CAST of the
+columns a file stores under another type (a promotion) alone; files of one layout (the same columns, names and types)
+are one `read_parquet` bound from its first footer (per call: ~1 ms a layout, not a footer read per file).
 """
 
 from __future__ import annotations
@@ -164,10 +166,12 @@ def _iceberg(
     schema = table.metadata.schema()
     types = {field.name: _duckdb_type(field.field_type) for field in schema.fields}
     native_ok = all(types.values())
+    # native reads come out typed (`_Layouts.read_sql`); pyiceberg's Arrow and the empty table are cast
     columns = ", ".join(
         f"CAST({quote_name(name)} AS {kind}) AS {quote_name(name)}" if native_ok else quote_name(name)
         for name, kind in types.items()
     )
+    named = ", ".join(f"d.{quote_name(name)}" for name in types)
     kept = result.kept_files  # raises the one-line error for equality delete files
     layouts = _Layouts(con, table, schema, types)
     # DuckDB's own columns of a read: a table column of the same name would be shadowed, so such tables' files
@@ -193,7 +197,7 @@ def _iceberg(
                 read = layouts.read_sql(files, projection, positions=deleted is not None, row_groups=row_groups)
                 if deleted:
                     read += f" ANTI JOIN ({deleted}) x ON d.filename = x.file_path AND d.file_row_number = x.pos"
-                parts.append(_filtered(con, f"SELECT {columns} FROM {read}", "" if all_match else filter_sql, prone))
+                parts.append(_filtered(con, f"SELECT {named} FROM {read}", "" if all_match else filter_sql, prone))
         if through:
             arrow = _through_pyiceberg(table, schema, through)
             parts.append(con.from_arrow(arrow).query("kept", f"SELECT {columns} FROM kept{where}"))
@@ -205,7 +209,7 @@ def _iceberg(
 
 _READ_COLUMNS = {"filename", "file_row_number", "file_row_group_number"}
 # a read by field id: DuckDB maps the file's columns itself (`schema =`)
-BY_FIELD_ID: tuple[str | None, ...] = ()
+BY_FIELD_ID: tuple[()] = ()
 
 
 class _Layouts:
@@ -236,52 +240,59 @@ class _Layouts:
             if isinstance(field.transform, IdentityTransform)
         }
 
-    def native_reads(self, kept: list[KeptFile]) -> dict[tuple[str | None, ...], list[KeptFile]]:
+    def native_reads(self, kept: list[KeptFile]) -> dict[Projection, list[KeptFile]]:
         """The files DuckDB reads, grouped by how their columns map: `BY_FIELD_ID`, or per current field the file
-        column that holds it (None: NULL)."""
+        column that holds it and its type there (None: NULL) with the file's columns in their order: files of one
+        group have the same columns under the same names and types, so one `read_parquet` binds them from the
+        first file's footer alone (no `union_by_name`, which reads every footer at bind)."""
         if not kept:
             return {}
         if self._mapped is None and not self._identity:
             return {BY_FIELD_ID: kept}
         footers = _footer_columns(self._con, [_local(k.file.path) for k in kept])
-        reads: dict[tuple[str | None, ...], list[KeptFile]] = {}
+        projections: dict[_Footer | None, Projection | None] = {}  # files mostly share a handful of footers
+        reads: dict[Projection, list[KeptFile]] = {}
         for k in kept:
-            projection = self._projection(footers[_local(k.file.path)])
+            footer = footers[_local(k.file.path)]
+            if footer not in projections:
+                projections[footer] = self._projection(footer)
+            projection = projections[footer]
             if projection is not None:
                 reads.setdefault(projection, []).append(k)
         return reads
 
-    def _projection(self, footer: _Footer | None) -> tuple[str | None, ...] | None:
+    def _projection(self, footer: _Footer | None) -> Projection | None:
         if footer is None or footer.nested:
             return None
-        if all(field_id is not None for field_id in footer.columns.values()):
-            stored = set(footer.columns.values())
-            return BY_FIELD_ID if self._identity <= stored else None
+        ids = [field_id for _, field_id, _ in footer.columns]
+        if all(field_id is not None for field_id in ids):
+            return BY_FIELD_ID if self._identity <= set(ids) else None
         if self._mapped is None:
             return None  # pyiceberg refuses a file without field ids in a table without a name mapping
-        names = list(footer.columns)
+        names = [name for name, _, _ in footer.columns]
         if len({n.lower() for n in names}) < len(names) or {n.lower() for n in names} & _READ_COLUMNS:
             return None
-        by_id: dict[int, str] = {}
-        for name in names:
+        by_id: dict[int, tuple[str, str]] = {}
+        for name, _, duckdb_type in footer.columns:
             field_id = self._mapped.get(name)
             if field_id is None or field_id in by_id:
                 return None
-            by_id[field_id] = name
+            by_id[field_id] = (name, duckdb_type)
         if not self._identity <= by_id.keys():
             return None
-        return tuple(by_id.get(field.field_id) for field in self._schema.fields)
+        return (tuple(by_id.get(field.field_id) for field in self._schema.fields), footer.columns)
 
     def read_sql(
         self,
         files: list[KeptFile],
-        projection: tuple[str | None, ...],
+        projection: Projection,
         positions: bool,
         row_groups: tuple[int, ...] | None = None,
     ) -> str:
-        """A FROM item `d` of the files' rows under the current column names, with `filename` and
+        """A FROM item `d` of the files' rows under the current column names and types, with `filename` and
         `file_row_number` when `positions` (for the delete anti-join; they cost binding and reading otherwise), of
-        `row_groups` alone when given (`_row_groups_sql`; `file_row_number` stays the position in the whole file)."""
+        `row_groups` alone when given (`_row_groups_sql`; `file_row_number` stays the position in the whole file).
+        A stored column is cast only where its type in the file is not the current one (a promotion)."""
         paths = ", ".join(_string(_local(k.file.path)) for k in files)
         virtual = ", filename = true, file_row_number = true" if positions else ""
         only = _row_groups_sql(row_groups)
@@ -293,22 +304,48 @@ class _Layouts:
             )
             read = f"read_parquet([{paths}], schema = MAP {{{mapping}}}{virtual})"
             return f"(SELECT * FROM {read}{only}) d" if only else f"{read} d"
+        stored_columns, _ = projection
         columns = ", ".join(
-            f"CAST({'NULL' if stored is None else quote_name(stored)} AS {self._types[field.name]}) "
-            f"AS {quote_name(field.name)}"
-            for field, stored in zip(self._schema.fields, projection, strict=True)
+            _column_sql(field.name, stored, str(self._types[field.name]))
+            for field, stored in zip(self._schema.fields, stored_columns, strict=True)
         )
         return (
             f"(SELECT {columns}{', filename, file_row_number' if positions else ''} FROM read_parquet([{paths}], "
-            f"union_by_name = {'true' if len(files) > 1 else 'false'}{virtual}){only}) d"
+            f"union_by_name = false{virtual}){only}) d"
         )
+
+
+def _column_sql(name: str, stored: tuple[str, str] | None, kind: str) -> str:
+    """The current column `name` of type `kind` from the file column `stored` (its name and DuckDB type there)."""
+    if stored is None:
+        return f"CAST(NULL AS {kind}) AS {quote_name(name)}"
+    stored_name, stored_type = stored
+    value = quote_name(stored_name)
+    if _same_type(stored_type, kind):
+        return value if stored_name == name else f"{value} AS {quote_name(name)}"
+    return f"CAST({value} AS {kind}) AS {quote_name(name)}"
+
+
+def _same_type(duckdb_type: str | None, kind: str) -> bool:
+    """Whether DuckDB reads a file column (its `parquet_schema` duckdb_type) as `kind` already."""
+    if duckdb_type is None:
+        return False
+    spelt = duckdb_type.upper().replace(" ", "")
+    return _TYPE_SPELLINGS.get(spelt, spelt) == kind.upper().replace(" ", "")
+
+
+_TYPE_SPELLINGS = {"TIMESTAMPWITHTIMEZONE": "TIMESTAMPTZ"}
+
+# (per current field: the file column holding it, with its DuckDB type there, or None; the file's columns)
+Projection = tuple[tuple[tuple[str, str] | None, ...], tuple[tuple[str, int | None, str | None], ...]] | tuple[()]
 
 
 @dataclass(frozen=True)
 class _Footer:
-    """A Parquet file's top-level columns (name -> field id, None where it has none) and whether any is nested."""
+    """A Parquet file's top-level columns in order, (name, field id or None, DuckDB's type for it), and whether any
+    is nested."""
 
-    columns: dict[str, int | None]
+    columns: tuple[tuple[str, int | None, str | None], ...]
     nested: bool
 
 
@@ -323,17 +360,17 @@ def _footer_columns(con: duckdb.DuckDBPyConnection, paths: list[str]) -> dict[st
         known = {path: _FOOTERS[path] for path in paths if path in _FOOTERS}
     missing = sorted(set(paths) - known.keys())
     if missing:
-        rows: dict[str, list[tuple[str, int | None, int | None]]] = {}
+        rows: dict[str, list[tuple[str, int | None, int | None, str | None]]] = {}
         listed = ", ".join(_string(path) for path in missing)
-        query = f"SELECT file_name, name, field_id, num_children FROM parquet_schema([{listed}])"
-        for file_name, name, field_id, children in con.sql(query).fetchall():
-            rows.setdefault(file_name, []).append((name, field_id, children))
+        query = f"SELECT file_name, name, field_id, num_children, duckdb_type FROM parquet_schema([{listed}])"
+        for file_name, name, field_id, children, duckdb_type in con.sql(query).fetchall():
+            rows.setdefault(file_name, []).append((name, field_id, children, duckdb_type))
         with _FOOTERS_LOCK:
             for path, elements in rows.items():
                 groups = [e for e in elements if e[2]]  # the root and any nested column
                 leaves = [e for e in elements if not e[2]]
                 footer = _Footer(
-                    columns={name: field_id for name, field_id, _ in leaves},
+                    columns=tuple((name, field_id, duckdb_type) for name, field_id, _, duckdb_type in leaves),
                     nested=len(groups) != 1 or groups[0][2] != len(leaves),
                 )
                 known[path] = _FOOTERS[path] = footer

@@ -16,13 +16,13 @@ them without the reader's row-group skipping (docs/benchmarks.md, "Rows with NaN
 from __future__ import annotations
 
 import numpy as np
-import sqlglot
 from pyiceberg.types import DoubleType, FloatType
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from indexlib.lookup import LookupResult
 from indexlib.query.model import BoundColumn
+from indexlib.scans.where import parsed_where
 
 
 def floating_columns_named(result: LookupResult, dialect: str | None) -> list[BoundColumn]:
@@ -35,7 +35,7 @@ def floating_columns_named(result: LookupResult, dialect: str | None) -> list[Bo
     if not fields:
         return []
     try:
-        named = {column.name.lower() for column in sqlglot.parse_one(result.where, read=dialect).find_all(exp.Column)}
+        named = {column.name.lower() for column in parsed_where(result.where, dialect)[0].find_all(exp.Column)}
     except (SqlglotError, AttributeError, TypeError):
         named = {f.name.lower() for f in fields}
     return [BoundColumn(f.field_id, f.name, f.field_type) for f in fields if f.name.lower() in named]

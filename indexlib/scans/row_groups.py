@@ -209,8 +209,19 @@ def stored_rows(
             table = parquet.read_row_group(g, columns=columns)
             if len(deleted):
                 positions = np.arange(starts[g], starts[g + 1])
-                table = table.filter(pa.array(~np.isin(positions, deleted)))
+                table = _without_views(table).filter(pa.array(~np.isin(positions, deleted)))
             yield _as_stored(table, schema)
+
+
+def _without_views(table: pa.Table) -> pa.Table:
+    """string_view / binary_view columns (delta-rs writes them) as large_string / large_binary: pyarrow 26's filter
+    has no kernel for view types (found by tests/test_scan_rows.py); `_as_stored` casts to the table's types after."""
+    plain = {pa.types.is_string_view: pa.large_string(), pa.types.is_binary_view: pa.large_binary()}
+    fields = [
+        pa.field(f.name, next((kind for test, kind in plain.items() if test(f.type)), f.type), f.nullable, f.metadata)
+        for f in table.schema
+    ]
+    return table.cast(pa.schema(fields)) if fields != list(table.schema) else table
 
 
 def _as_stored(table: pa.Table, schema: pa.Schema) -> pa.Table:

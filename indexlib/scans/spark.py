@@ -4,16 +4,21 @@ answered for, without an Iceberg or Delta runtime in Spark.
     from indexlib.scans.spark import dataframe
     df = dataframe(spark, handle, None, "l_orderkey = 42")   # or dataframe(spark, config, "db.lineitem", where)
 
-Two ways to read a kept file, chosen per file (`plan`):
-- plain `spark.read.parquet` where that is exact, for files read whole (Spark's Parquet reader cannot be told which
+Two ways to read a kept file, chosen per file (`routes` says which and why, per file):
+- Spark's own Parquet reader where that is exact, for files read whole (Spark's Parquet reader cannot be told which
   row groups to read: a file the lookup kept some row groups of, `KeptFile.row_groups`, goes through one of the
-  Python data sources below, which read those alone): an Iceberg file without delete files whose columns carry the
-  current schema's field ids under the current names and types (a renamed or promoted column, a dropped and
-  re-added name, a file without field ids or missing an identity partition column is not), and every Delta file
-  (its partition values added as typed literal columns, one read per partition; rows its deletion vector deletes,
-  read by delta-rs on the driver, dropped by an anti-join on Spark's own `_metadata.file_path` and
-  `_metadata.row_index`, `_delta_vectors`);
-- otherwise (Iceberg delete files, schema evolution) pyiceberg's own reader, per file with its delete files, inside
+  Python data sources below, which read those alone): an Iceberg file without delete files whose columns map to the
+  current schema as pyiceberg's reader maps them, by field id or, for files imported without field ids
+  (`add_files`), through the table's name mapping (`schema.name-mapping.default`): each current column read from the
+  file column of its field under the stored name and type, cast where the type was promoted (int -> long, float ->
+  double), NULL where the file predates the column (`layout_of` says where that is not certain: such files go
+  through pyiceberg); one read per layout. And every Delta file (its partition values added as typed literal
+  columns, one read per partition; rows its deletion vector deletes, read by delta-rs on the driver, dropped by an
+  anti-join on Spark's own `_metadata.file_path` and `_metadata.row_index`, `_delta_vectors`). Files that may hold
+  NaN in a floating-point column the WHERE names (scans/pushdown.py) are not read by it when filtered: it would
+  skip their row groups by statistics that leave NaN out;
+- otherwise (Iceberg delete files, NaN-prone files, footers `layout_of` cannot map exactly) pyiceberg's own reader,
+  per file with its delete files, inside
   Spark tasks through PySpark's Python data source API (`_PyicebergFiles`): pyiceberg applies the field-id mapping,
   identity partition values and position deletes / deletion vectors, so no deleted row is returned; of a file kept
   in part, only its kept row groups (scans/row_groups.py);
@@ -31,7 +36,9 @@ from __future__ import annotations
 import base64
 import json
 import pickle
-from collections.abc import Iterator, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import reduce
@@ -41,15 +48,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg import expressions as ice
-from pyiceberg.io.pyarrow import pyarrow_to_schema, schema_to_pyarrow
+from pyiceberg.io.pyarrow import UTC_ALIASES, pyarrow_to_schema, schema_to_pyarrow
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask
+from pyiceberg.table.name_mapping import NameMapping
 from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import DecimalType, DoubleType, FloatType, IcebergType, IntegerType, LongType
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type, to_arrow_schema
+from pyspark.sql.types import DataType, StructField, StructType
 
 from indexlib.errors import UserError
 from indexlib.handle import IndexHandle, open_handle
@@ -85,43 +94,29 @@ def dataframe(spark: SparkSession, config_or_handle: Any, table: str | None, whe
 
 @dataclass(frozen=True)
 class Read:
-    """One group of kept files read the same way: `how` (PARQUET or PYICEBERG), with the filter or not (all-match),
-    and for Delta the (column, value) partition pairs every file of the group shares."""
+    """One group of kept files read the same way: `how` (PARQUET, PYICEBERG or ROW_GROUPS), with the filter or not
+    (all-match), for Iceberg files read by Spark's Parquet reader their `layout` (`layout_of`), and for Delta the
+    (column, value) partition pairs every file of the group shares."""
 
     how: str  # PARQUET, PYICEBERG or ROW_GROUPS
     filtered: bool
     files: tuple[KeptFile, ...]
     partition: tuple[tuple[str, Any], ...] = ()
+    layout: Layout | None = None
 
 
 def plan(result: LookupResult, nan_files: frozenset[str] = frozenset()) -> list[Read]:
-    """How each kept file is read (see the module docstring), grouped. `nan_files`: kept files that may hold NaN
-    where the WHERE looks (scans/pushdown.py): when filtered, they are not read by Spark's Parquet reader, which
-    would skip their row groups by statistics that leave NaN out."""
-    source = result.source
-    kept = result.kept_files
-
-    def pushable(k: KeptFile) -> bool:
-        return k.all_match or k.file.path not in nan_files
-
-    if isinstance(source, DeltaSource):
-        groups: dict[tuple[str, bool, tuple[tuple[str, Any], ...]], list[KeptFile]] = {}
-        for k in kept:
-            how = PARQUET if selected(k) is None and pushable(k) else ROW_GROUPS
-            groups.setdefault((how, not k.all_match, tuple(k.file.partition or ())), []).append(k)
-        return [Read(how, filtered, tuple(files), part) for (how, filtered, part), files in groups.items()]
-    if not isinstance(source, IcebergSource):
-        raise UserError(f"table {result.table}: the Spark scan reads Iceberg and Delta tables only")
-    exact = _exact_as_parquet(source, [k for k in kept if not k.deletes and selected(k) is None and pushable(k)])
-    reads = []
-    for how in (PARQUET, PYICEBERG):
-        for filtered in (True, False):
-            files = tuple(
-                k for k in kept if ((k.file.path in exact) == (how == PARQUET)) and k.all_match is not filtered
-            )
-            if files:
-                reads.append(Read(how, filtered, files))
-    return reads
+    """How each kept file is read (`routes`; see the module docstring), grouped. `nan_files`: kept files that may
+    hold NaN where the WHERE looks (scans/pushdown.py): when filtered, they are not read by Spark's Parquet reader,
+    which would skip their row groups by statistics that leave NaN out."""
+    found = _routes(result, nan_files)
+    delta = isinstance(result.source, DeltaSource)  # Delta's (column, value) pairs; Iceberg files store theirs
+    groups: dict[tuple[str, bool, tuple[tuple[str, Any], ...], Layout | None], list[KeptFile]] = {}
+    for k in result.kept_files:
+        route = found[k.file.path]
+        key = (route.how, not k.all_match, tuple(k.file.partition or ()) if delta else (), route.layout)
+        groups.setdefault(key, []).append(k)
+    return [Read(how, filtered, tuple(files), part, layout) for (how, filtered, part, layout), files in groups.items()]
 
 
 def from_lookup(
@@ -158,6 +153,8 @@ def _read(spark: SparkSession, result: LookupResult, read: Read, schema: StructT
     stored = StructType([f for f in schema.fields if f.name not in dict(read.partition)])
     if read.how == ROW_GROUPS:
         frame = _row_groups_frame(spark, result, read, stored)
+    elif read.layout is not None:
+        return _parquet_frame(spark, read, schema)
     else:
         paths = [k.file.path for k in read.files]
         frame = _delta_vectors(spark, spark.read.schema(stored).parquet(*paths), read.files)
@@ -169,47 +166,222 @@ def _read(spark: SparkSession, result: LookupResult, read: Read, schema: StructT
     return frame.select(*schema.fieldNames())
 
 
-# -- which Iceberg files plain Parquet reads exactly ------------------------------------------------------------
+# -- which Iceberg files Spark's Parquet reader reads exactly ----------------------------------------------------
 
 
-def _exact_as_parquet(source: IcebergSource, kept: Sequence[KeptFile]) -> set[str]:
-    """The paths among `kept` (files without delete files) whose footers map to the current schema by name and
-    type, so Spark's by-name Parquet read returns what pyiceberg's field-id read does."""
+@dataclass(frozen=True)
+class Column:
+    """Where one current column's values are in a file Spark reads: the file column `stored` (as the footer spells
+    it), read as `stored_type` and cast to the column's current type where they differ (a promotion); NULL where
+    `stored` is None (a column added after the file was written)."""
+
+    stored: str | None
+    stored_type: DataType | None = None
+
+
+Layout = tuple[Column, ...]  # one per field of the current schema, in its order
+
+
+@dataclass(frozen=True)
+class Route:
+    """How one kept file is read (`how`: PARQUET, PYICEBERG or ROW_GROUPS) and why, in words (the per-file report of
+    `routes`); `layout`: the file's columns for Spark's Parquet reader (Iceberg files read by it)."""
+
+    how: str
+    why: str
+    layout: Layout | None = None
+
+
+def routes(result: LookupResult, dialect: str | None = None) -> dict[str, Route]:
+    """Per kept file (by path), the path `from_lookup` reads it by and why (`dialect`: the lookup's)."""
+    return _routes(result, nan_prone(result, dialect))
+
+
+def _routes(result: LookupResult, nan_files: frozenset[str]) -> dict[str, Route]:
+    source = result.source
+    kept = result.kept_files
+    if isinstance(source, DeltaSource):
+        return {
+            k.file.path: Route(ROW_GROUPS, "row groups")
+            if selected(k) is not None
+            else Route(ROW_GROUPS, "NaN-prone")
+            if not k.all_match and k.file.path in nan_files
+            else Route(PARQUET, "by name")
+            for k in kept
+        }
+    if not isinstance(source, IcebergSource):
+        raise UserError(f"table {result.table}: the Spark scan reads Iceberg and Delta tables only")
+    found: dict[str, Route] = {}
+    candidates = []
+    for k in kept:
+        if k.deletes:
+            found[k.file.path] = Route(PYICEBERG, "delete files")
+        elif selected(k) is not None:
+            found[k.file.path] = Route(PYICEBERG, "row groups")
+        elif not k.all_match and k.file.path in nan_files:
+            found[k.file.path] = Route(PYICEBERG, "NaN-prone")
+        else:
+            candidates.append(k)
+    found.update(_layouts(source, candidates))
+    return {k.file.path: found[k.file.path] for k in kept}
+
+
+def _layouts(source: IcebergSource, kept: Sequence[KeptFile]) -> dict[str, Route]:
+    """The routes of `kept` (files without delete files, read whole): Spark's Parquet reader with the file's layout
+    where it reads what pyiceberg's reader does, pyiceberg otherwise (`layout_of`)."""
     if not kept:
-        return set()
+        return {}
     metadata, io = source.table.metadata, source.table.io
-    schema = metadata.schema()
-    specs = metadata.specs()
-
-    def exact(k: KeptFile) -> bool:
-        with io.new_input(k.file.path).open() as f:
-            arrow = pq.read_schema(f)
+    schema, mapping, specs = metadata.schema(), metadata.name_mapping(), metadata.specs()
+    footers = _footers(io, [k.file.path for k in kept])
+    found = {}
+    for k in kept:
         identity = {p.source_id for p in specs[k.file.spec_id].fields if isinstance(p.transform, IdentityTransform)}
-        return _maps_by_name(arrow, schema, identity)
-
-    with ThreadPoolExecutor(max_workers=min(16, len(kept))) as pool:
-        verdicts = list(pool.map(exact, kept))
-    return {k.file.path for k, ok in zip(kept, verdicts, strict=True) if ok}
+        found[k.file.path] = layout_of(footers[k.file.path], schema, mapping, identity)
+    return found
 
 
-def _maps_by_name(arrow: pa.Schema, schema: Schema, identity_sources: set[int]) -> bool:
+def layout_of(footer: pa.Schema, schema: Schema, mapping: NameMapping | None, identity: set[int]) -> Route:
+    """How Spark's by-name Parquet reader returns exactly what pyiceberg's reader returns for a file whose footer
+    is `footer`, under the current `schema`: pyiceberg maps the file's columns to fields by field id, or, where any
+    column lacks one (files imported with `add_files`), through the table's name `mapping` (pyiceberg's own
+    `pyarrow_to_schema`, the function its reader calls, decides); each current field is then the file column of its
+    id under its stored name and type, cast to the current type where the type was promoted (int -> long, float ->
+    double, a wider decimal: exact casts in Spark too), or NULL where the file has no column of its id. PYICEBERG
+    (with the reason) where that is not certain:
+    - the mapping fails (a column it does not name) or maps two columns to one field: pyiceberg decides (or fails);
+    - two footer names equal but for case: Spark resolves Parquet names ignoring case;
+    - a column of a type outside `_SPARK_READS` (Spark reads it otherwise, or pyiceberg converts it: ns or ms
+      timestamps, int8/16, dictionaries, fixed, uuid, time) or a changed type other than the promotions above;
+    - a nested column, unless the file carries field ids and stores it under the current name and type;
+    - an identity-partition source column or a column with an initial default missing: pyiceberg fills them in."""
+    names = [name.lower() for name in footer.names]
+    if len(set(names)) < len(names):
+        return Route(PYICEBERG, "footer names equal but for case")
+    by_ids = all(_field_id(f) is not None for f in footer)
     try:
-        file_schema = pyarrow_to_schema(arrow)
-    except ValueError:  # no field ids: pyiceberg reads it through the name mapping
-        return False
-    by_id = {f.field_id: f for f in file_schema.fields}
-    names = {f.name.lower() for f in file_schema.fields}  # Spark resolves Parquet columns case-insensitively
+        file_schema = pyarrow_to_schema(footer, mapping, downcast_ns_timestamp_to_us=True)
+    except (ValueError, TypeError) as exc:
+        return Route(PYICEBERG, f"not mapped by field id or name ({str(exc).splitlines()[0]})")
+    stored_by_id: dict[int, Any] = {}
+    for position, stored in enumerate(file_schema.fields):
+        if stored.field_id in stored_by_id:
+            return Route(PYICEBERG, f"two columns for field {stored.field_id}")
+        stored_by_id[stored.field_id] = (stored, footer.field(position))
+    columns = []
     for field in schema.fields:
-        stored = by_id.get(field.field_id)
-        if stored is None:
-            # absent: NULL in both readers, unless the name is another column's or pyiceberg fills it in
-            if field.name.lower() in names or field.field_id in identity_sources:
-                return False
+        if field.field_id not in stored_by_id:
+            if field.field_id in identity:
+                return Route(PYICEBERG, f"identity partition column {field.name} not stored")
             if getattr(field, "initial_default", None) is not None:
-                return False
-        elif stored.name != field.name or stored.field_type != field.field_type:
-            return False
-    return True
+                return Route(PYICEBERG, f"{field.name} has an initial default")
+            columns.append(Column(None))
+            continue
+        stored, arrow_field = stored_by_id[field.field_id]
+        if not field.field_type.is_primitive:
+            if not by_ids or stored.name != field.name or stored.field_type != field.field_type:
+                return Route(PYICEBERG, f"nested column {field.name}")
+            columns.append(Column(stored.name))
+            continue
+        if not any(accepts(arrow_field.type) for accepts in _SPARK_READS):
+            return Route(PYICEBERG, f"{field.name} stored as {arrow_field.type}")
+        if stored.field_type == field.field_type:
+            columns.append(Column(stored.name))
+        elif _promotion(stored.field_type, field.field_type):
+            columns.append(Column(stored.name, _spark_type(stored.field_type)))
+        else:
+            return Route(PYICEBERG, f"{field.name} stored as {stored.field_type}, read as {field.field_type}")
+    return Route(PARQUET, "by field id" if by_ids else "by name mapping", tuple(columns))
+
+
+_SPARK_READS: tuple[Callable[[pa.DataType], bool], ...] = (
+    # footer types Spark's Parquet reader returns as the type pyiceberg reads them as, value for value
+    pa.types.is_boolean,
+    pa.types.is_int32,
+    pa.types.is_int64,
+    pa.types.is_float32,
+    pa.types.is_float64,
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_binary,
+    pa.types.is_large_binary,
+    pa.types.is_date32,
+    pa.types.is_decimal128,
+    lambda t: pa.types.is_timestamp(t) and t.unit == "us" and (t.tz is None or t.tz in UTC_ALIASES),
+)
+
+
+def _promotion(stored: IcebergType, current: IcebergType) -> bool:
+    """Iceberg's type promotions that a Spark cast carries out value for value."""
+    if isinstance(stored, IntegerType):
+        return isinstance(current, LongType)
+    if isinstance(stored, FloatType):
+        return isinstance(current, DoubleType)
+    if isinstance(stored, DecimalType) and isinstance(current, DecimalType):
+        return stored.scale == current.scale and stored.precision <= current.precision
+    return False
+
+
+def _field_id(field: pa.Field) -> int | None:
+    metadata = field.metadata or {}
+    value = metadata.get(b"PARQUET:field_id", metadata.get(b"field_id"))
+    return int(value) if value is not None else None
+
+
+def _spark_type(field_type: IcebergType) -> DataType:
+    return from_arrow_type(schema_to_pyarrow(field_type, include_field_ids=False))
+
+
+_FOOTERS: OrderedDict[str, pa.Schema] = OrderedDict()
+_FOOTERS_LOCK = threading.Lock()
+_FOOTERS_KEPT = 20_000  # data files never change: a footer read once per process
+
+
+def _footers(io: Any, paths: Sequence[str]) -> dict[str, pa.Schema]:
+    """Each file's footer schema (pyarrow's, field ids in the field metadata), read in parallel where not cached."""
+
+    def read(path: str) -> pa.Schema:
+        with io.new_input(path).open() as f:
+            return pq.read_schema(f)
+
+    with _FOOTERS_LOCK:
+        known = {path: _FOOTERS[path] for path in paths if path in _FOOTERS}
+    missing = [path for path in dict.fromkeys(paths) if path not in known]
+    if missing:
+        with ThreadPoolExecutor(max_workers=min(16, len(missing))) as pool:
+            read_now = dict(zip(missing, pool.map(read, missing), strict=True))
+        with _FOOTERS_LOCK:
+            for path, footer in read_now.items():
+                _FOOTERS[path] = footer
+                while len(_FOOTERS) > _FOOTERS_KEPT:
+                    _FOOTERS.popitem(last=False)
+        known.update(read_now)
+    return known
+
+
+def _parquet_frame(spark: SparkSession, read: Read, schema: StructType) -> DataFrame:
+    """Iceberg files of one layout through Spark's Parquet reader: their stored columns by their stored names and
+    types, each cast and renamed to the current column (NULL where not stored)."""
+    assert read.layout is not None
+    paths = [k.file.path for k in read.files]
+    stored = StructType(
+        [
+            StructField(column.stored, column.stored_type or field.dataType, True)
+            for column, field in zip(read.layout, schema.fields, strict=True)
+            if column.stored is not None
+        ]
+    )
+    frame = spark.read.schema(stored).parquet(*paths)
+    columns = []
+    for column, field in zip(read.layout, schema.fields, strict=True):
+        if column.stored is None:
+            value = F.lit(None).cast(field.dataType)
+        else:
+            value = F.col("`" + column.stored.replace("`", "``") + "`")
+            if column.stored_type is not None:
+                value = value.cast(field.dataType)
+        columns.append(value.alias(field.name))
+    return frame.select(*columns)
 
 
 # -- Delta deletion vectors -------------------------------------------------------------------------------------

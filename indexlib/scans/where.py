@@ -25,6 +25,9 @@ the scan does not push the filter into it (scans/pushdown.py).
 
 from __future__ import annotations
 
+import datetime as dt
+from functools import lru_cache
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -53,17 +56,37 @@ def where_sql(result: LookupResult, dialect: str | None, clock: Clock | None, en
             f"table {result.table}: reading rows through {engine} needs the WHERE as SQL text, not a predicate tree"
         )
     try:
-        tree = sqlglot.parse_one(result.where, read=dialect)
+        tree, timed = parsed_where(result.where, dialect)
     except SqlglotError as exc:
         raise UserError(f"table {result.table}: cannot read {result.where!r}: {str(exc).splitlines()[0]}") from None
-    now = (clock or Clock.system()).local_now()
+    now = (clock or Clock.system()).local_now().isoformat() if timed else None  # the tree has no clock to fix
+    return _written(result.table, result.where, dialect, engine, now)
+
+
+_CLOCKED = (exp.CurrentDate, exp.CurrentTimestamp, exp.Anonymous)
+
+
+@lru_cache(maxsize=1024)
+def parsed_where(where: str, dialect: str | None) -> tuple[exp.Expression, bool]:
+    """`where` read in `dialect` (shared: only ever copied), and whether it may name the current date or time. A
+    planner asks the same WHERE texts again and again; sqlglot takes milliseconds to read and write one."""
+    tree = sqlglot.parse_one(where, read=dialect)
+    return tree, any(True for _ in tree.find_all(*_CLOCKED))
+
+
+@lru_cache(maxsize=1024)
+def _written(table: str, where: str, dialect: str | None, engine: str, now_text: str | None) -> str:
+    """`where_sql`'s answer for the lookup's instant `now_text` (None: the WHERE names no clock)."""
+    tree, _ = parsed_where(where, dialect)
+    now = dt.datetime.fromisoformat(now_text) if now_text is not None else None
     source_spark, engine_spark = _family(dialect) in _SPARK_FAMILY, _family(engine) in _SPARK_FAMILY
 
     def rewritten(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.CurrentDate):
+        if isinstance(node, exp.CurrentDate) and now is not None:
             return exp.cast(exp.Literal.string(now.date().isoformat()), "DATE")
-        if isinstance(node, exp.CurrentTimestamp) or (
-            isinstance(node, exp.Anonymous) and str(node.this).upper() == "NOW" and not node.expressions
+        if now is not None and (
+            isinstance(node, exp.CurrentTimestamp)
+            or (isinstance(node, exp.Anonymous) and str(node.this).upper() == "NOW" and not node.expressions)
         ):
             return exp.cast(exp.Literal.string(now.isoformat()), "TIMESTAMPTZ")
         if isinstance(node, exp.IsNan) and source_spark != engine_spark:
@@ -71,16 +94,16 @@ def where_sql(result: LookupResult, dialect: str | None, clock: Clock | None, en
         if isinstance(node, exp.Escape) and isinstance(node.this, (exp.Like, exp.ILike)):
             escape = node.expression
             if not (isinstance(escape, exp.Literal) and escape.is_string and len(escape.this) == 1):
-                raise UserError(f"table {result.table}: ESCAPE must be one character in {node.sql(dialect=dialect)!r}")
-            return _explicit_escape(result.table, node.this, escape.this, dialect, node)
+                raise UserError(f"table {table}: ESCAPE must be one character in {node.sql(dialect=dialect)!r}")
+            return _explicit_escape(table, node.this, escape.this, dialect, node)
         if isinstance(node, (exp.Like, exp.ILike)) and not isinstance(node.parent, exp.Escape):
-            return _explicit_escape(result.table, node, _default_escape(result.table, node, dialect), dialect, node)
+            return _explicit_escape(table, node, _default_escape(table, node, dialect), dialect, node)
         return node
 
     try:
         return tree.transform(rewritten, copy=True).sql(dialect=engine)
     except SqlglotError as exc:
-        raise UserError(f"table {result.table}: cannot write {result.where!r} for {engine}: {exc}") from None
+        raise UserError(f"table {table}: cannot write {where!r} for {engine}: {exc}") from None
 
 
 def _family(dialect: str | None) -> str | None:
