@@ -10,6 +10,7 @@ import random
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -164,6 +165,13 @@ def test_work_too_small_to_follow_logs_only_the_summary(config, catalog, tmp_pat
 def test_longer_work_logs_files_mb_rate_and_time_left_then_the_summary(config, catalog, tmp_path, caplog, monkeypatch):
     lake = _lake("iceberg", catalog, tmp_path)
     monkeypatch.setattr(progress, "REPORT_SECONDS", 0.002)  # a line every 2 ms: this build is "long"
+    counted = progress.Progress.count
+
+    def count_then_pause(self, out):  # each file takes 25 report periods: the reporter runs between files however
+        counted(self, out)  # loaded the machine (at load 11 all six files were once done before its first line)
+        time.sleep(0.05)
+
+    monkeypatch.setattr(progress.Progress, "count", count_then_pause)
     with caplog.at_level("INFO", logger="indexlib"):
         build_index(config, lake.name)
     lines = _progress_lines(caplog)
