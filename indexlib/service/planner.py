@@ -4,7 +4,7 @@ return with a matching row; where the index cannot answer, pyiceberg's own plann
 - The request's filter is pruned with as filters.py converts it (the parts neither pyiceberg nor the index can use
   are TRUE, "might match"), and goes back as each task's residual simplified by what the index proves about that
   file (pruning/residuals.py: an IN list keeps the values within the file's bounds, a leaf proven on every row is
-  TRUE; AlwaysTrue, that is none, for a file the index proves all-match): the client's reader filters the file's
+  TRUE; AlwaysTrue, written `true`, for a file the index proves all-match): the client's reader filters the file's
   rows with it, and gets exactly the rows the whole filter selects. pyiceberg's own planning (below) sends the
   filter unchanged.
 - Columns of the filter, `select` and `stats-fields` are bound in the schema the request names: the table's
@@ -51,6 +51,7 @@ from indexlib.lookup import LookupResult
 from indexlib.pruning.residuals import file_residuals
 from indexlib.service.filters import RequestFilter
 from indexlib.service.names import TableName, within
+from indexlib.service.vectors import Vectors
 from indexlib.service.wire import Task, Unplannable, residual_text, scan_tasks, task_bytes
 from indexlib.sources.iceberg_deletes import data_file_of
 
@@ -123,6 +124,7 @@ class Planner:
         self._handles: OrderedDict[TableName, IndexHandle] = OrderedDict()
         self._lock = threading.Lock()
         self.index_namespace = tuple(config.index_namespace.split("."))
+        self.vectors = Vectors()  # deletion vectors' blobs, by Puffin file (vectors.py)
 
     def load(self, table: TableName) -> Any:
         """The table as the catalog loads it; NoSuchTableError for a table of the index namespace, by the name the
@@ -179,11 +181,13 @@ class Planner:
 
     def _from_index(self, result: LookupResult, residuals: dict[str, BooleanExpression], unknown: list[str]) -> Plan:
         tasks = []
+        io = result.source.table.io  # type: ignore[union-attr]
         for kept in result.kept_files:
             if kept.file.partition is None:  # the index rows did not carry it: plan as the upstream would
                 raise Unplannable(f"{kept.file.path}: partition unknown")
             task_residual = AlwaysTrue() if kept.all_match else residuals[kept.file.path]
-            tasks.append(Task(data_file_of(kept.file), tuple(d.data_file for d in kept.deletes), task_residual))
+            deletes = self.vectors.resolve(io, kept.file.path, tuple(d.data_file for d in kept.deletes))
+            tasks.append(Task(data_file_of(kept.file), deletes, task_residual))
         metadata = result.source.table.metadata  # type: ignore[union-attr]
         return Plan(tasks, "index", result.files_total, result.source_version, metadata, unknown=unknown)
 
@@ -201,7 +205,7 @@ class Planner:
         scan = loaded.scan(row_filter=pruning.expression, case_sensitive=True, snapshot_id=request.snapshot_id)
         snapshot = scan.snapshot()
         snapshot_id = snapshot.snapshot_id if snapshot else None
-        tasks = _tasks(scan.plan_files(), row_filter.residual)
+        tasks = self._tasks(loaded.io, scan.plan_files(), row_filter.residual)
         return Plan(tasks, "upstream", None, snapshot_id, loaded.metadata, stats, pruning.unknown)
 
     def _incremental(self, table: TableName, request: PlanTableScanRequest, row_filter: RequestFilter) -> Plan:
@@ -219,8 +223,15 @@ class Planner:
             row_filter=pruning.expression,
             case_sensitive=True,
         )
-        tasks = _tasks(scan.plan_files(), row_filter.residual)
+        tasks = self._tasks(loaded.io, scan.plan_files(), row_filter.residual)
         return Plan(tasks, "upstream", None, request.end_snapshot_id, loaded.metadata, stats, pruning.unknown)
+
+    def _tasks(self, io: Any, planned: Any, residual: BooleanExpression) -> list[Task]:
+        """pyiceberg's own tasks, the request's filter as residual (pyiceberg's residuals are bound expressions of
+        the pruning filter; the client's whole filter is always a valid residual)."""
+        tasks: list[FileScanTask] = list(planned)
+        resolve = self.vectors.resolve
+        return [Task(t.file, resolve(io, t.file.file_path, tuple(t.delete_files)), residual) for t in tasks]
 
     def respond(self, table: TableName, plan: Plan) -> PlanCompleted:
         """The `plan` response: the first batch inline, the others as plan tasks for `tasks` (module docstring)."""
@@ -245,7 +256,7 @@ class Planner:
         used = 0
         for task in tasks:
             if id(task.residual) not in residual_bytes:
-                residual_bytes[id(task.residual)] = len(residual_text(task.residual) or "")
+                residual_bytes[id(task.residual)] = len(residual_text(task.residual))
             size = task_bytes(task, residual_bytes[id(task.residual)])
             if chunks[-1] and (len(chunks[-1]) >= most or used + size > budget):
                 chunks.append([])
@@ -266,13 +277,6 @@ def _file_residuals(
     positions = list(result.kept_positions)
     found = file_residuals(residual, binding, state.source.schema, state.aligned.stats, positions, case_sensitive)
     return {state.live_paths[p]: r for p, r in zip(positions, found, strict=True)}
-
-
-def _tasks(planned: Any, residual: BooleanExpression) -> list[Task]:
-    """pyiceberg's own tasks, the request's filter as residual (pyiceberg's residuals are bound expressions of the
-    pruning filter; the client's whole filter is always a valid residual)."""
-    tasks: list[FileScanTask] = list(planned)
-    return [Task(t.file, tuple(t.delete_files), residual) for t in tasks]
 
 
 def binding_schema(metadata: Any, snapshot_id: int | None, use_snapshot_schema: bool) -> Schema:
