@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 STAMP = ".fetched"  # written by `make jars` after Maven copied every jar
-_VERSIONED = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
+_VERSIONED = re.compile(r"^(?P<artifact>.+?)-\d[^_]*\.jar$")  # a version has no "_" (Scala suffixes do)
 CONNECTORS = {  # what each connector needs in spark.jars, by artifact prefix
     "iceberg": ("iceberg-spark-runtime-",),
     "delta": ("delta-spark_", "delta-storage-"),
