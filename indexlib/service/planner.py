@@ -13,7 +13,7 @@ return with a matching row; where the index cannot answer, pyiceberg's own plann
   filter names them by field id in the current schema, which the index and pyiceberg's planning bind to.
 - The index answers a plan of the table's current snapshot (no `snapshot-id`, or the one the index's handle just
   read): the lookup's kept files (files committed after the last build are kept, unindexed), each with its delete
-  files.
+  files; a deletion vector as its blob for that file (vectors.py), on either route.
 - pyiceberg's own planning (`table.scan(...).plan_files()` here, in the service) answers a plan pinned to another
   snapshot, an incremental scan (`start-snapshot-id` / `end-snapshot-id`: `incremental_append_scan`, appends only,
   as pyiceberg and Java's IncrementalAppendScan define it), a request with `stats-fields` (the statistics come
