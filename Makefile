@@ -3,7 +3,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint format bench clean dist
+.PHONY: demo test test-fast lint format bench clean clean-jars dist jars
+
+# The table formats' Spark connectors (jvm/pom.xml), fetched with Maven once into JARS (indexlib/jars.py hands them to
+# Spark as spark.jars). JVM_PROFILES=s3 adds hadoop-aws (s3a://) and its AWS SDK bundle.
+JARS := .jars
+JARS_STAMP := $(JARS)/.fetched
+JVM_PROFILES ?=
+MVN ?= mvn
 
 # `make dist`: what spark-submit ships to executors (README, "Deploying")
 DIST ?= dist
@@ -19,10 +26,23 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# one line when Maven cannot fetch them (no Maven, or the registry cannot be reached); its output is in JARS.log
+$(JARS_STAMP): jvm/pom.xml
+	@command -v $(MVN) >/dev/null || { echo "make jars: no Maven ($(MVN)) on PATH: install it (Debian: apt-get install maven) to fetch the Spark connectors' jars"; exit 1; }
+	@rm -rf $(JARS).tmp && mkdir -p $(JARS).tmp
+	@$(MVN) -B -q -f jvm/pom.xml $(addprefix -P,$(JVM_PROFILES)) dependency:copy-dependencies \
+	  -DoutputDirectory=$(abspath $(JARS).tmp) > $(JARS).log 2>&1 \
+	  || { echo "make jars: Maven could not fetch the Spark connectors' jars (jvm/pom.xml): is the Maven registry reachable? see $(JARS).log"; exit 1; }
+	@rm -rf $(JARS) && mv $(JARS).tmp $(JARS) && touch $(JARS_STAMP)
+
+jars: $(JARS_STAMP)
+
+# the demo needs no connector: without Maven it says so in one line and goes on
 demo: $(STAMP)
+	@$(MAKE) --no-print-directory -s jars || true
 	$(BIN)/skipindex demo --conf conf/local.toml
 
-test: $(STAMP) lint
+test: $(STAMP) $(JARS_STAMP) lint
 	$(BIN)/pytest
 
 # the inner loop: every rule table, no Spark, no long property runs (CI runs everything through `make test`)
@@ -53,7 +73,7 @@ format: $(STAMP)
 
 # A fresh venv (venv-pack packs only venvs made by `venv`/virtualenv and refuses editable installs), the project
 # installed non-editable with the versions the dev venv pins (its `pip freeze` as constraints), packed with venv-pack.
-dist: $(STAMP)
+dist: $(STAMP) $(JARS_STAMP)
 	rm -rf $(PACK_VENV) && mkdir -p $(DIST) $(dir $(PACK_VENV))
 	$(shell command -v $(PYTHON) || echo python3) -m venv $(PACK_VENV)
 	$(BIN)/pip freeze --exclude-editable > $(PACK_VENV).constraints.txt
@@ -63,7 +83,14 @@ dist: $(STAMP)
 	  z = zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED); \
 	  [z.writestr(zipfile.ZipInfo(str(p), (1980, 1, 1, 0, 0, 0)), p.read_bytes()) \
 	   for p in sorted(pathlib.Path('indexlib').rglob('*.py'))]" $(DIST)/skipindex.zip
-	@echo "$(DIST)/skipindex-env.tar.gz (--archives ...#environment) and $(DIST)/skipindex.zip (--py-files) written"
+	rm -rf $(DIST)/jars && mkdir -p $(DIST)/jars
+	$(BIN)/python -c "import shutil, sys; from indexlib.jars import spark_jars; \
+	  [shutil.copy2(j, sys.argv[1]) for j in spark_jars()]" $(DIST)/jars
+	@echo "$(DIST)/skipindex-env.tar.gz (--archives ...#environment), $(DIST)/skipindex.zip (--py-files) and $(DIST)/jars/ (--jars) written"
 
+# the jars stay (a fresh fetch is a few hundred MB): `make clean-jars` removes them
 clean:
 	rm -rf $(VENV) .skipindex build $(DIST)
+
+clean-jars:
+	rm -rf $(JARS) $(JARS).tmp $(JARS).log

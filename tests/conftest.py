@@ -12,23 +12,56 @@ import pytest
 
 from indexlib.config import Config, load_config
 
+# the formats' SQL (Iceberg's ALTER TABLE ... PARTITION FIELD, Delta's DELETE/UPDATE/MERGE/OPTIMIZE) and Delta's
+# catalog, set when `make jars` fetched the connectors (README, "Spark SQL")
+CONNECTOR_CONF = {
+    "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions,"
+    "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
 
 @pytest.fixture(scope="session")
 def spark():
+    """The run's one SparkSession; with the connectors' jars (indexlib/jars.py) when `make jars` fetched them."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    session = (
+    from indexlib.jars import has_connector, spark_jars
+
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName("skipindex-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
     )
+    jars = spark_jars()
+    if jars:
+        builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
+    if has_connector("iceberg", jars) and has_connector("delta", jars):
+        for key, value in CONNECTOR_CONF.items():
+            builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def connectors(spark):
+    """The shared SparkSession with Iceberg's runtime and delta-spark; without their jars the test is skipped (and
+    fails under CI, whose `make test` fetches them: a connector test never passes by not running)."""
+    from indexlib.jars import has_connector, spark_jars
+
+    jars = spark_jars()
+    missing = [name for name in ("iceberg", "delta") if not has_connector(name, jars)]
+    if missing:
+        message = f"no {' and '.join(missing)} connector jars: run `make jars` (jvm/pom.xml)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return spark
 
 
 @pytest.fixture(scope="session")

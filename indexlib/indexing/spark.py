@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from indexlib.jars import spark_jars
+
 if TYPE_CHECKING:
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
@@ -135,6 +137,8 @@ def get_spark(config: Config) -> SparkSession:
         conf.setMaster(config.spark_master)
     for key, value in config.spark_options.items():
         conf.set(key, value)
+    if not submitted and not conf.contains("spark.jars") and (fetched := spark_jars()):
+        conf.set("spark.jars", ",".join(str(j) for j in fetched))  # the connectors `make jars` fetched (jars.py)
     if _JVM.to_log and not submitted:
         _start_logging_jvm(conf)
     return SparkSession.builder.config(conf=conf).getOrCreate()

@@ -4,7 +4,7 @@ return with a matching row; where the index cannot answer, pyiceberg's own plann
 - The request's filter is pruned with as filters.py converts it (the parts neither pyiceberg nor the index can use
   are TRUE, "might match"), and goes back as each task's residual simplified by what the index proves about that
   file (pruning/residuals.py: an IN list keeps the values within the file's bounds, a leaf proven on every row is
-  TRUE; AlwaysTrue, that is none, for a file the index proves all-match): the client's reader filters the file's
+  TRUE; AlwaysTrue, written `true`, for a file the index proves all-match): the client's reader filters the file's
   rows with it, and gets exactly the rows the whole filter selects. pyiceberg's own planning (below) sends the
   filter unchanged.
 - Columns of the filter, `select` and `stats-fields` are bound in the schema the request names: the table's
@@ -13,7 +13,7 @@ return with a matching row; where the index cannot answer, pyiceberg's own plann
   filter names them by field id in the current schema, which the index and pyiceberg's planning bind to.
 - The index answers a plan of the table's current snapshot (no `snapshot-id`, or the one the index's handle just
   read): the lookup's kept files (files committed after the last build are kept, unindexed), each with its delete
-  files.
+  files; a deletion vector as its blob for that file (vectors.py), on either route.
 - pyiceberg's own planning (`table.scan(...).plan_files()` here, in the service) answers a plan pinned to another
   snapshot, an incremental scan (`start-snapshot-id` / `end-snapshot-id`: `incremental_append_scan`, appends only,
   as pyiceberg and Java's IncrementalAppendScan define it), a request with `stats-fields` (the statistics come
@@ -51,6 +51,7 @@ from indexlib.lookup import LookupResult
 from indexlib.pruning.residuals import file_residuals
 from indexlib.service.filters import RequestFilter
 from indexlib.service.names import TableName, within
+from indexlib.service.vectors import Vectors
 from indexlib.service.wire import Task, Unplannable, residual_text, scan_tasks, task_bytes
 from indexlib.sources.iceberg_deletes import data_file_of
 
@@ -80,7 +81,7 @@ class StoredPlan:
     chunks: list[list[Task]]  # the batches' tasks; chunks[0] went out with the plan
     metadata: Any
     stats_fields: frozenset[int]
-    texts: dict[int, str | None]  # the residuals' JSON, by id (each residual written once per plan)
+    texts: dict[int, str]  # the residuals' JSON, by id (each residual written once per plan)
 
     def batch(self, number: int) -> ScanTasks:
         metadata = self.metadata
@@ -126,6 +127,7 @@ class Planner:
         self._handles: OrderedDict[TableName, IndexHandle] = OrderedDict()
         self._lock = threading.Lock()
         self.index_namespace = tuple(config.index_namespace.split("."))
+        self.vectors = Vectors()  # deletion vectors' blobs, by Puffin file (vectors.py)
 
     def load(self, table: TableName) -> Any:
         """The table as the catalog loads it; NoSuchTableError for a table of the index namespace, by the name the
@@ -182,11 +184,13 @@ class Planner:
 
     def _from_index(self, result: LookupResult, residuals: dict[str, BooleanExpression], unknown: list[str]) -> Plan:
         tasks = []
+        io = result.source.table.io  # type: ignore[union-attr]
         for kept in result.kept_files:
             if kept.file.partition is None:  # the index rows did not carry it: plan as the upstream would
                 raise Unplannable(f"{kept.file.path}: partition unknown")
             task_residual = AlwaysTrue() if kept.all_match else residuals[kept.file.path]
-            tasks.append(Task(data_file_of(kept.file), tuple(d.data_file for d in kept.deletes), task_residual))
+            deletes = self.vectors.resolve(io, kept.file.path, tuple(d.data_file for d in kept.deletes))
+            tasks.append(Task(data_file_of(kept.file), deletes, task_residual))
         metadata = result.source.table.metadata  # type: ignore[union-attr]
         return Plan(tasks, "index", result.files_total, result.source_version, metadata, unknown=unknown)
 
@@ -204,7 +208,7 @@ class Planner:
         scan = loaded.scan(row_filter=pruning.expression, case_sensitive=True, snapshot_id=request.snapshot_id)
         snapshot = scan.snapshot()
         snapshot_id = snapshot.snapshot_id if snapshot else None
-        tasks = _tasks(scan.plan_files(), row_filter.residual)
+        tasks = self._tasks(loaded.io, scan.plan_files(), row_filter.residual)
         return Plan(tasks, "upstream", None, snapshot_id, loaded.metadata, stats, pruning.unknown)
 
     def _incremental(self, table: TableName, request: PlanTableScanRequest, row_filter: RequestFilter) -> Plan:
@@ -222,12 +226,19 @@ class Planner:
             row_filter=pruning.expression,
             case_sensitive=True,
         )
-        tasks = _tasks(scan.plan_files(), row_filter.residual)
+        tasks = self._tasks(loaded.io, scan.plan_files(), row_filter.residual)
         return Plan(tasks, "upstream", None, request.end_snapshot_id, loaded.metadata, stats, pruning.unknown)
+
+    def _tasks(self, io: Any, planned: Any, residual: BooleanExpression) -> list[Task]:
+        """pyiceberg's own tasks, the request's filter as residual (pyiceberg's residuals are bound expressions of
+        the pruning filter; the client's whole filter is always a valid residual)."""
+        tasks: list[FileScanTask] = list(planned)
+        resolve = self.vectors.resolve
+        return [Task(t.file, resolve(io, t.file.file_path, tuple(t.delete_files)), residual) for t in tasks]
 
     def respond(self, table: TableName, plan: Plan) -> PlanCompleted:
         """The `plan` response: the first batch inline, the others as plan tasks for `tasks` (module docstring)."""
-        texts: dict[int, str | None] = {}
+        texts: dict[int, str] = {}
         chunks = self._chunks(plan.tasks, texts)
         plan_id = self.store.new_id()  # every completed plan names one (the specification requires it)
         stored = StoredPlan(str(table), chunks, plan.metadata, plan.stats_fields, texts)
@@ -241,7 +252,7 @@ class Planner:
             plan_tasks=[f"{plan_id}:{n}" for n in range(1, len(chunks))],
         )
 
-    def _chunks(self, tasks: list[Task], texts: dict[int, str | None]) -> list[list[Task]]:
+    def _chunks(self, tasks: list[Task], texts: dict[int, str]) -> list[list[Task]]:
         """Batches of at most `tasks_per_batch` tasks and about `max_response_bytes` (a task alone may exceed it);
         `texts` gets each residual's JSON."""
         most, budget = self.config.serve.tasks_per_batch, self.config.serve.max_response_bytes
@@ -250,7 +261,7 @@ class Planner:
         for task in tasks:
             if id(task.residual) not in texts:
                 texts[id(task.residual)] = residual_text(task.residual)
-            size = task_bytes(task, len(texts[id(task.residual)] or ""))
+            size = task_bytes(task, len(texts[id(task.residual)]))
             if chunks[-1] and (len(chunks[-1]) >= most or used + size > budget):
                 chunks.append([])
                 used = 0
@@ -270,13 +281,6 @@ def _file_residuals(
     positions = list(result.kept_positions)
     found = file_residuals(residual, binding, state.source.schema, state.aligned.stats, positions, case_sensitive)
     return {state.live_paths[p]: r for p, r in zip(positions, found, strict=True)}
-
-
-def _tasks(planned: Any, residual: BooleanExpression) -> list[Task]:
-    """pyiceberg's own tasks, the request's filter as residual (pyiceberg's residuals are bound expressions of the
-    pruning filter; the client's whole filter is always a valid residual)."""
-    tasks: list[FileScanTask] = list(planned)
-    return [Task(t.file, tuple(t.delete_files), residual) for t in tasks]
 
 
 def binding_schema(metadata: Any, snapshot_id: int | None, use_snapshot_schema: bool) -> Schema:

@@ -12,10 +12,15 @@ specification's enum spells it (pyiceberg reads either case).
 
 A residual is written once per response, however many tasks carry it (`Written`): its JSON is made once and spliced
 into the response text, so a response costs the time of copying its bytes, not of serialising the filter per task.
-`AlwaysTrue` (a file proven all-match) is left out. It is never left out otherwise: the specification lets a client
+Every task carries its residual, `AlwaysTrue` (a file proven all-match) as the JSON `true` (the form Iceberg Java's
+`ExpressionParser` writes and pyiceberg reads as AlwaysTrue). None is left out: the specification lets a client
 whose task has none use its original filter, but pyiceberg 0.12 reads a missing residual as AlwaysTrue (its
 `count()` then takes the file's record count as its rows) and Iceberg Java's `RESTFileScanTaskParser` builds its
-`ResidualEvaluator` on null.
+`ResidualEvaluator` on null, which fails when Spark opens the file (a NullPointerException in its reader).
+
+A deletion vector (a Puffin delete file of a format-version-3 table) is written with `referenced-data-file`,
+`content-offset` and `content-size-in-bytes`, as vectors.py reads them from the file's footer: one delete-file
+entry per vector, however many vectors share the Puffin file.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from pyiceberg.catalog.rest.scan_planning import (
 )
 from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
-from pyiceberg.manifest import DataFile, DataFileContent
+from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.utils.datetime import (
@@ -105,21 +110,41 @@ def spliced(text: str, residuals: Iterable[Written]) -> str:
     return _WRITTEN.sub(lambda m: by_placeholder.get(m.group(0), m.group(0)), text)
 
 
-def residual_text(residual: BooleanExpression) -> str | None:
-    """The residual's JSON, or None for AlwaysTrue (left out: the file is all-match)."""
+def residual_text(residual: BooleanExpression) -> str:
+    """The residual's JSON; AlwaysTrue (the file is all-match) as `true` (module docstring)."""
     if residual == AlwaysTrue():
-        return None
+        return "true"
     if isinstance(residual, Opaque):
         return json.dumps(residual.raw)
     return residual.model_dump_json(serialize_as_any=True)
 
 
 @dataclass(frozen=True)
+class VectorRef:
+    """A deletion vector: one blob of a Puffin delete file, for one data file (vectors.py finds it)."""
+
+    delete: DataFile  # the Puffin file's manifest entry (pyiceberg 0.12 reads none of the fields below from it)
+    referenced_data_file: str
+    content_offset: int
+    content_size_in_bytes: int
+    cardinality: int  # the rows it deletes: the entry's record count
+
+    @property
+    def file_path(self) -> str:
+        return self.delete.file_path
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.delete.file_path, self.referenced_data_file
+
+
+@dataclass(frozen=True)
 class Task:
-    """One file scan task before it is put on the wire: the data file, its delete files, the residual filter."""
+    """One file scan task before it is put on the wire: the data file, its delete files (a deletion vector as the
+    blob for this file), the residual filter."""
 
     data_file: DataFile
-    deletes: tuple[DataFile, ...]
+    deletes: tuple[DataFile | VectorRef, ...]
     residual: BooleanExpression
 
 
@@ -204,17 +229,23 @@ def _statistics(data: DataFile, schema: Schema, stats_fields: frozenset[int]) ->
     return found
 
 
-def delete_file(delete: DataFile, specs: dict[int, PartitionSpec], schema: Schema) -> RESTDeleteFile:
+def delete_file(delete: DataFile | VectorRef, specs: dict[int, PartitionSpec], schema: Schema) -> RESTDeleteFile:
+    """A delete file; a deletion vector with the three fields a reader finds its blob by (vectors.py). A Puffin file
+    without them is refused: Iceberg Java cannot read a vector it has no offset for."""
+    if isinstance(delete, VectorRef):
+        common = {**_common(delete.delete, specs, schema), "record_count": delete.cardinality}
+        return _PositionDeleteFile(
+            **common,
+            referenced_data_file=delete.referenced_data_file,
+            content_offset=delete.content_offset,
+            content_size_in_bytes=delete.content_size_in_bytes,
+        )
+    if delete.file_format == FileFormat.PUFFIN:
+        raise Unplannable(f"{delete.file_path}: a deletion vector without its blob's offset (vectors.py)")
     common = _common(delete, specs, schema)
     if delete.content == DataFileContent.EQUALITY_DELETES:
         return _EqualityDeleteFile(**common, equality_ids=list(delete.equality_ids or []) or None)
-    return _PositionDeleteFile(
-        **common,
-        # pyiceberg 0.12's DataFile record has no v3 fields (referenced file, deletion-vector offsets)
-        referenced_data_file=getattr(delete, "referenced_data_file", None),
-        content_offset=getattr(delete, "content_offset", None),
-        content_size_in_bytes=getattr(delete, "content_size_in_bytes", None),
-    )
+    return _PositionDeleteFile(**common)
 
 
 def scan_tasks(
@@ -223,26 +254,26 @@ def scan_tasks(
     schema: Schema,
     plan_tasks: Sequence[str] = (),
     stats_fields: frozenset[int] = frozenset(),
-    texts: dict[int, str | None] | None = None,
+    texts: dict[int, str] | None = None,
 ) -> ScanTasks:
     """One batch: its file scan tasks, each naming its delete files by position in the batch's own `delete-files`
     list (a delete file shared by several tasks is listed once), and tokens of further batches. Each distinct
-    residual is written once (`Written`, module docstring; `texts`: residual JSON already made, by id); AlwaysTrue
-    is left out."""
+    residual is written once (`Written`, module docstring; `texts`: residual JSON already made, by id)."""
     deletes: list[RESTDeleteFile] = []
-    position: dict[str, int] = {}
-    written: dict[int, Written | None] = {}
+    position: dict[tuple[str, str], int] = {}
+    written: dict[int, Written] = {}
     file_tasks = []
     for task in tasks:
         references = []
         for delete in sorted(task.deletes, key=lambda d: d.file_path):
-            if delete.file_path not in position:
-                position[delete.file_path] = len(deletes)
+            key = delete.key if isinstance(delete, VectorRef) else (delete.file_path, "")  # a vector: per blob
+            if key not in position:
+                position[key] = len(deletes)
                 deletes.append(delete_file(delete, specs, schema))
-            references.append(position[delete.file_path])
+            references.append(position[key])
         if id(task.residual) not in written:
             text = texts[id(task.residual)] if texts and id(task.residual) in texts else residual_text(task.residual)
-            written[id(task.residual)] = None if text is None else Written(text=text)
+            written[id(task.residual)] = Written(text=text)
         file_tasks.append(
             RESTFileScanTask(
                 data_file=data_file(task.data_file, specs, schema, stats_fields),

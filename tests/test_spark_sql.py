@@ -1,0 +1,265 @@
+"""Spark SQL planned by the index through `skipindex serve` (README, "Spark SQL"; docs/spark-sql.md). The Spark
+catalog `served` knows the service's address and token and nothing else; Iceberg's Spark runtime plans its scans
+with `POST .../plan` (server-side planning) and reads the files the answer names. The tables were written and
+changed by Spark itself through `test`, Iceberg's JdbcCatalog over the same SQLite catalog the service reads:
+INSERT, merge-on-read DELETE / UPDATE / MERGE (position delete files on format version 2, deletion vectors on 3),
+partition and schema evolution, commits after the index's build. Spark's own read of the same snapshot through
+`test` (client-side planning) is the oracle for rows; for the files, the index's lookup of the filter Spark pushed:
+the data files in Spark's physical plan are exactly the files the index kept.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from iceberg_tables import FLOATS, WORDS, predicate
+from test_serve import TOKEN, Serve, served_catalog
+
+from indexlib.handle import IndexHandle
+from indexlib.indexing.build import build_index
+from indexlib.service.filters import RequestFilter
+
+pytestmark = pytest.mark.servers
+
+WRITER, SERVED = "test", "served"  # the writer's name is the SQLite catalog's (served_catalog): its rows' catalog_name
+MERGE_ON_READ = (
+    "'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read'"
+)
+
+
+def _values(words: list[Any]) -> str:
+    return ", ".join("NULL" if w is None else repr(w) for w in words)
+
+
+def batch_sql(start: int, rows: int, g: str, name: str = "s") -> str:
+    """iceberg_tables.batch's rows in Spark SQL: the columns and value sets the drawn predicates range over."""
+    return (
+        f"SELECT id, CAST({g} AS INT) AS g, CAST(CASE WHEN id % 5 = 0 THEN NULL ELSE id % 11 END AS INT) AS k, "
+        f"CAST(element_at(array({_values(FLOATS)}), CAST(id % 6 + 1 AS INT)) AS FLOAT) AS f, "
+        f"element_at(array({_values(WORDS)}), CAST(id % 6 + 1 AS INT)) AS {name} "
+        f"FROM range({start}, {start + rows})"
+    )
+
+
+def configure(spark: Any, catalog: str, properties: dict[str, str]) -> None:
+    """A Spark catalog, configured on the running session (Spark makes a catalog when a query first names it)."""
+    for key, value in properties.items():
+        spark.conf.set(f"spark.sql.catalog.{catalog}{'.' + key if key else ''}", value)
+
+
+@dataclass
+class Lake:
+    config: Any
+    catalog: Any
+    server: Serve
+    snapshots: dict[str, int]  # the history's named snapshots of db.t
+
+
+def write_history(spark: Any, config: Any) -> dict[str, int]:
+    """db.t (format version 2) and db.v3 (format version 3, deletion vectors), written and changed by Spark; both
+    indexed half-way (the project's build, here without Spark: the tables are small), then changed again (files
+    and deletes the index has not seen)."""
+    snapshots = {}
+
+    def current(table: str) -> int:
+        return spark.sql(
+            f"SELECT snapshot_id FROM {WRITER}.{table}.snapshots ORDER BY committed_at DESC LIMIT 1"
+        ).first()[0]
+
+    def insert(table: str, query: str, files: int = 1) -> None:  # one data file per id range (and partition)
+        spark.sql(query).repartitionByRange(files, "id").writeTo(f"{WRITER}.{table}").append()
+
+    spark.sql(
+        f"CREATE TABLE {WRITER}.db.t (id BIGINT, g INT, k INT, f FLOAT, s STRING) USING iceberg "
+        f"TBLPROPERTIES ('format-version'='2', {MERGE_ON_READ})"
+    )
+    insert("db.t", batch_sql(0, 300, "id DIV 100 % 2"), files=3)
+    spark.sql(f"DELETE FROM {WRITER}.db.t WHERE id < 10 OR id = 150")  # position delete files
+    snapshots["deleted"] = current("db.t")
+    spark.sql(f"ALTER TABLE {WRITER}.db.t ADD PARTITION FIELD g")  # partition evolution
+    insert("db.t", batch_sql(300, 200, "id % 3"), files=2)
+    snapshots["partitioned"] = current("db.t")
+    spark.sql(f"ALTER TABLE {WRITER}.db.t RENAME COLUMN s TO name")  # schema evolution: rename, promotions
+    spark.sql(f"ALTER TABLE {WRITER}.db.t ALTER COLUMN k TYPE BIGINT")
+    spark.sql(f"ALTER TABLE {WRITER}.db.t ALTER COLUMN f TYPE DOUBLE")
+    spark.sql(f"UPDATE {WRITER}.db.t SET k = k + 1, name = 'ab' WHERE id % 7 = 0")
+    spark.sql(
+        f"MERGE INTO {WRITER}.db.t AS t USING ({batch_sql(390, 30, 'id % 2', 'name')}) AS u ON t.id = u.id "
+        "WHEN MATCHED AND u.id % 2 = 0 THEN DELETE WHEN MATCHED THEN UPDATE SET t.k = -1 "
+        "WHEN NOT MATCHED THEN INSERT *"
+    )
+    spark.sql(
+        f"CREATE TABLE {WRITER}.db.v3 (id BIGINT, g INT, k INT, f FLOAT, name STRING) USING iceberg "
+        f"PARTITIONED BY (g) TBLPROPERTIES ('format-version'='3', {MERGE_ON_READ})"
+    )
+    insert("db.v3", batch_sql(0, 300, "id % 2", "name"), files=3)
+    spark.sql(f"DELETE FROM {WRITER}.db.v3 WHERE id % 10 = 3")  # deletion vectors
+    spark.sql(f"UPDATE {WRITER}.db.v3 SET name = 'zz' WHERE id % 10 = 4")
+    for table in ("db.t", "db.v3"):
+        build_index(config, table)
+    insert("db.t", batch_sql(500, 30, "id % 2", "name"))  # after the build: unindexed, and new deletes
+    spark.sql(f"DELETE FROM {WRITER}.db.t WHERE id IN (105, 305, 505)")
+    spark.sql(f"DELETE FROM {WRITER}.db.v3 WHERE id % 10 = 5")
+    snapshots["last"] = current("db.t")
+    return snapshots
+
+
+@pytest.fixture(scope="module")
+def lake(connectors, tmp_path_factory) -> Lake:
+    spark = connectors
+    root = tmp_path_factory.mktemp("spark-sql")
+    # two tasks a batch: Spark's client fetches the plans' further batches (`POST .../tasks`)
+    conf, config, catalog = served_catalog(root, "[serve]\ntasks_per_batch = 2\n")
+    configure(
+        spark,
+        WRITER,
+        {
+            "": "org.apache.iceberg.spark.SparkCatalog",
+            "type": "jdbc",
+            "uri": f"jdbc:sqlite:{root / 'catalog.db'}",
+            "warehouse": f"file:{root / 'warehouse'}",
+        },
+    )
+    snapshots = write_history(spark, config)
+    server = Serve(conf).start()
+    # everything Spark knows of the service (README, "Spark SQL")
+    served = {"": "org.apache.iceberg.spark.SparkCatalog", "type": "rest", "uri": server.url, "token": TOKEN}
+    configure(spark, SERVED, {**served, "scan-planning-mode": "server"})
+    yield Lake(config, catalog, server, snapshots)
+    server.stop()
+
+
+def rows(df: Any) -> Counter:
+    return Counter(tuple(row) for row in df.collect())
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """What the Iceberg scan in a DataFrame's physical plan reads: its data files (what its tasks open) and the
+    filter it pushed into Iceberg's planning (the `filter` of its plan request), as Iceberg's JSON."""
+
+    files: set[str]
+    filter: Any
+
+
+def _call_hidden(spark: Any, target: Any, name: str) -> Any:
+    """`target.name()` for a method of a package-private Iceberg class (py4j calls only public classes' methods)."""
+    jvm, gateway = spark._jvm, spark.sparkContext._gateway
+    cls = target.getClass()
+    while cls is not None:
+        if any(m.getName() == name and m.getParameterCount() == 0 for m in cls.getDeclaredMethods()):
+            method = cls.getDeclaredMethod(name, gateway.new_array(jvm.java.lang.Class, 0))
+            method.setAccessible(True)
+            return method.invoke(target, gateway.new_array(jvm.java.lang.Object, 0))
+        cls = cls.getSuperclass()
+    raise AssertionError(f"{target.getClass().getName()} has no method {name}")
+
+
+def scanned(df: Any) -> Scanned | None:
+    """The DataFrame's one Iceberg scan (its `collect()` reuses the plan: one plan request); None when Spark's
+    optimizer left no scan (it proved the filter FALSE)."""
+    spark = df.sparkSession
+    expressions = spark._jvm.org.apache.iceberg.expressions
+    found = []
+    leaves = df._jdf.queryExecution().executedPlan().collectLeaves().iterator()
+    while leaves.hasNext():
+        leaf = leaves.next()
+        if leaf.getClass().getSimpleName() == "LocalTableScanExec":
+            continue
+        assert leaf.getClass().getSimpleName() == "BatchScanExec", leaf.toString()
+        files = set()
+        partitions = leaf.inputPartitions().iterator()
+        while partitions.hasNext():
+            tasks = _call_hidden(spark, partitions.next(), "taskGroup").tasks().iterator()
+            while tasks.hasNext():
+                files.add(tasks.next().file().location())
+        pushed = _call_hidden(spark, leaf.scan(), "filter")  # SparkScan.filter(): the filters, AND-ed
+        found.append(Scanned(files, json.loads(expressions.ExpressionParser.toJson(pushed))))
+    assert len(found) <= 1, "one Iceberg scan"
+    return found[0] if found else None
+
+
+def index_kept(lake: Lake, table: str, pushed: Any) -> Any:
+    """The index's lookup of the filter Spark pushed, converted as the service converts a plan's filter."""
+    handle = IndexHandle.for_iceberg(lake.catalog.load_table(table))
+    schema = handle.current().source.schema
+    expression = RequestFilter.parse(pushed).pruning(schema, schema, case_sensitive=False).expression
+    return handle.lookup(expression, case_sensitive=False)
+
+
+def plans(server: Serve) -> dict[str, int]:
+    request = urllib.request.Request(f"{server.url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        text = response.read().decode()
+    found = {}
+    for line in text.splitlines():
+        if line.startswith("skipindex_plans_total{"):
+            route = line.split('"')[1]
+            found[route] = int(line.rsplit(" ", 1)[1])
+    return found
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(table=st.sampled_from(["db.t", "db.v3"]), drawn=predicate())
+def test_spark_sql_through_the_service_reads_the_rows_and_files_the_index_keeps(lake, connectors, table, drawn):
+    spark, (where, _) = connectors, drawn
+    before = plans(lake.server).get("index", 0)
+    served = spark.sql(f"SELECT * FROM {SERVED}.{table} WHERE {where}")
+    seen = scanned(served)
+    got = rows(served)
+    own = spark.sql(f"SELECT *, _file FROM {WRITER}.{table} WHERE {where}").collect()
+    assert got == Counter(tuple(row)[:-1] for row in own), (
+        f"Spark SQL planned by the service returns the rows of Spark's own planning: {where}"
+    )
+    if seen is None:  # Spark proved the filter FALSE and planned no scan
+        return
+    assert plans(lake.server).get("index", 0) > before, "the current snapshot is planned by the index"
+    kept = index_kept(lake, table, seen.filter)
+    assert seen.files == set(kept.files), f"Spark's scan opens exactly the files the index kept for {seen.filter}"
+    assert {row[-1] for row in own} <= seen.files, f"every file holding a row matching {where} is read"
+
+
+@pytest.mark.parametrize(
+    "snapshot, where",
+    [
+        ("deleted", "s IS NULL OR k = 3"),
+        ("partitioned", "g = 1 AND id > 300 OR id IN (5, 150, 333)"),
+    ],
+)
+def test_version_as_of_reads_that_snapshot(lake, connectors, snapshot, where):
+    spark = connectors
+    query = f"SELECT * FROM {{}}.db.t VERSION AS OF {lake.snapshots[snapshot]} WHERE {where}"
+    before = plans(lake.server).get("upstream", 0)
+    assert rows(spark.sql(query.format(SERVED))) == rows(spark.sql(query.format(WRITER))), (
+        f"VERSION AS OF {snapshot}: the rows of that snapshot, in its own schema ({where})"
+    )
+    assert plans(lake.server).get("upstream", 0) > before, "an older snapshot is planned by pyiceberg's planning"
+
+
+def test_the_index_prunes_what_spark_planning_cannot(lake, connectors):
+    """Equality on a column whose value lies inside other files' ranges (the UPDATE's files hold every 7th id of the
+    table): Spark's own planning reads every file whose range holds it; the index's Bloom filters drop the indexed
+    files that do not hold it. It keeps the files committed after its build (unindexed), which Spark's own planning
+    may prune by their ranges."""
+    spark, where = connectors, "id = 55"
+    own = scanned(spark.sql(f"SELECT * FROM {WRITER}.db.t WHERE {where}"))
+    served = scanned(spark.sql(f"SELECT * FROM {SERVED}.db.t WHERE {where}"))
+    assert own is not None and served is not None
+    kept = IndexHandle.for_iceberg(lake.catalog.load_table("db.t")).lookup(where)
+    assert own.files - served.files, f"the index drops files Spark's own planning reads for {where}"
+    assert len(served.files - own.files) <= kept.files_unindexed, "no indexed file Spark's planning skips is read"
+
+
+def test_deletion_vectors_reach_spark(lake, connectors):
+    spark = connectors
+    deleted = rows(spark.sql(f"SELECT id FROM {SERVED}.db.v3 WHERE id % 10 IN (3, 5)"))
+    assert deleted == Counter(), "rows deleted by deletion vectors stay deleted through the service"
+    updated = rows(spark.sql(f"SELECT name FROM {SERVED}.db.v3 WHERE id % 10 = 4"))
+    assert updated == Counter({("zz",): 30}), "UPDATE's new rows, and not the old ones"
