@@ -477,7 +477,7 @@ class _PyicebergFiles(DataSource):
 class _PyicebergReader(DataSourceReader):
     def __init__(self, payload: _ReadPayload, schema: StructType) -> None:
         self.payload = payload
-        self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
+        self.arrow_schema = to_arrow_schema(schema)  # timestamp_utc: Spark TIMESTAMP as tz=UTC
 
     def partitions(self) -> list[InputPartition]:
         return [InputPartition(group) for group in self.payload.groups]
@@ -559,7 +559,7 @@ class _RowGroupFiles(DataSource):
 class _RowGroupReader(DataSourceReader):
     def __init__(self, payload: _PartsPayload, schema: StructType) -> None:
         self.payload = payload
-        self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
+        self.arrow_schema = to_arrow_schema(schema)  # timestamp_utc: Spark TIMESTAMP as tz=UTC
 
     def partitions(self) -> list[InputPartition]:
         return [InputPartition(group) for group in self.payload.groups]
