@@ -1,9 +1,11 @@
 """Which kept files an engine may filter inside its own Parquet reader without losing rows that hold NaN.
 
-DuckDB's `read_parquet` and Spark's Parquet reader skip row groups by the min/max statistics of the file's footer,
-and DuckDB also folds a filter it can decide from them; Parquet writers leave NaN out of those statistics. So a row
-group of [1.0, NaN, 2.0] is skipped for `x > 4` and for `isnan(x)`, though in both engines' SQL NaN is greater than
-every number and equal to itself: the rows are lost (plain Spark and DuckDB over the same file lose them too).
+DuckDB's `read_parquet`, Spark's Parquet reader and pyarrow's (which pyiceberg pushes its filter into) skip row groups
+by the min/max statistics of the file's footer, and DuckDB and pyarrow also fold a filter they can decide from them;
+Parquet writers leave NaN out of those statistics. So a row group of [1.0, NaN, 2.0] is skipped for `x > 4`, and
+one of [NaN, 0.0, -0.0] reads as `x = 0` and loses its NaN row to `isnan(x)` and `x != 0`, though in every engine's
+SQL NaN is greater than every number, equal to itself and not equal to 0: the rows are lost (plain Spark, DuckDB and
+pyiceberg over the same file lose them too).
 
 The index counts NaN per file (`nan_count`; NaN never enters a bound). A scan pushes its filter into an engine's
 Parquet reader only for files where every floating-point column the WHERE names was counted with no NaN; it reads
@@ -43,7 +45,11 @@ def floating_columns_named(result: LookupResult, dialect: str | None) -> list[Bo
 
 def nan_prone(result: LookupResult, dialect: str | None) -> frozenset[str]:
     """The kept files that may hold NaN in a floating-point column the WHERE names: read them unfiltered."""
-    columns = floating_columns_named(result, dialect)
+    return files_with_nan(result, floating_columns_named(result, dialect))
+
+
+def files_with_nan(result: LookupResult, columns: list[BoundColumn]) -> frozenset[str]:
+    """The kept files that may hold NaN in one of `columns` (floating-point columns of the table)."""
     kept = [k.file.path for k in result.kept_files]
     if not columns or not kept:
         return frozenset()

@@ -25,6 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 from pyiceberg import expressions as ice
+from pyiceberg.expressions.visitors import bind, extract_field_ids
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.table import FileScanTask
 from pyiceberg.types import DoubleType, FloatType
@@ -33,7 +34,8 @@ from indexlib.errors import UserError
 from indexlib.handle import IndexHandle
 from indexlib.lookup import LookupResult
 from indexlib.pruning.iceberg_filter import to_iceberg_filter, to_strict_iceberg_filter
-from indexlib.query.model import Expr
+from indexlib.query.model import BoundColumn, Expr
+from indexlib.scans.pushdown import files_with_nan
 from indexlib.scans.row_groups import RowGroupScan, task_of
 from indexlib.sources.iceberg import IcebergSource
 
@@ -86,10 +88,8 @@ def sql_semantics(expr: ice.BooleanExpression, floating: set[str]) -> ice.Boolea
       leaf must be FALSE on NULL. pyiceberg reads a negative leaf (`!=`, NOT IN, NOT STARTS WITH, NOT isnan) as TRUE
       on NULL, and on a file without the column (added since) as TRUE for every row: each gets `IS NOT NULL`.
     - NaN is greater than every number and equal to itself in SQL (Spark, DuckDB), and unordered in pyiceberg's
-      comparisons (IEEE): `c > v` and `c >= v` on a FLOAT / DOUBLE column also hold for NaN. `!=` and NOT IN hold for
-      NaN in both, but pyarrow pushes the filter into its Parquet read, whose statistics leave NaN out (a row group
-      of 0.0 and NaN reads as all 0.0, and `!= -0.0` skips it: found by tests/test_scan_rows.py after position
-      deletes): both also get `OR isnan`. `<`, `<=` and `=` agree on NaN (the binder refuses NaN literals).
+      comparisons (IEEE): `c > v` and `c >= v` on a FLOAT / DOUBLE column also hold for NaN. `<`, `<=`, `=` and `!=`
+      agree on NaN already (the binder refuses NaN literals).
     - -0.0 equals 0.0 in SQL and in pyarrow's comparisons, but not in pyarrow's `is_in`, which pyiceberg's IN and
       NOT IN use (it hashes the bits): a set holding zero also matches the other zero by an `=` (`!=` for NOT IN)."""
     if isinstance(expr, ice.And):
@@ -103,8 +103,6 @@ def sql_semantics(expr: ice.BooleanExpression, floating: set[str]) -> ice.Boolea
         return ice.Or(expr, ice.EqualTo(expr.term.name, 0.0))
     if isinstance(expr, _NEGATIVE):
         leaf = ice.And(expr, ice.NotEqualTo(expr.term.name, 0.0)) if zero else expr
-        if isinstance(expr, ice.NotEqualTo | ice.NotIn) and expr.term.name in floating:
-            leaf = ice.Or(leaf, ice.IsNaN(expr.term.name))  # SQL: NaN != v; stats without NaN skip its row group
         return ice.And(ice.NotNull(expr.term.name), leaf)
     if isinstance(expr, _ABOVE) and expr.term.name in floating:
         return ice.Or(expr, ice.IsNaN(expr.term.name))
@@ -133,6 +131,18 @@ class IndexedScan:
         self.table = result.source.table  # the metadata the lookup loaded: the scan stays at that snapshot
         self.row_filter = pyiceberg_filter if pyiceberg_filter is not None else row_filter(result)
         self.selected_fields = selected_fields
+        self.nan_files = files_with_nan(result, self._floating_columns())
+
+    def _floating_columns(self) -> list[BoundColumn]:
+        """The FLOAT and DOUBLE columns the row filter names: kept files that may hold NaN in one are filtered in
+        memory, not by pyarrow's Parquet read (scans/row_groups.py)."""
+        schema = self.table.metadata.schema()
+        named = extract_field_ids(bind(schema, self.row_filter, case_sensitive=True))
+        return [
+            BoundColumn(field_id, schema.find_column_name(field_id), schema.find_type(field_id))
+            for field_id in sorted(named)
+            if isinstance(schema.find_type(field_id), (FloatType, DoubleType))
+        ]
 
     def projection(self) -> Any:
         schema = self.table.metadata.schema()
@@ -141,7 +151,8 @@ class IndexedScan:
     def plan_files(self) -> list[FileScanTask]:
         """One task per kept file, reading only its kept row groups (`scans.row_groups`)."""
         return [
-            task_of(kept, ice.AlwaysTrue() if kept.all_match else self.row_filter) for kept in self.result.kept_files
+            task_of(kept, ice.AlwaysTrue() if kept.all_match else self.row_filter, kept.file.path in self.nan_files)
+            for kept in self.result.kept_files
         ]
 
     def _reads(self, tasks: list[FileScanTask]) -> list[tuple[RowGroupScan, list[FileScanTask]]]:

@@ -11,6 +11,13 @@ groups in its own order (`set(row_groups)`'s, not ascending), and the footer's r
 first batch is handed out, the read checks that the fragment pyiceberg scanned was the limited one, and the deletes
 refuse to be read before it was made: if a pyiceberg version read otherwise, it fails rather than apply positions of
 one read to another. tests/test_row_group_scans.py pins the rows against pyiceberg's own whole-file read.
+
+pyiceberg pushes its filter into pyarrow's Parquet scan unless the file has position deletes; pyarrow then skips row
+groups, and folds the filter, by footer statistics that leave NaN out (a row group of [NaN, 0.0, -0.0] reads as
+`x = 0`, so `isnan(x)` and `x != 0` drop its NaN row; scans/pushdown.py). A task marked `nan_prone` whose filter
+names a FLOAT or DOUBLE column is therefore read the way pyiceberg reads a file with position deletes: unfiltered,
+the filter applied to each batch in memory, where no statistics are consulted (`RowGroupScan` hands pyiceberg an
+empty position list to take that path). tests/test_scan_rules.py holds the row group that breaks without it.
 """
 
 from __future__ import annotations
@@ -23,9 +30,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.expressions.visitors import extract_field_ids
 from pyiceberg.io import pyarrow as pyiceberg_arrow
 from pyiceberg.io.pyarrow import ArrowScan
 from pyiceberg.table import FileScanTask
+from pyiceberg.types import DoubleType, FloatType
 
 from indexlib.sources.base import KeptFile
 from indexlib.sources.iceberg_deletes import data_file_of
@@ -44,7 +53,8 @@ ALWAYS_TRUE = AlwaysTrue()
 
 
 class RowGroupTask(FileScanTask):
-    """A pyiceberg `FileScanTask` that reads only `row_groups` of its data file (None: every one)."""
+    """A pyiceberg `FileScanTask` that reads only `row_groups` of its data file (None: every one). `nan_prone`: the
+    file may hold NaN in a column the filter names (scans/pushdown.py; unknown means prone)."""
 
     def __init__(
         self,
@@ -52,14 +62,17 @@ class RowGroupTask(FileScanTask):
         delete_files: set[Any] | None = None,
         residual: BooleanExpression = ALWAYS_TRUE,
         row_groups: tuple[int, ...] | None = None,
+        nan_prone: bool = True,
     ) -> None:
         super().__init__(data_file, delete_files, residual)
         self.row_groups = row_groups
+        self.nan_prone = nan_prone
 
 
-def task_of(kept: KeptFile, residual: BooleanExpression = ALWAYS_TRUE) -> RowGroupTask:
+def task_of(kept: KeptFile, residual: BooleanExpression = ALWAYS_TRUE, nan_prone: bool = True) -> RowGroupTask:
     """The task reading a kept file's kept row groups with its delete files."""
-    return RowGroupTask(data_file_of(kept.file), {d.data_file for d in kept.deletes}, residual, selected(kept))
+    files = {d.data_file for d in kept.deletes}
+    return RowGroupTask(data_file_of(kept.file), files, residual, selected(kept), nan_prone)
 
 
 def shift_positions(positions: np.ndarray, rows: list[int], order: list[int]) -> np.ndarray:
@@ -74,20 +87,25 @@ def shift_positions(positions: np.ndarray, rows: list[int], order: list[int]) ->
     return np.sort(np.concatenate(shifted)) if shifted else np.empty(0, np.int64)
 
 
+NO_POSITIONS = pa.chunked_array([], pa.int64())  # position deletes that delete nothing: the filter applied in memory
+
+
 class _ShiftedDeletes:
     """The positional deletes handed to pyiceberg for a file read in part: known only once its fragment is made
     (pyarrow reads the row groups of a fragment in its own order, not the one given), filled then; read before,
-    it fails rather than let pyiceberg apply positions of another order."""
+    it fails rather than let pyiceberg apply positions of another order. `in_memory`: hand pyiceberg a list even
+    when no position is left, so that it filters in memory (module docstring)."""
 
-    def __init__(self, deletes: list[pa.ChunkedArray]) -> None:
-        self._positions = np.concatenate([np.asarray(d.to_numpy(), np.int64) for d in deletes])
+    def __init__(self, deletes: list[pa.ChunkedArray], in_memory: bool) -> None:
+        self._positions = np.concatenate([np.asarray(d.to_numpy(), np.int64) for d in [NO_POSITIONS, *deletes]])
+        self._in_memory = in_memory
         self._arrays: list[pa.ChunkedArray] | None = None
 
     def fill(self, fragment: Any) -> None:
         metadata = fragment.metadata
         rows = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
         kept = shift_positions(self._positions, rows, [rg.id for rg in fragment.row_groups])
-        self._arrays = [pa.chunked_array([pa.array(kept, pa.int64())])] if len(kept) else []
+        self._arrays = [pa.chunked_array([pa.array(kept, pa.int64())])] if len(kept) or self._in_memory else []
 
     def _filled(self) -> list[pa.ChunkedArray]:
         if self._arrays is None:
@@ -135,22 +153,31 @@ def _limited_reader(groups: tuple[int, ...], made: list[Any], deletes: _ShiftedD
 
 class RowGroupScan(ArrowScan):
     """pyiceberg's `ArrowScan`, reading a `RowGroupTask` with `row_groups` set from those row groups alone; other
-    tasks as `ArrowScan` does. Used without `limit`."""
+    tasks as `ArrowScan` does. A task that is `nan_prone` (any task not a `RowGroupTask`) is filtered in memory when
+    the filter names a FLOAT or DOUBLE column (module docstring). Used without `limit`."""
 
     def _record_batches_from_scan_tasks_and_deletes(
         self, tasks: Iterable[FileScanTask], deletes_per_file: dict[str, list[pa.ChunkedArray]]
     ) -> Iterator[pa.RecordBatch]:
+        schema = self._table_metadata.schema()
+        floating = any(
+            isinstance(schema.find_type(field_id), (FloatType, DoubleType))
+            for field_id in extract_field_ids(self._bound_row_filter)
+        )
         for task in tasks:
+            in_memory = floating and getattr(task, "nan_prone", True)
+            deletes = deletes_per_file.get(task.file.file_path)
             groups = getattr(task, "row_groups", None)
             if groups is None:
-                yield from super()._record_batches_from_scan_tasks_and_deletes([task], deletes_per_file)
+                given = {task.file.file_path: deletes or [NO_POSITIONS]} if in_memory else deletes_per_file
+                yield from super()._record_batches_from_scan_tasks_and_deletes([task], given)
             else:
-                yield from self._row_groups(task, groups, deletes_per_file.get(task.file.file_path))
+                yield from self._row_groups(task, groups, deletes, in_memory)
 
     def _row_groups(
-        self, task: FileScanTask, groups: tuple[int, ...], deletes: list[pa.ChunkedArray] | None
+        self, task: FileScanTask, groups: tuple[int, ...], deletes: list[pa.ChunkedArray] | None, in_memory: bool
     ) -> Iterator[pa.RecordBatch]:
-        shifted = _ShiftedDeletes(deletes) if deletes else None
+        shifted = _ShiftedDeletes(deletes or [], in_memory) if deletes or in_memory else None
         made: list[Any] = []
         metadata = self._table_metadata
         batches = _limited_reader(groups, made, shifted)(

@@ -127,8 +127,9 @@ def from_lookup(
     schema = _spark_schema(result)
     condition = where_sql(result, dialect, clock, "spark")
     frames = []
-    for read in plan(result, nan_prone(result, dialect)):
-        frame = _read(spark, result, read, schema)
+    nan_files = nan_prone(result, dialect)
+    for read in plan(result, nan_files):
+        frame = _read(spark, result, read, schema, nan_files)
         frames.append(frame.filter(condition) if read.filtered else frame)
     if not frames:
         return spark.createDataFrame([], schema)
@@ -147,9 +148,11 @@ def _spark_schema(result: LookupResult) -> StructType:
         raise UserError(f"table {result.table}: a column type Spark cannot read from Arrow ({exc})") from None
 
 
-def _read(spark: SparkSession, result: LookupResult, read: Read, schema: StructType) -> DataFrame:
+def _read(
+    spark: SparkSession, result: LookupResult, read: Read, schema: StructType, nan_files: frozenset[str]
+) -> DataFrame:
     if read.how == PYICEBERG:
-        return _pyiceberg_frame(spark, result, read, schema)
+        return _pyiceberg_frame(spark, result, read, schema, nan_files)
     stored = StructType([f for f in schema.fields if f.name not in dict(read.partition)])
     if read.how == ROW_GROUPS:
         frame = _row_groups_frame(spark, result, read, stored)
@@ -425,7 +428,11 @@ def _delta_vectors(spark: SparkSession, frame: DataFrame, kept: Sequence[KeptFil
 # -- pyiceberg inside Spark tasks -------------------------------------------------------------------------------
 
 
-def _pyiceberg_frame(spark: SparkSession, result: LookupResult, read: Read, schema: StructType) -> DataFrame:
+def _pyiceberg_frame(
+    spark: SparkSession, result: LookupResult, read: Read, schema: StructType, nan_files: frozenset[str]
+) -> DataFrame:
+    """The rows of `read.files` read by pyiceberg in Spark tasks; with the exact pyiceberg filter where there is one,
+    applied in memory to the files in `nan_files` (scans/row_groups.py)."""
     table = result.source.table
     pushed: ice.BooleanExpression = ice.AlwaysTrue()
     if read.filtered:
@@ -433,7 +440,7 @@ def _pyiceberg_frame(spark: SparkSession, result: LookupResult, read: Read, sche
             pushed = row_filter(result)  # exact: pyiceberg drops rows early; Spark's filter still decides
         except UserError:
             pushed = ice.AlwaysTrue()
-    tasks = [task_of(k, pushed) for k in read.files]  # each reads its kept row groups alone
+    tasks = [task_of(k, pushed, k.file.path in nan_files) for k in read.files]  # each: its kept row groups alone
     slots = 2 * spark.sparkContext.defaultParallelism
     payload = _ReadPayload(table.metadata, table.io, pushed, tasks, _groups(tasks, slots), schema.json())
     spark.dataSource.register(_PyicebergFiles)
