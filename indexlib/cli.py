@@ -23,7 +23,8 @@ EXIT_USER_ERROR = 2
 EXIT_STALE = 1
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The `skipindex` argument parser: every command and option (the docs' CLI reference is generated from it)."""
     parser = argparse.ArgumentParser(
         prog="skipindex", description="Enriched skip indexes for Iceberg and Delta tables."
     )
@@ -73,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument(
         "--where", required=True, help="SQL boolean expression, e.g. \"l_shipdate >= DATE '1995-01-01'\""
     )
-    explain.add_argument("--json", action="store_true", help="print one JSON object (see README)")
+    explain.add_argument("--json", action="store_true", help="print one JSON object (docs/reference/cli.md)")
 
     stats = command("stats", "Per column: NDV, the index kinds built, and index bytes.")
     stats.add_argument("--table", required=True, help=table_help)
@@ -109,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     serve = command(
         "serve",
         "Serve an Iceberg REST catalog in front of the configured one whose scan planning comes from the index "
-        "(README, Deploying).",
+        "(docs/how-to/serve.md).",
     )
     serve.add_argument("--host", help="address to bind (default: [serve] host, 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default: [serve] port, 8181)")
@@ -264,7 +265,7 @@ def run_or_raise(argv: Sequence[str]) -> None:
     What it says reaches the task log at its level: the result on stdout and progress as log records, both INFO,
     and the output of a Spark JVM it starts, which would land on stderr (a scheduler's task log shows stderr as
     ERROR), relayed from the JVM's log file record by record, Spark's WARN lines as warnings (indexing/spark.py)."""
-    args = _parser().parse_args(list(argv))
+    args = build_parser().parse_args(list(argv))
     _quiet_libraries()
     log_jvm_output()
     secrets: set[str] = set()
@@ -308,7 +309,7 @@ class _RedactingFilter(logging.Filter):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     redacting = _RedactingFilter()
     for handler in logging.getLogger().handlers:

@@ -53,7 +53,7 @@ class BuildSchedule:
 
 @dataclass(frozen=True)
 class AirflowSettings:
-    """`[airflow]`: what the DAGs in airflow_dags/ run and how (README, "Airflow")."""
+    """`[airflow]`: what the DAGs in airflow_dags/ run and how (docs/how-to/airflow.md)."""
 
     builds: tuple[BuildSchedule, ...] = ()
     spark_conn_id: str | None = None  # set: Spark jobs go through SparkSubmitOperator; unset: in the task's process
@@ -72,7 +72,7 @@ DEFAULT_TOKEN_ENV = "SKIPINDEX_SERVE_TOKEN"
 
 @dataclass(frozen=True, repr=False)
 class ServeSettings:
-    """`[serve]`: the planning service (`skipindex serve`, README "Deploying"). The bearer token comes from
+    """`[serve]`: the planning service (`skipindex serve`, docs/how-to/serve.md). The bearer token comes from
     `token` or, preferably, the environment variable named by `token_env`; it is a secret (never shown)."""
 
     host: str = "127.0.0.1"
@@ -83,7 +83,7 @@ class ServeSettings:
     max_request_bytes: int = 1024 * 1024  # larger request bodies are refused (413)
     plans_kept: int = 256  # plans whose further batches stay fetchable (the oldest forgotten first)
     handles_kept: int = 64  # tables whose index handle (and its cache) stays open (the least recently used closed)
-    max_header_bytes: int = 16 * 1024  # a request line and headers longer than this are refused (400)
+    max_header_bytes: int = 16 * 1024  # a request line and headers longer than this are refused (431)
     max_response_bytes: int = 16 * 1024 * 1024  # a batch of tasks larger than this is split into further batches
     idle_timeout_seconds: int = 5  # a connection with no request under way that sends nothing this long is closed
     request_timeout_seconds: int = 30  # a request whose head and body have not all arrived by then: 408, closed
@@ -273,7 +273,10 @@ _SERVE_KEYS = (
 )
 
 
-def _schema() -> dict[str, Any]:
+def config_schema() -> dict[str, Any]:
+    """The declared shape of the file, as the loader checks it: a dict per table, `"*"` for any name (a table
+    identifier, a column), `"properties"` for an open property table, None for a single value. The docs'
+    configuration reference is generated from it, with `SETTING_HELP` and each index kind's `Setting.help`."""
     settings = dict.fromkeys(setting_names())  # index settings: declared by the index kinds (registry.py)
     return {
         "catalog": _PROPERTIES,
@@ -294,6 +297,79 @@ def _schema() -> dict[str, Any]:
         "serve": dict.fromkeys(_SERVE_KEYS),
     }
 
+
+# One line per section and setting of `config_schema()` (dotted, `*` for a name), shown by the docs' configuration
+# reference; the index kinds' own settings carry theirs (`Setting.help`). A key without one fails the docs build.
+SETTING_HELP: dict[str, str] = {
+    "catalog": 'passed unchanged to pyiceberg.catalog.load_catalog(name, **props): `name` (default "default") is '
+    "the catalog name, every other key a catalog or FileIO property; relative paths in `warehouse` and in a "
+    "`sqlite:///` `uri` are resolved against the conf file's directory",
+    "index": "where index tables live and what they hold; the index settings may also be set per table and column",
+    "index.namespace": "the namespace index tables are created in, in the same catalog",
+    "index.row_groups": 'also index each Parquet row group (counts, bounds, payloads): true, false, or "auto" = files '
+    "of at least 32 MiB with two or more row groups; a lookup then names the row groups to read",
+    "index.kinds": '"bloom", "automaton", both, or [] for min/max only; unset: the automatic choice',
+    "index.row_group_kinds": "the same for row-group payloads (default: as `kinds`); [] = row-group bounds only",
+    "index.key_index": 'the global key index (value -> files): unset or "auto" = identifier columns of tables of '
+    "5,000+ files; true / false to force",
+    "index.tables": 'per table (`[index.tables."ns.name"]`, a Delta table by its path): the index settings, '
+    "`row_groups`, and per column under `columns`",
+    "index.tables.*.row_groups": "`row_groups` for this table",
+    "index.tables.*.columns": 'per column (`[index.tables."ns.name".columns.c]`): the index settings',
+    "build": "how builds and backfills run",
+    "build.split_bytes": "Spark tasks are planned by bytes, as Spark's file scan: up to this many bytes per task "
+    "(fewer when the table is small)",
+    "build.open_cost_bytes": "each file costs its size plus this many bytes to open, when planning tasks",
+    "build.backfill_files_per_commit": "backfill commits whole partitions in batches of about this many files",
+    "build.on_unreadable_file": '"fail": name the file, commit nothing; "skip": index the others, report it '
+    "(it stays unindexed, so always kept)",
+    "build.index_existing_files": "the first build indexes every live file; false: it only records the watermark, "
+    "and `skipindex backfill` indexes the rest",
+    "build.local_max_files": "work at or under both this and `local_max_bytes` is indexed in the skipindex "
+    "process, without Spark; above either, on Spark; 0: always Spark",
+    "build.local_max_bytes": "see `local_max_files`",
+    "spark": "the Spark session of local runs (`skipindex build`); under spark-submit the cluster's settings win",
+    "spark.master": "the master of a local session; ignored under spark-submit",
+    "spark.app_name": "the Spark application name",
+    "spark.options": 'any Spark configuration, as `"spark.ui.enabled" = "false"`',
+    "lookup": "how WHERE clauses are read",
+    "lookup.time_zone": "session zone for CURRENT_DATE / NOW(); unset: this machine's zone (Spark's default)",
+    "lookup.dialect": 'sqlglot dialect of WHERE clauses ("spark": "double quotes" are strings); unset: ANSI',
+    "delta": "Delta tables",
+    "delta.storage_options": "passed to delta-rs for Delta tables' logs (its object-store keys, e.g. AWS_REGION); "
+    "data files are read through pyiceberg FileIO with the s3./gcs./adls. properties of [catalog]",
+    "airflow": "what the DAGs in airflow_dags/ run and how",
+    "airflow.spark_conn_id": "an Airflow connection of type spark: Spark jobs go through SparkSubmitOperator; "
+    "unset: Spark runs inside the task (local[*] or [spark] master)",
+    "airflow.pool": "the Airflow pool of every task (one slot per task)",
+    "airflow.retries": "retries per task",
+    "airflow.retry_delay_minutes": "minutes between a task's retries",
+    "airflow.timeout_minutes": "execution_timeout of every task, in minutes",
+    "airflow.upkeep_schedule": "schedule of the upkeep DAG (compact, verify, expire)",
+    "airflow.verify_sample": "entries the upkeep DAG's verify recomputes per table",
+    "airflow.expire_older_than_hours": "the upkeep DAG's expire: index snapshots and unreferenced files older than "
+    "this",
+    "airflow.builds": 'one incremental build DAG per table (`[airflow.builds."ns.name"]`), with one of `schedule`, '
+    "`every_minutes` or `asset`",
+    "airflow.builds.*.schedule": "a cron expression or preset (`@hourly`)",
+    "airflow.builds.*.every_minutes": "a fixed interval, in minutes",
+    "airflow.builds.*.asset": "the URI of the source table's Airflow Asset, which the writer's DAG lists in its "
+    "outlets",
+    "serve": "the planning service (`skipindex serve`)",
+    "serve.host": "address to bind; bind other addresses only behind a firewall or proxy",
+    "serve.port": "port to listen on",
+    "serve.token": "the bearer token itself (a secret, never printed); prefer `token_env`",
+    "serve.token_env": "the environment variable holding the bearer token (at least 16 characters)",
+    "serve.tasks_per_batch": "file scan tasks per response; the rest as plan tasks fetched from `tasks`",
+    "serve.max_request_bytes": "larger request bodies are refused (413)",
+    "serve.plans_kept": "plans whose further batches stay fetchable (the oldest forgotten first)",
+    "serve.handles_kept": "tables whose index handle (and its cache) stays open (the least recently used closed)",
+    "serve.max_header_bytes": "a longer request line and headers are refused (431, or h11's 400)",
+    "serve.max_response_bytes": "a batch of tasks larger than this is split into further batches (at least 2 x "
+    "max_request_bytes)",
+    "serve.idle_timeout_seconds": "a connection with no request under way that sends nothing this long is closed",
+    "serve.request_timeout_seconds": "a request not received whole this long after its first byte: 408, closed",
+}
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -366,9 +442,9 @@ def load_config(path: str | Path | None = None) -> Config:
     if isinstance(build, dict) and "files_per_task" in build:
         raise UserError(
             f"config file {conf_path}: build.files_per_task is gone: Spark tasks are planned by bytes now "
-            "(build.split_bytes, build.open_cost_bytes; README)"
+            "(build.split_bytes, build.open_cost_bytes; docs/reference/configuration.md)"
         )
-    _check_shape(raw, _schema(), (), conf_path)
+    _check_shape(raw, config_schema(), (), conf_path)
 
     catalog = dict(raw.get("catalog", {}))
     if not catalog:

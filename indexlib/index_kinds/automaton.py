@@ -35,9 +35,16 @@ from indexlib.statistics.canonical import Keys
 from indexlib.statistics.provider import ColumnStatistics
 from indexlib.statistics.verdict import Verdict
 
-MAX_NDV = Setting("automaton_max_ndv", 256, positive_int)  # automatic choice: string columns with at most this NDV
-MAX_STATES = Setting("automaton_max_states", 256, positive_int)  # budget of the minimal automaton before trimming
-MAX_BYTES = Setting("automaton_max_bytes", 2048, positive_int)  # budget of the emitted regex
+MAX_NDV = Setting(
+    "automaton_max_ndv",
+    256,
+    positive_int,
+    "automatic choice: string columns with at most this many distinct values per file get an automaton",
+)
+MAX_STATES = Setting(
+    "automaton_max_states", 256, positive_int, "budget: states of the minimal automaton before trimming"
+)
+MAX_BYTES = Setting("automaton_max_bytes", 2048, positive_int, "budget: bytes of the emitted regex")
 
 # The automatic choice (AutomatonIndex docstring; docs/index-kinds.md "The automatic choice"). Part of the
 # configuration version through indexing/file_indexer.py AUTOMATIC_CHOICE_VERSION: change that when changing these.

@@ -53,10 +53,16 @@ from indexlib.statistics.canonical import Keys, has_keys, literal_hashes, litera
 from indexlib.statistics.provider import ColumnStatistics
 from indexlib.statistics.verdict import Verdict
 
-FPP = Setting("bloom_fpp", 0.01, fraction)  # the false-positive rate each filter is sized for, at most
+FPP = Setting("bloom_fpp", 0.01, fraction, "the false-positive rate each Bloom filter is sized for, at most")
 # Files per absent key a lookup over the whole table may keep through false positives: filters of a table of N files
 # are sized for min(bloom_fpp, bloom_false_files / N), so precision does not decay as the table grows.
-FALSE_FILES = Setting("bloom_false_files", 0.5, positive_number)
+FALSE_FILES = Setting(
+    "bloom_false_files",
+    0.5,
+    positive_number,
+    "files per absent key a lookup over the whole table may keep: filters of a table of N files are sized for "
+    "min(bloom_fpp, bloom_false_files / N)",
+)
 
 # The automatic choice (BloomIndex docstring; docs/index-kinds.md "The automatic choice"; measured in
 # docs/benchmarks.md "Issue 30: the automatic choice by cost"). Part of the configuration version through

@@ -19,12 +19,14 @@ from indexlib.index_kinds.loading import loaded_kinds
 
 @dataclass(frozen=True)
 class Setting:
-    """One setting a kind declares: its TOML name, default, and a check returning the value or raising ValueError
-    (the message says what was expected; the caller names where)."""
+    """One setting a kind declares: its TOML name, default, a check returning the value or raising ValueError
+    (the message says what was expected; the caller names where), and one line saying what it sets (the docs'
+    configuration reference shows it; a setting without one fails the docs build)."""
 
     name: str
     default: Any
     check: Callable[[Any], Any]
+    help: str = ""
 
 
 def fraction(value: Any) -> float:
