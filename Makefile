@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint format bench clean clean-jars dist jars
+.PHONY: demo test test-fast lint format bench clean clean-jars dist jars docs docs-serve
 
 # The table formats' Spark connectors (jvm/pom.xml), fetched with Maven once into JARS (indexlib/jars.py hands them to
 # Spark as spark.jars). JVM_PROFILES=s3 adds hadoop-aws (s3a://) and its AWS SDK bundle.
@@ -12,7 +12,7 @@ JARS_STAMP := $(JARS)/.fetched
 JVM_PROFILES ?=
 MVN ?= mvn
 
-# `make dist`: what spark-submit ships to executors (README, "Deploying")
+# `make dist`: what spark-submit ships to executors (docs/how-to/spark-cluster.md)
 DIST ?= dist
 PACK_VENV ?= build/pack-venv
 # what the packed environment installs: the project and its runtime dependencies (no extras), not editable
@@ -63,13 +63,25 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_serve.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check indexlib jobs tests benchmarks airflow_dags
-	$(BIN)/ruff format --check indexlib jobs tests benchmarks airflow_dags
+	$(BIN)/ruff check indexlib jobs tests benchmarks airflow_dags docs/hooks
+	$(BIN)/ruff format --check indexlib jobs tests benchmarks airflow_dags docs/hooks
 	$(BIN)/lint-imports
+	$(MAKE) --no-print-directory docs
+
+# The docs site (mkdocs.yml): built strict, so a broken link or anchor, a page missing from the nav or a setting
+# without help fails; the CLI and configuration references are generated from the code (docs/hooks/reference.py).
+# Not --quiet: mkdocs 1.6 then counts no warnings, and a strict build with broken links exits 0.
+DOCS_SITE ?= site
+
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d $(DOCS_SITE)
+
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict -a 127.0.0.1:8000
 
 format: $(STAMP)
-	$(BIN)/ruff check --fix indexlib jobs tests benchmarks airflow_dags
-	$(BIN)/ruff format indexlib jobs tests benchmarks airflow_dags
+	$(BIN)/ruff check --fix indexlib jobs tests benchmarks airflow_dags docs/hooks
+	$(BIN)/ruff format indexlib jobs tests benchmarks airflow_dags docs/hooks
 
 # A fresh venv (venv-pack packs only venvs made by `venv`/virtualenv and refuses editable installs), the project
 # installed non-editable with the versions the dev venv pins (its `pip freeze` as constraints), packed with venv-pack.
@@ -90,7 +102,7 @@ dist: $(STAMP) $(JARS_STAMP)
 
 # the jars stay (a fresh fetch is a few hundred MB): `make clean-jars` removes them
 clean:
-	rm -rf $(VENV) .skipindex build $(DIST)
+	rm -rf $(VENV) .skipindex build $(DIST) $(DOCS_SITE)
 
 clean-jars:
 	rm -rf $(JARS) $(JARS).tmp $(JARS).log

@@ -1,4 +1,4 @@
-"""Skip-index DAGs for Airflow 3 (README, "Airflow"):
+"""Skip-index DAGs for Airflow 3 (docs/how-to/airflow.md):
 
 - `skipindex_build__<index table>`: the incremental build of each table under `[airflow.builds]`, on its schedule
   (cron or preset, interval, or the source table's Asset); a build that changed the index (files indexed or removed,
@@ -13,7 +13,7 @@
 No logic here: each task runs a `skipindex` command in its own process, or, when `[airflow] spark_conn_id` names a
 Spark connection, the Spark jobs run through `SparkSubmitOperator` with the scripts in indexlib/jobs/. The
 configuration file comes from the Airflow Variable `skipindex_conf`, else the environment variable `SKIPINDEX_CONF`,
-else skipindex's own default order (README, "Configuration"). A configuration Airflow cannot use is one import
+else skipindex's own default order (docs/reference/configuration.md). A configuration Airflow cannot use is one import
 error: the line naming the setting.
 """
 

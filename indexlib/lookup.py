@@ -211,7 +211,7 @@ class LookupResult:
         return notes
 
     def as_json(self) -> dict[str, Any]:
-        """The `explain --json` object (its shape is documented in the README)."""
+        """The `explain --json` object (its shape is documented in docs/reference/cli.md)."""
         shown = {"table": self.table, "where": self.where, "files": self.files, "summary": self.summary}
         if self.row_groups:
             shown["row_groups"] = {path: list(groups) for path, groups in self.row_groups.items()}

@@ -13,7 +13,7 @@ import pytest
 from indexlib.config import Config, load_config
 
 # the formats' SQL (Iceberg's ALTER TABLE ... PARTITION FIELD, Delta's DELETE/UPDATE/MERGE/OPTIMIZE) and Delta's
-# catalog, set when `make jars` fetched the connectors (README, "Spark SQL")
+# catalog, set when `make jars` fetched the connectors (docs/how-to/serve.md)
 CONNECTOR_CONF = {
     "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions,"
     "io.delta.sql.DeltaSparkSessionExtension",

@@ -117,7 +117,7 @@ def test_a_variable_naming_a_missing_file_is_one_import_error_saying_where_the_p
 def test_the_check_before_deploying_shows_a_wrong_setting_as_one_line_naming_it(
     airflow, conf_path, airflow_table, setting
 ):
-    """`airflow dags list-import-errors --local`, the README's check: settings the configuration file refuses
+    """`airflow dags list-import-errors --local`, the check docs/how-to/airflow.md gives: settings the configuration file refuses
     and schedules only Airflow refuses (a cron expression) alike."""
     conf_path.write_text(conf_path.read_text() + airflow_table)
     _set_variable(airflow, conf_path)

@@ -1,9 +1,9 @@
-"""The README's "Deploying on Airflow" steps, run as written under a real Airflow 3: the api-server, the
+"""The "Deploying on Airflow" steps of docs/how-to/airflow.md, run as written under a real Airflow 3: the api-server, the
 dag-processor and the scheduler (LocalExecutor, SQLite) started on 127.0.0.1 with free ports, an interval build
 DAG unpaused, its first scheduled run waited for, then a second run with nothing new; everything stopped by pid.
 
-The commands come from the README block between the `airflow-deploy` markers, with this test's paths and ports
-substituted, so the README cannot drift from what was run. The metadata database is read with sqlite3 (runs,
+The commands come from that page's block between the `airflow-deploy` markers, with this test's paths and ports
+substituted, so the docs cannot drift from what was run. The metadata database is read with sqlite3 (runs,
 Asset events), the task log from the file the scheduler's task process wrote."""
 
 from __future__ import annotations
@@ -47,15 +47,15 @@ with DAG(
 
 
 def readme_steps() -> list[str]:
-    """The lines of the README's Airflow deployment block."""
-    text = (REPO / "README.md").read_text()
+    """The lines of the Airflow deployment block in docs/how-to/airflow.md."""
+    text = (REPO / "docs" / "how-to" / "airflow.md").read_text()
     block = re.search(r"<!-- airflow-deploy: begin.*?-->\n(.*?)<!-- airflow-deploy: end -->", text, re.S)
-    assert block, "README has the airflow-deploy block"
+    assert block, "docs/how-to/airflow.md has the airflow-deploy block"
     return [line.strip() for line in block.group(1).splitlines() if line.strip()]
 
 
 class Deployment:
-    """The README's steps run one by one: exports set the environment, `... &` starts a process (stopped by pid at
+    """The page's steps run one by one: exports set the environment, `... &` starts a process (stopped by pid at
     the end), `airflow dags list` waits until the dag-processor has stored the build DAG, the rest must exit 0."""
 
     def __init__(self, root: Path, conf: Path) -> None:
@@ -182,7 +182,7 @@ def test_the_readme_deployment_runs_the_interval_build_and_tells_downstream_only
             if step.startswith("ln -s"):  # a DAG scheduled on the index's Asset, beside ours
                 (deployment.home / "dags" / "downstream.py").write_text(DOWNSTREAM.format(uri=uri))
             deployment.timings.append((step.split("#")[0].strip(), time.monotonic() - started))
-        assert any(w.startswith("airflow dags unpause") for w in deployment.ran), "the README unpauses the build"
+        assert any(w.startswith("airflow dags unpause") for w in deployment.ran), "the docs unpause the build"
 
         deployment.wait(_succeeded(deployment, BUILD_DAG, 1), 150, "successful first build run")
         first = time.monotonic() - unpaused

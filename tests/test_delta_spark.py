@@ -1,4 +1,4 @@
-"""delta-spark for real (README, "Delta tables written by Spark"): a Delta table written and changed by Spark's own
+"""delta-spark for real (docs/how-to/read-rows.md): a Delta table written and changed by Spark's own
 Delta connector (`io.delta:delta-spark_4.1_2.13`, jvm/pom.xml), step by step: INSERTs, DELETE / UPDATE / MERGE
 with deletion vectors (stored in 'u' files, as Spark writes them), OPTIMIZE with ZORDER (files rewritten, vectors
 purged), checkpoints (`delta.checkpointInterval`), builds between some steps and not others. After every step the

@@ -1,4 +1,4 @@
-"""Cluster deployment as README "Deploying" says: `make dist` packs the project into a virtualenv archive that
+"""Cluster deployment as docs/how-to/spark-cluster.md says: `make dist` packs the project into a virtualenv archive that
 `spark-submit --archives ...#environment` unpacks on the executors, and zips indexlib for `--py-files`.
 
 The archive here is reduced (`PACK_INSTALL="--no-deps ."`: the project without its dependencies) so that building

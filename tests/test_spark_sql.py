@@ -1,4 +1,4 @@
-"""Spark SQL planned by the index through `skipindex serve` (README, "Spark SQL"; docs/spark-sql.md). The Spark
+"""Spark SQL planned by the index through `skipindex serve` (docs/how-to/serve.md; docs/spark-sql.md). The Spark
 catalog `served` knows the service's address and token and nothing else; Iceberg's Spark runtime plans its scans
 with `POST .../plan` (server-side planning) and reads the files the answer names. The tables were written and
 changed by Spark itself through `test`, Iceberg's JdbcCatalog over the same SQLite catalog the service reads:
@@ -129,7 +129,7 @@ def lake(connectors, tmp_path_factory) -> Lake:
     )
     snapshots = write_history(spark, config)
     server = Serve(conf).start()
-    # everything Spark knows of the service (README, "Spark SQL")
+    # everything Spark knows of the service (docs/how-to/serve.md)
     served = {"": "org.apache.iceberg.spark.SparkCatalog", "type": "rest", "uri": server.url, "token": TOKEN}
     configure(spark, SERVED, {**served, "scan-planning-mode": "server"})
     yield Lake(config, catalog, server, snapshots)

@@ -152,7 +152,7 @@ def parse_where(where: str, clock: Clock | None = None, dialect: str | None = No
     return _Converter(clock or Clock()).convert(tree)
 
 
-# Documented limits (README "Predicates"): far beyond hand-written SQL, and within what the parser and every
+# Documented limits (docs/reference/where.md): far beyond hand-written SQL, and within what the parser and every
 # tree walk after it handle without hitting Python's recursion limit.
 MAX_PARENTHESES = 400
 MAX_LOGIC_DEPTH = 100

@@ -5,7 +5,7 @@ the lookup answered for, reading only those files.
     rel = indexlib.scans.duckdb.relation(handle, "k = 42")          # a duckdb.DuckDBPyRelation
     rel.aggregate("count(*)").fetchall()
 
-Which path reads which file (README, "Reading rows through the index"):
+Which path reads which file (docs/how-to/read-rows.md):
 - Iceberg, a file without delete files or with position delete files in Parquet: DuckDB's own `read_parquet`, its
   columns mapped to the current schema as pyiceberg maps them: by Parquet field id (`schema=` parameter: renamed
   columns, promoted types, columns added since are NULL), or, for files imported without field ids, through the

@@ -182,8 +182,8 @@ class DeltaSource:
 
     def deletes_for(self, files: Sequence[DataFileRef]) -> list[tuple[DeleteFileRef, ...]]:
         """Per file, its deletion vector as the positions it deletes (`DeleteFileRef.positions`), or none. delta-rs
-        lists no vector per add action, and `deletion_vectors()` materialises every vector of the table (README,
-        "Reading rows through the index"), so it is called only when the protocol enables them."""
+        lists no vector per add action, and `deletion_vectors()` materialises every vector of the table
+        (docs/how-to/read-rows.md), so it is called only when the protocol enables them."""
         features = self.table.protocol().reader_features or []
         if not files or "deletionVectors" not in features:
             return [() for _ in files]
@@ -220,8 +220,8 @@ class DeltaSource:
 
     def _all_deletion_vectors(self) -> pa.Table:
         """delta-rs's `deletion_vectors()`, given `VECTORS_TIMEOUT_S`: delta-rs 1.6.6 was seen never returning from a
-        second call on a table with 600 vectors stored in files (README), and a planner's lookup must not hang. The
-        call runs in a daemon thread; on timeout it is left behind and the lookup fails with one line."""
+        second call on a table with 600 vectors stored in files (docs/how-to/read-rows.md), and a planner's lookup must
+        not hang. The call runs in a daemon thread; on timeout it is left behind and the lookup fails with one line."""
         done = threading.Event()
         answer: list[Any] = []
 
@@ -237,7 +237,7 @@ class DeltaSource:
         if not done.wait(VECTORS_TIMEOUT_S):
             raise UserError(
                 f"Delta table {self.name}: delta-rs did not return the table's deletion vectors within "
-                f"{VECTORS_TIMEOUT_S:g} s (delta-rs 1.6.6 can hang with hundreds of vectors in files; README)"
+                f"{VECTORS_TIMEOUT_S:g} s (delta-rs 1.6.6 can hang with hundreds of vectors in files; docs/how-to/read-rows.md)"
             )
         if isinstance(answer[0], BaseException):
             raise answer[0]
