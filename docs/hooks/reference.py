@@ -43,8 +43,8 @@ def _option_row(action: argparse.Action, parser: argparse.ArgumentParser) -> str
     help_text = action.help % {"default": action.default, "prog": parser.prog} if action.help else ""
     if action.required:
         help_text += " (required)"
-    if action.nargs == argparse.REMAINDER or isinstance(action, argparse._AppendAction):
-        help_text += " (repeatable)" if "repeatable" not in help_text else ""
+    if isinstance(action, argparse._AppendAction) and "repeatable" not in help_text:
+        help_text += " (repeatable)"
     return f"| {names} | {_cell(help_text)} |"
 
 
