@@ -268,9 +268,9 @@ EXAMPLE_RUNS = {
 
 def _help_examples() -> list[tuple[str, str]]:
     """(command, example) for every `e.g. "..."` the help of any command prints."""
-    from indexlib.cli import _parser
+    from indexlib.cli import build_parser
 
-    [commands] = [a for a in _parser()._actions if a.choices]  # noqa: SLF001 (argparse's only record of them)
+    [commands] = [a for a in build_parser()._actions if a.choices]  # noqa: SLF001 (argparse's only record of them)
     examples = []
     for name, command in commands.choices.items():
         for action in command._actions:  # noqa: SLF001
