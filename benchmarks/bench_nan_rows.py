@@ -1,4 +1,4 @@
-"""What returning NaN rows costs the scans, side by side in one run (README, "What exact means").
+"""What returning NaN rows costs the scans, side by side in one run (docs/how-to/read-rows.md, "What exact means").
 
 Engines' Parquet readers skip row groups by footer statistics that leave NaN out, so a scan pushes its filter into
 DuckDB's and Spark's readers only for files the index counted no NaN in (indexlib/scans/pushdown.py); a file that
