@@ -12,7 +12,13 @@ Issue 30 (docs/benchmarks.md "Issue 30: the automatic choice by cost"): `--linei
 order) and `--id-files 2000` (files of 150 random 32-hex ids) print the index bytes per column and kind, the build
 against the plain job (`--runs N`: alternating, best of N) and held-out lookups, kept against true files;
 `--cpu-files N` the CPU per file of the per-file indexing in one process; `--choice` the measurements behind the
-automatic choice's thresholds. `--cache DIR` keeps the generated files for the next run (a before / after
+automatic choice's thresholds.
+
+Issue 46 (docs/benchmarks.md "The build on many small files, as whole processes"): `--processes` times
+`skipindex build` and the plain PySpark job each as a whole process, as a user runs them (JVM start included;
+`--runs N` alternating, best of N), on `--small-files` files of 150 rows (an id, a customer id string, a region
+tag, an amount, a timestamp; registered with `add_files`) and with `--lineitem-scale` on lineitem, with the build's
+phases read from its own log lines as they arrive, and the build as planned before (Spark's 4 MiB open cost). `--cache DIR` keeps the generated files for the next run (a before / after
 comparison reads the same bytes).
 
 Prints Markdown tables for docs/benchmarks.md. Times are the best of 3 on this machine; compare ratios within one run.
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -321,6 +328,124 @@ def end_to_end(make_table, title: str, per_file: bool = True, queries=None, runs
 _load_before = f"{os.getloadavg()[0]:.2f}"
 
 
+def _customers_table(directory: Path, files: int, rows: int) -> tuple[Path, list[str]]:
+    """Issue 46's table: `files` Parquet files of `rows` rows (id, customer, region, amount, ts), and a conf."""
+    import datetime as dt
+    import random
+
+    rng = random.Random(46)
+    data = directory / "data"
+    data.mkdir()
+    start = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    paths = []
+    for n in range(files):
+        table = pa.table(
+            {
+                "id": pa.array(range(n * rows, (n + 1) * rows), pa.int64()),
+                "customer": pa.array([f"c{rng.randrange(100_000):06d}" for _ in range(rows)], pa.string()),
+                "region": pa.array([rng.choice(("eu", "us", "ap", "sa")) for _ in range(rows)], pa.string()),
+                "amount": pa.array([round(rng.uniform(0, 1_000), 2) for _ in range(rows)], pa.float64()),
+                "ts": pa.array(
+                    [start + dt.timedelta(seconds=600 * n + i) for i in range(rows)], pa.timestamp("us", tz="UTC")
+                ),
+            }
+        )
+        path = data / f"part-{n:06d}.parquet"
+        pq.write_table(table, path)
+        paths.append(str(path))
+    return _registered(directory, paths), paths
+
+
+_PLAIN_PROCESS = """
+import json, sys, time
+started = time.perf_counter()
+from bench_build import bench_spark, plain_scan
+import pyarrow.parquet as pq
+paths = json.loads(open(sys.argv[1]).read())
+spark = bench_spark()
+session = time.perf_counter()
+plain_scan(spark, paths, pq.read_schema(paths[0]).names)
+print(json.dumps({"session": session - started, "job": time.perf_counter() - session}))
+"""
+
+# The build's log lines that end its phases, in order (indexing/build.py, indexing/progress.py)
+_BUILD_PHASES = [
+    ("imports, catalog, source planning", re.compile(r" live data files without an index row")),
+    ("Spark session start, task planning", re.compile(r": indexing \d+ files \(.*\) in ")),
+    ("the tasks (indexing)", re.compile(r": indexed [\d,]+ files \(.*files/s")),
+    ("entries, commit, exit", None),
+]
+
+
+def _timed_build(conf: Path) -> tuple[float, list[float], str]:
+    """`skipindex build` as a process: its seconds, the seconds of each of `_BUILD_PHASES` (when the line ending
+    it arrived on stderr), and where it ran (its tasks)."""
+    skipindex = str(Path(sys.executable).with_name("skipindex"))
+    started = time.perf_counter()
+    command = [skipindex, "build", "--conf", str(conf), "--table", "bench.small"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    ends, where = [], ""
+    for line in process.stderr:
+        marker = _BUILD_PHASES[len(ends)][1]
+        if marker is not None and marker.search(line):
+            where = line.strip().rsplit(") ", 1)[-1] if len(ends) == 1 else where
+            ends.append(time.perf_counter() - started)
+    if process.wait() != 0 or len(ends) != len(_BUILD_PHASES) - 1:
+        raise SystemExit(f"{' '.join(command)} failed or logged other lines than bench_build expects")
+    total = time.perf_counter() - started
+    ends.append(total)
+    return total, [b - a for a, b in zip([0.0, *ends], ends, strict=False)], where
+
+
+def whole_processes(make_table, title: str, runs: int) -> None:
+    """Issue 46: `skipindex build` and the plain PySpark job, each a fresh process, alternately `runs` times, on
+    the table `make_table(directory) -> (conf, paths)` makes; Spark `local[2]` for both."""
+    import json
+
+    with tempfile.TemporaryDirectory() as tmp:
+        conf, paths = make_table(Path(tmp))
+        conf.write_text(conf.read_text() + '[spark]\nmaster = "local[2]"\n')
+        listing = Path(tmp) / "paths.json"
+        listing.write_text(json.dumps(paths))
+        data_bytes = sum(Path(p).stat().st_size for p in paths)
+        builds, befores, plains = [], [], []
+        for run in range(runs):
+            for timings, build in ((builds, ""), (befores, "[build]\nopen_cost_bytes = 4194304\n")):
+                variant = Path(tmp) / f"run{run}_{len(build)}.toml"
+                variant.write_text(conf.read_text() + f'[index]\nnamespace = "idx{run}_{len(build)}"\n' + build)
+                timings.append(_timed_build(variant))
+            started = time.perf_counter()
+            out = subprocess.run(
+                [sys.executable, "-c", _PLAIN_PROCESS, str(listing)],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=Path(__file__).parent,
+            )
+            plains.append((time.perf_counter() - started, json.loads(out.stdout.strip().splitlines()[-1])))
+    build, phases, tasks = min(builds)
+    before, _, before_tasks = min(befores)
+    plain, parts = min(plains, key=lambda p: p[0])
+    print(
+        f"\n{title}: {len(paths):,} files ({data_bytes / 1e6:,.1f} MB), whole processes, Spark local[2], "
+        f"best of {runs} alternating; load average before / after: {_load_before} / {os.getloadavg()[0]:.2f}\n"
+    )
+    print("| job (a fresh process) | seconds | vs plain Spark | runs |")
+    print("|---|---:|---:|---|")
+    print(
+        f"| skipindex build ({tasks}) | {build:.1f} | {build / plain:.2f}x | {', '.join(f'{b[0]:.1f}' for b in builds)} |"
+    )
+    print(
+        f"| *before: Spark's 4 MiB open cost per file ({before_tasks})* | {before:.1f} | {before / plain:.2f}x | "
+        f"{', '.join(f'{b[0]:.1f}' for b in befores)} |"
+    )
+    print(f"| plain PySpark per-file statistics | {plain:.1f} | 1.00x | {', '.join(f'{p[0]:.1f}' for p in plains)} |")
+    print("\n| phase of the best build | seconds |\n|---|---:|")
+    for (label, _), seconds in zip(_BUILD_PHASES, phases, strict=True):
+        print(f"| {label} | {seconds:.1f} |")
+    print(f"| *plain job: Spark session start / the job* | {parts['session']:.1f} / {parts['job']:.1f} |")
+
+
 def _precision(config, paths: list[str], queries: list[tuple[str, list[str]]]) -> list[tuple[str, int, int, int]]:
     """Per query label: (label, lookups, files the lookup keeps, files holding a matching row), summed over the
     label's WHERE clauses. The truth is DuckDB over every file's rows."""
@@ -528,7 +653,21 @@ def main() -> None:
     parser.add_argument("--memory-rows", type=int, default=0, help="also peak memory for one file of this many rows")
     parser.add_argument("--cpu-files", type=int, default=0, help="only CPU per file, in this process, over N files")
     parser.add_argument("--choice", action="store_true", help="the measurements behind the automatic choice's rules")
+    parser.add_argument(
+        "--processes",
+        action="store_true",
+        help="only issue 46: build and plain job as whole processes, on --small-files files of 150 rows (id, "
+        "customer, region, amount, ts) and on lineitem if --lineitem-scale is given",
+    )
     args = parser.parse_args()
+    if args.processes:
+        if args.small_files:
+            make = lambda d: _customers_table(d, args.small_files, 150)  # noqa: E731
+            whole_processes(make, f"{args.small_files:,} files of 150 rows", args.runs)
+        if args.lineitem_scale:
+            make = lambda d: _lineitem_by_date(d, args.lineitem_scale, args.lineitem_files, args.cache)  # noqa: E731
+            whole_processes(make, f"TPC-H lineitem, scale factor {args.lineitem_scale:g}, by shipdate", args.runs)
+        return
     if args.choice:
         choice_rules()
     if not args.skip_kinds:

@@ -32,7 +32,10 @@ HOME_ENV = "SKIPINDEX_HOME"  # the data location of the packaged default
 LOCAL_CONF_PATH = Path("conf/local.toml")  # a checkout's (or a project directory's) own configuration
 PACKAGED_CONF_PATH = Path(__file__).parent / "defaults" / "local.toml"  # shipped in the wheel
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024  # Spark's spark.sql.files.maxPartitionBytes
-DEFAULT_OPEN_COST_BYTES = 4 * 1024 * 1024  # Spark's spark.sql.files.openCostInBytes
+# What a file costs the indexer beyond its bytes: ~8 ms of CPU per small file, what ~40 KB of data costs at its
+# ~5 MB/s per core (docs/benchmarks.md, "The build on many small files"). Spark's own openCostInBytes (4 MiB)
+# prices a JVM read and made builds of small files run one Python task per 31 files, each with a fixed cost.
+DEFAULT_OPEN_COST_BYTES = 64 * 1024
 DEFAULT_LOCAL_MAX_FILES = 1000  # work at or under both runs without Spark (docs/benchmarks.md)
 DEFAULT_LOCAL_MAX_BYTES = 128 * 1024 * 1024
 DEFAULT_INDEX_NAMESPACE = "skipindex"

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from indexlib.config import DEFAULT_OPEN_COST_BYTES
 from indexlib.indexing.splits import plan_splits, progress_parallelism, split_size
 from indexlib.sources.base import DataFileRef
 
@@ -40,11 +41,18 @@ def test_tasks_are_planned_by_bytes(sizes, parallelism, tasks, rule):
         ([20 * MB] * 6, 6, "6 files of 20 MB: a task per file, so progress moves file by file, not once at the end"),
         ([20 * MB] * 40, 8, "40 such files: at most 4 tasks per core"),
         ([1_000 * MB] * 40, 40, "a big table is planned by bytes as before"),
+        (
+            [10_000] * 2_000,
+            8,
+            "2,000 small files: 4 tasks per core, not 65 (a Python task's fixed cost is ~0.1-0.25 s)",
+        ),
     ],
 )
 def test_a_table_that_would_run_one_task_per_core_gets_several_so_progress_moves(sizes, tasks, rule):
+    """With the build's open cost (`[build] open_cost_bytes`, what a file costs the indexer beyond its bytes)."""
     files = _files(*sizes)
-    assert len(plan_splits(files, 128 * MB, 4 * MB, progress_parallelism(files, 2))) == tasks, rule
+    parallelism = progress_parallelism(files, 2, DEFAULT_OPEN_COST_BYTES)
+    assert len(plan_splits(files, 128 * MB, DEFAULT_OPEN_COST_BYTES, parallelism)) == tasks, rule
 
 
 @given(

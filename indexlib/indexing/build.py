@@ -144,7 +144,7 @@ def _run_on_spark(
     from pyspark.sql.pandas.types import from_arrow_schema
 
     context = spark.sparkContext
-    parallelism = progress_parallelism(files, context.defaultParallelism)
+    parallelism = progress_parallelism(files, context.defaultParallelism, config.open_cost_bytes)
     splits = plan_splits(files, config.split_bytes, config.open_cost_bytes, parallelism)
     rows = [[(f.path, f.file_format, f.file_size_in_bytes) for f in split.files] for split in splits]
     # one element per slice: each split is exactly one Spark task

@@ -46,14 +46,15 @@ def plan_splits(files: Sequence[DataFileRef], split_bytes: int, open_cost_bytes:
 
 
 # A table planned with one task per core reports no progress until its tasks end (accumulators reach the driver
-# when a task ends): give it up to this many tasks per core, each of at least PROGRESS_TASK_BYTES of data, so a
-# task's fixed cost (~0.1 s, docs/benchmarks.md) stays small against its work while progress moves step by step.
+# when a task ends): give it up to this many tasks per core, each of at least PROGRESS_TASK_BYTES of cost (its files'
+# bytes and open costs), so a task's fixed cost (~0.1-0.25 s for a Python task, docs/benchmarks.md) stays small
+# against its work while progress moves step by step.
 PROGRESS_TASKS_PER_CORE = 4
 PROGRESS_TASK_BYTES = 8 * 1024 * 1024
 
 
-def progress_parallelism(files: Sequence[DataFileRef], parallelism: int) -> int:
-    """The task count to plan for (Spark's `minPartitionNum`): the cores, or more when the data is big enough that
+def progress_parallelism(files: Sequence[DataFileRef], parallelism: int, open_cost_bytes: int) -> int:
+    """The task count to plan for (Spark's `minPartitionNum`): the cores, or more when the work is big enough that
     several tasks per core cost little and let progress move."""
-    size = sum(f.file_size_in_bytes for f in files)
-    return max(parallelism, min(PROGRESS_TASKS_PER_CORE * parallelism, size // PROGRESS_TASK_BYTES))
+    cost = sum(f.file_size_in_bytes + open_cost_bytes for f in files)
+    return max(parallelism, min(PROGRESS_TASKS_PER_CORE * parallelism, cost // PROGRESS_TASK_BYTES))
