@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint format bench clean clean-jars dist jars docs docs-serve
+.PHONY: demo test test-fast lint format bench clean clean-jars dist jars docs docs-serve chromium
 
 # The table formats' Spark connectors (jvm/pom.xml), fetched with Maven once into JARS (indexlib/jars.py hands them to
 # Spark as spark.jars). JVM_PROFILES=s3 adds hadoop-aws (s3a://) and its AWS SDK bundle.
@@ -42,8 +42,16 @@ demo: $(STAMP)
 	@$(MAKE) --no-print-directory -s jars || true
 	$(BIN)/skipindex demo --conf conf/local.toml
 
-test: $(STAMP) $(JARS_STAMP) lint
+test: $(STAMP) $(JARS_STAMP) chromium lint
 	$(BIN)/pytest
+
+# tests/test_docs_browser.py drives Debian's Chromium headless through Playwright, which downloads no browser of
+# its own: installed from Debian's packages when missing (as root, or with sudo)
+CHROMIUM ?= /usr/bin/chromium
+
+chromium:
+	@test -x $(CHROMIUM) || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
 # the inner loop: every rule table, no Spark, no long property runs (CI runs everything through `make test`)
 test-fast: $(STAMP)
