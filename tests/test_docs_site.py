@@ -3,7 +3,7 @@ subcommand of the argument parser has its section on the CLI page, and every sec
 has its own on the configuration page. A new command or setting without docs fails here, as does a broken link.
 What a reader pastes is checked against the code: every TOML block is a configuration the loader accepts, every
 `skipindex` command line one the parser accepts, every Python block parses and its imports of indexlib resolve
-(running the blocks themselves needs the reader's tables: not done here)."""
+(tests/test_docs_examples.py runs the Python blocks against real tables)."""
 
 from __future__ import annotations
 
