@@ -3,7 +3,7 @@
 and what the pages leave to the reader given as they describe it (`catalog`, `catalog_properties`, `handle`, `spark`,
 `conf/local.toml` in the working directory). A page's blocks run top to bottom in one namespace. The blocks that
 cannot run here are listed in NOT_RUN with the reason, and each entry must still match a block, so the list cannot
-hide a new one.
+hide a new one. The `skipindex build` and `explain` command lines of the pages run too, as written.
 
 The results are checked against the truth where a block computes one: the files a lookup keeps hold every matching
 row, and the rows read through the index are those SQL returns over the table."""
@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import shlex
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -136,3 +139,25 @@ def test_every_python_block_runs_against_real_tables(tables, spark, monkeypatch)
     assert read_rows["rows"].column("l_orderkey").to_pylist() == [42], "read rows: pyiceberg scan"
     assert read_rows["rel"].aggregate("count(*)").fetchall() == [(1,)], "read rows: DuckDB relation"
     assert [r.l_orderkey for r in read_rows["df"].collect()] == [42], "read rows: Spark DataFrame"
+
+
+COMMAND = re.compile(
+    r"^ {4}skipindex ((?:build|explain)\b.*)$", re.M
+)  # `serve` and `demo`: tests/test_serve.py, test_packaging.py
+
+
+def test_every_build_and_explain_command_line_runs_against_real_tables(tables) -> None:
+    """The `skipindex build` / `explain` lines the pages show, run as written in the reader's directory (its
+    `conf/prod.toml` this run's catalog; the Delta page's table a local one)."""
+    home = tables["home"]
+    (home / "conf" / "prod.toml").write_text((home / "conf" / "local.toml").read_text())
+    skipindex = str(Path(sys.executable).with_name("skipindex"))
+    lines = [(page, m.group(1)) for page in PAGES for m in COMMAND.finditer(page.read_text())]
+    assert len(lines) >= 4, "the getting-started pages show build and explain lines"
+    for page, line in lines:
+        command = shlex.split(re.split(r"\s+#\s", line)[0].replace(DELTA_PATH, tables["delta"]))
+        done = subprocess.run([skipindex, *command], cwd=home, capture_output=True, text=True, timeout=300)
+        where = f"{page.relative_to(REPO)}: skipindex {line}"
+        assert done.returncode == 0, f"{where} fails: {done.stderr[-2000:]}"
+        if command[0] == "explain":
+            assert re.search(r"^files kept 1 of [23] ", done.stdout, re.M), f"{where}: one file holds the match"
