@@ -85,7 +85,9 @@ class ServeSettings:
     tasks_per_batch: int = 1000  # file scan tasks per response; the rest as plan tasks fetched from `tasks`
     max_request_bytes: int = 1024 * 1024  # larger request bodies are refused (413)
     plans_kept: int = 256  # plans whose further batches stay fetchable (the oldest forgotten first)
-    handles_kept: int = 64  # tables whose index handle (and its cache) stays open (the least recently used closed)
+    plans_kept_bytes: int = 512 * 1024 * 1024  # ... and at most this many bytes of them (the newest plan always kept)
+    handles_kept: int = 64  # per plan worker: tables whose index handle (and its cache) stays open (LRU)
+    plan_workers: int = 2  # processes that plan (0: plans in the service's own process, in threads)
     max_header_bytes: int = 16 * 1024  # a request line and headers longer than this are refused (431)
     max_response_bytes: int = 16 * 1024 * 1024  # a batch of tasks larger than this is split into further batches
     idle_timeout_seconds: int = 5  # a connection with no request under way that sends nothing this long is closed
@@ -96,7 +98,8 @@ class ServeSettings:
             f"ServeSettings(host={self.host!r}, port={self.port}, token={'***' if self.token else None}, "
             f"token_env={self.token_env!r}, tasks_per_batch={self.tasks_per_batch}, "
             f"max_request_bytes={self.max_request_bytes}, plans_kept={self.plans_kept}, "
-            f"handles_kept={self.handles_kept}, max_header_bytes={self.max_header_bytes}, "
+            f"plans_kept_bytes={self.plans_kept_bytes}, handles_kept={self.handles_kept}, "
+            f"plan_workers={self.plan_workers}, max_header_bytes={self.max_header_bytes}, "
             f"max_response_bytes={self.max_response_bytes}, idle_timeout_seconds={self.idle_timeout_seconds}, "
             f"request_timeout_seconds={self.request_timeout_seconds})"
         )
@@ -273,6 +276,7 @@ _AIRFLOW_KEYS = (
 _SERVE_KEYS = (
     *("host", "port", "token", "token_env", "tasks_per_batch", "max_request_bytes", "plans_kept", "handles_kept"),
     *("max_header_bytes", "max_response_bytes", "idle_timeout_seconds", "request_timeout_seconds"),
+    *("plans_kept_bytes", "plan_workers"),
 )
 
 
@@ -366,7 +370,12 @@ SETTING_HELP: dict[str, str] = {
     "serve.tasks_per_batch": "file scan tasks per response; the rest as plan tasks fetched from `tasks`",
     "serve.max_request_bytes": "larger request bodies are refused (413)",
     "serve.plans_kept": "plans whose further batches stay fetchable (the oldest forgotten first)",
-    "serve.handles_kept": "tables whose index handle (and its cache) stays open (the least recently used closed)",
+    "serve.plans_kept_bytes": "at most this many bytes of kept plans' further batches (the oldest forgotten first; "
+    "the newest plan is always kept)",
+    "serve.handles_kept": "per plan worker: tables whose index handle (and its cache) stays open (the least recently "
+    "used closed)",
+    "serve.plan_workers": "processes that plan, so no plan holds up `/health` or another client's connection; 0 "
+    "plans in the service's own process, in threads",
     "serve.max_header_bytes": "a longer request line and headers are refused (431, or h11's 400)",
     "serve.max_response_bytes": "a batch of tasks larger than this is split into further batches (at least 2 x "
     "max_request_bytes)",
@@ -544,7 +553,9 @@ def _serve_settings(raw: dict[str, Any], conf_path: Path) -> ServeSettings:
         tasks_per_batch=_positive_int(raw, "tasks_per_batch", defaults.tasks_per_batch, conf_path, "serve"),
         max_request_bytes=max_request,
         plans_kept=_positive_int(raw, "plans_kept", defaults.plans_kept, conf_path, "serve"),
+        plans_kept_bytes=_positive_int(raw, "plans_kept_bytes", defaults.plans_kept_bytes, conf_path, "serve"),
         handles_kept=_positive_int(raw, "handles_kept", defaults.handles_kept, conf_path, "serve"),
+        plan_workers=_positive_int(raw, "plan_workers", defaults.plan_workers, conf_path, "serve", least=0),
         max_header_bytes=_positive_int(raw, "max_header_bytes", defaults.max_header_bytes, conf_path, "serve", 1024),
         max_response_bytes=max_response,
         idle_timeout_seconds=_positive_int(

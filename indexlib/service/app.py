@@ -5,9 +5,11 @@ Every route but `/health` needs exactly one `Authorization: Bearer <token>` head
 such headers are a 400, never "the last one wins"); request bodies over `max_request_bytes` are refused with 413
 before they are read whole; WebSocket upgrades are refused before any route (none is served). Paths are routed as
 sent: a `%2F` inside a name is part of that name, never a '/' of the route (the path is decoded segment by segment,
-once, and names are read as the catalog reads them: names.py). The work of a request (catalog calls, planning,
-writing the answer, and an error's message) runs in worker threads, never on the event loop; `/health` has threads
-of its own, so a flood of plans cannot queue it. How connections are served (timeouts, header size) is server.py. Writes (create, commit, drop, rename,
+once, and names are read as the catalog reads them: names.py). The work of a request with the catalog (listing,
+loading, planning, writing the answer) is routes.py's, run by the plan workers (workers.py: other processes, so a
+plan never holds up this process's event loop), and a plan's further batches are kept here, written
+(planner.PlanStore); `/health` asks this process's own catalog client in threads of its own, so a flood of plans
+cannot queue it. How connections are served (timeouts, header size) is server.py. Writes (create, commit, drop, rename,
 register, namespace changes) are answered 501 with a documented ErrorModel: the service holds read access only,
 and a second write path in front of the upstream catalog would be one more thing a commit depends on. Failures are
 ErrorModels (errors.py); an unexpected one is logged with its traceback (redacted by the CLI's log filter) and
@@ -22,11 +24,9 @@ beside the user's, and a plan asked of one would index the index. Writes could n
 from __future__ import annotations
 
 import hmac
-import json
 import logging
-import math
-import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import unquote
 
@@ -34,15 +34,7 @@ import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from pyiceberg.catalog.rest import (
-    Capability,
-    ConfigResponse,
-    ListNamespaceResponse,
-    ListTableResponseEntry,
-    ListTablesResponse,
-    NamespaceResponse,
-    TableResponse,
-)
+from pyiceberg.catalog.rest import Capability, ConfigResponse
 from pyiceberg.catalog.rest.scan_planning import FetchScanTasksRequest, PlanTableScanRequest
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.typedef import IcebergBaseModel
@@ -50,13 +42,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from indexlib.config import Config
-from indexlib.redaction import redact_namespace_properties
 from indexlib.service import names
 from indexlib.service.errors import READ_ONLY, ServiceError, body, classify
-from indexlib.service.filters import RequestFilter
 from indexlib.service.metrics import Metrics
-from indexlib.service.planner import Planner
-from indexlib.service.wire import Written, spliced
+from indexlib.service.planner import PlanStore
+from indexlib.service.routes import Routes, json_object
+from indexlib.service.workers import Workers, workers
 
 log = logging.getLogger("indexlib.service")
 HEALTH_THREADS = 2  # `/health`'s own worker threads (module docstring)
@@ -72,23 +63,10 @@ SERVED = (
 )
 # server-side planning by default: pyiceberg's `scan-planning-mode`, Iceberg Java's `rest-scan-planning-enabled`
 PLANNING_DEFAULTS = {"scan-planning-mode": "server", "rest-scan-planning-enabled": "true"}
-_REQUEST_FIELDS = {
-    info.alias or name for name, info in PlanTableScanRequest.model_fields.items()
-}  # a request naming anything else is refused: an ignored field could change what the client meant
 
 
 class BodyTooLarge(Exception):
     pass
-
-
-def _json(model: IcebergBaseModel, status: int = 200) -> Response:
-    """`serialize_as_any`: a residual filter is typed as the abstract BooleanExpression in pyiceberg's task model,
-    which would otherwise be written as `{}` (and fail the client's parse). Residuals are written once each and
-    spliced in (wire.Written)."""
-    text = model.model_dump_json(serialize_as_any=True)
-    written = {id(t.residual_filter): t.residual_filter for t in getattr(model, "file_scan_tasks", ())}
-    text = spliced(text, (r for r in written.values() if isinstance(r, Written)))
-    return Response(text, status_code=status, media_type="application/json")
 
 
 def routed_path(raw_path: bytes) -> str:
@@ -162,16 +140,30 @@ class Guard:
         await self.app(scope, limited, send)
 
 
-def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
-    """The service over `config`'s catalog (or `catalog`), requiring `token`."""
-    catalog = catalog if catalog is not None else config.load_catalog()
-    planner = Planner(config, catalog)
+def create_app(config: Config, token: str) -> ASGIApp:
+    """The service over `config`'s catalog, requiring `token`."""
+    routes = Routes(config, token)  # this process's own: `/health`, and every route with `plan_workers = 0`
     metrics = Metrics()
-    secrets = config.secrets() | {token}
-    app = FastAPI(title="skipindex planning service", docs_url=None, redoc_url=None, openapi_url="/openapi.json")
-    app.state.planner, app.state.metrics = planner, metrics
-    index_namespace = planner.index_namespace
-    limiters: dict[str, anyio.CapacityLimiter] = {}
+    store = PlanStore(config.serve.plans_kept, config.serve.plans_kept_bytes)
+    secrets, index_namespace = routes.secrets, routes.index_namespace
+    handles: dict[int, int] = {}  # index handles open, by the process that last said
+    running: list[Workers] = []
+    health_threads: list[anyio.CapacityLimiter] = []
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        running.append(workers(config, token, routes))
+        health_threads.append(anyio.CapacityLimiter(HEALTH_THREADS))  # made on the running event loop
+        yield
+        running.pop().close()
+
+    app = FastAPI(
+        title="skipindex planning service",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/openapi.json",
+        lifespan=lifespan,
+    )
 
     def user_namespace(text: str) -> tuple[str, ...]:
         """A namespace of the catalog's users, as the catalog reads it: the index namespace (and any under it)
@@ -195,21 +187,24 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
         metrics.error(error.status)
         return Response(body(error, secrets), status_code=error.status, media_type="application/json")
 
-    def guarded(work: Callable[[], Response]) -> Response:
+    async def answer(route: str, arguments: Callable[[], tuple[Any, ...]]) -> Response:
+        """`route` answered by the workers (workers.py), with the `arguments` read from the request here (names
+        are read on the event loop: a few bytes of text)."""
         try:
-            return work()
-        except Exception as exc:  # every failure becomes an ErrorModel (errors.classify), written in this thread
+            args = arguments()
+        except Exception as exc:
             return error_response(exc)
-
-    async def answer(work: Callable[[], Response], pool: str = "work") -> Response:
-        """`work` in a worker thread; `pool` "health" has threads of its own (module docstring)."""
-        if pool not in limiters:  # made on the event loop's first request (anyio needs a running loop)
-            limiters[pool] = (
-                anyio.CapacityLimiter(HEALTH_THREADS)
-                if pool == "health"
-                else anyio.to_thread.current_default_thread_limiter()
-            )
-        return await anyio.to_thread.run_sync(guarded, work, limiter=limiters[pool])
+        reply = await running[0].call(route, *args)
+        handles[reply.worker] = reply.handles_open
+        if reply.status >= 400:
+            metrics.error(reply.status)
+        if reply.plan is not None:
+            metrics.plan(reply.plan.route, reply.plan.seconds, reply.plan.kept, reply.plan.total)
+        if reply.further is not None:
+            store.add(reply.further)
+        if not reply.body:
+            return Response(status_code=reply.status)
+        return Response(reply.body, status_code=reply.status, media_type="application/json")
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
@@ -231,17 +226,17 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
 
     @app.get("/health")
     async def health() -> Response:
-        def check() -> Response:
-            catalog.list_namespaces()
-            return JSONResponse({"status": "ok"})
-
-        response = await answer(check, "health")
-        return response if response.status_code == 200 else JSONResponse({"status": "unavailable"}, 503)
+        """This process's own catalog client, in threads of its own: no plan queues it (module docstring)."""
+        reply = await anyio.to_thread.run_sync(routes.call, "health", limiter=health_threads[0])
+        if reply.status != 200:
+            return JSONResponse({"status": "unavailable"}, 503)
+        return Response(reply.body, media_type="application/json")
 
     @app.get("/metrics")
     async def metrics_text() -> Response:
-        handles = f"# TYPE skipindex_handles_open gauge\nskipindex_handles_open {planner.handles_open}\n"
-        return PlainTextResponse(metrics.text() + handles)
+        lines = [f'skipindex_handles_open{{worker="{pid}"}} {n}' for pid, n in sorted(handles.items())]
+        handles_open = "# TYPE skipindex_handles_open gauge\n" + "".join(f"{line}\n" for line in lines)
+        return PlainTextResponse(metrics.text() + handles_open)
 
     @app.get("/v1/config")
     async def get_config() -> Response:
@@ -252,100 +247,53 @@ def create_app(config: Config, token: str, catalog: Any = None) -> ASGIApp:
 
     @app.get("/v1/namespaces")
     async def list_namespaces(parent: str | None = None) -> Response:
-        def work() -> Response:
-            found = catalog.list_namespaces(user_namespace(parent) if parent else ())
-            visible = [tuple(n) for n in found if not names.within(tuple(n), index_namespace)]
-            return _json(ListNamespaceResponse(namespaces=visible))
-
-        return await answer(work)
+        return await answer("list_namespaces", lambda: (user_namespace(parent) if parent else (),))
 
     @app.get("/v1/namespaces/{namespace}")
     async def load_namespace(namespace: str) -> Response:
-        def work() -> Response:
-            ns = user_namespace(namespace)
-            properties = redact_namespace_properties(catalog.load_namespace_properties(ns), secrets)
-            return _json(NamespaceResponse(namespace=ns, properties=properties))
-
-        return await answer(work)
+        return await answer("load_namespace", lambda: (user_namespace(namespace),))
 
     @app.head("/v1/namespaces/{namespace}")
     async def namespace_exists(namespace: str) -> Response:
-        def work() -> Response:
-            return Response(status_code=204 if catalog.namespace_exists(user_namespace(namespace)) else 404)
-
-        return await answer(work)
+        return await answer("namespace_exists", lambda: (user_namespace(namespace),))
 
     @app.get("/v1/namespaces/{namespace}/tables")
     async def list_tables(namespace: str) -> Response:
-        def work() -> Response:
-            ns = user_namespace(namespace)
-            found = [t for t in catalog.list_tables(ns) if not names.within(tuple(t[:-1]), index_namespace, exact=True)]
-            entries = [ListTableResponseEntry(namespace=tuple(t[:-1]), name=t[-1]) for t in found]
-            return _json(ListTablesResponse(identifiers=entries))
-
-        return await answer(work)
+        return await answer("list_tables", lambda: (user_namespace(namespace),))
 
     @app.get("/v1/namespaces/{namespace}/tables/{table}")
     async def load_table(namespace: str, table: str) -> Response:
-        def work() -> Response:
-            loaded = planner.load(user_table(namespace, table))
-            # no `config` and no storage credentials: clients read the data with their own
-            return _json(TableResponse(metadata_location=loaded.metadata_location, metadata=loaded.metadata))
-
-        return await answer(work)
+        return await answer("load_table", lambda: (user_table(namespace, table),))
 
     @app.head("/v1/namespaces/{namespace}/tables/{table}")
     async def table_exists(namespace: str, table: str) -> Response:
-        def work() -> Response:
-            try:
-                planner.load(user_table(namespace, table))
-            except NoSuchTableError:
-                return Response(status_code=404)
-            return Response(status_code=204)
-
-        return await answer(work)
+        return await answer("table_exists", lambda: (user_table(namespace, table),))
 
     @app.post("/v1/namespaces/{namespace}/tables/{table}/plan", openapi_extra=_body(PlanTableScanRequest))
     async def plan(namespace: str, table: str, request: Request) -> Response:
         raw = await request.body()
-
-        def work() -> Response:
-            started = time.perf_counter()
-            name = user_table(namespace, table)
-            parsed, row_filter = _plan_request(raw)
-            planned = planner.plan(name, parsed, row_filter)
-            response = planner.respond(name, planned)
-            metrics.plan(planned.route, time.perf_counter() - started, len(planned.tasks), planned.files_total)
-            log.info(
-                "plan %s: %s, snapshot %s, %d file(s)%s%s",
-                name,
-                planned.route,
-                planned.snapshot_id,
-                len(planned.tasks),
-                f" of {planned.files_total}" if planned.files_total is not None else "",
-                f"; kept as might-match: {'; '.join(planned.unknown)}" if planned.unknown else "",
-            )
-            return _json(response)
-
-        return await answer(work)
+        return await answer("plan", lambda: (user_table(namespace, table), raw))
 
     @app.post("/v1/namespaces/{namespace}/tables/{table}/tasks", openapi_extra=_body(FetchScanTasksRequest))
     async def tasks(namespace: str, table: str, request: Request) -> Response:
         raw = await request.body()
 
-        def work() -> Response:
-            name = user_table(namespace, table)
-            fields = _json_object(raw)
-            if unknown := set(fields) - {"plan-task"}:
-                raise ServiceError(
-                    400, "BadRequestException", f"unknown request field(s): {', '.join(sorted(unknown))}"
-                )
-            token = FetchScanTasksRequest.model_validate(fields).plan_task
-            batch = planner.store.batch(str(name), token)
+        def batch() -> Response:
+            """A further batch as written when planned (planner.PlanStore); the body parsed in a thread."""
+            try:
+                name = user_table(namespace, table)
+                fields = json_object(raw)
+                if unknown := set(fields) - {"plan-task"}:
+                    listed = ", ".join(sorted(unknown))
+                    raise ServiceError(400, "BadRequestException", f"unknown request field(s): {listed}")
+                token = FetchScanTasksRequest.model_validate(fields).plan_task
+                text = store.batch(str(name), token)
+            except Exception as exc:
+                return error_response(exc)
             metrics.batch()
-            return _json(batch)
+            return Response(text, media_type="application/json")
 
-        return await answer(work)
+        return await anyio.to_thread.run_sync(batch)
 
     async def read_only(request: Request) -> Response:
         return error_response(ServiceError(501, "NotImplementedException", READ_ONLY))
@@ -372,39 +320,3 @@ def _body(model: type[IcebergBaseModel]) -> dict[str, Any]:
     """The OpenAPI request body of a route that reads its body itself: the specification's model, by pyiceberg."""
     schema = model.model_json_schema(by_alias=True)
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:40]} is out of a double's range")
-    return value
-
-
-def _no_constant(name: str) -> float:
-    raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
-
-
-def _json_object(raw: bytes) -> dict[str, Any]:
-    """The body as a JSON object, strictly: NaN, Infinity and numbers beyond a double are not JSON (RFC 8259) and
-    could not be written back as JSON in a residual."""
-    try:
-        body = json.loads(raw or b"{}", parse_constant=_no_constant, parse_float=_finite)
-    except ValueError as exc:
-        raise ServiceError(400, "BadRequestException", f"invalid request: the body is not JSON: {exc}") from None
-    except RecursionError:
-        raise ServiceError(400, "BadRequestException", "invalid request: the body is nested too deeply") from None
-    if not isinstance(body, dict):
-        raise ServiceError(400, "BadRequestException", "invalid request: the body is not a JSON object")
-    return body
-
-
-def _plan_request(raw: bytes) -> tuple[PlanTableScanRequest, RequestFilter]:
-    """The request's fields by pyiceberg's model, but its `filter` by ours (filters.py): pyiceberg's model refuses
-    expressions the specification defines (transform terms, `{"type": "true"}`, ...). Fields the specification does
-    not define are refused: an ignored field could change what the client meant."""
-    body = _json_object(raw)
-    if unknown := set(body) - _REQUEST_FIELDS:
-        raise ServiceError(400, "BadRequestException", f"unknown request field(s): {', '.join(sorted(unknown))}")
-    row_filter = RequestFilter.parse(body.pop("filter", None))
-    return PlanTableScanRequest.model_validate(body), row_filter

@@ -39,7 +39,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyiceberg.catalog.rest.scan_planning import PlanCompleted, PlanTableScanRequest, ScanTasks
+from pyiceberg.catalog.rest.scan_planning import PlanCompleted, PlanTableScanRequest
 from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.schema import Schema
@@ -52,7 +52,7 @@ from indexlib.pruning.residuals import file_residuals
 from indexlib.service.filters import RequestFilter
 from indexlib.service.names import TableName, within
 from indexlib.service.vectors import Vectors
-from indexlib.service.wire import Task, Unplannable, residual_text, scan_tasks, task_bytes
+from indexlib.service.wire import Task, Unplannable, residual_text, response_text, scan_tasks, task_bytes
 from indexlib.sources.iceberg_deletes import data_file_of
 
 
@@ -74,47 +74,44 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class StoredPlan:
-    """What a plan's further batches are written from, when fetched."""
+class Answered:
+    """A plan written: its id, the `plan` response (the first batch, and a plan task per further batch), and the
+    further batches' `tasks` responses, in order."""
 
-    table: str
-    chunks: list[list[Task]]  # the batches' tasks; chunks[0] went out with the plan
-    metadata: Any
-    stats_fields: frozenset[int]
-    texts: dict[int, str]  # the residuals' JSON, by id (each residual written once per plan)
-
-    def batch(self, number: int) -> ScanTasks:
-        metadata = self.metadata
-        return scan_tasks(
-            self.chunks[number], metadata.specs(), metadata.schema(), stats_fields=self.stats_fields, texts=self.texts
-        )
+    table: str  # the table planned (its further batches answer only for it)
+    plan_id: str
+    first: str
+    further: list[str]
 
 
 class PlanStore:
-    """The further batches of recent plans for `tasks`, the oldest plans forgotten first."""
+    """The further batches of recent plans for `tasks`, as written: at most `plans_kept` plans and `kept_bytes` of
+    text, the oldest plans forgotten first (the newest is kept whatever its size, so a plan's client can always
+    fetch it)."""
 
-    def __init__(self, plans_kept: int) -> None:
-        self._plans: OrderedDict[str, StoredPlan] = OrderedDict()
-        self._kept = plans_kept
+    def __init__(self, plans_kept: int, kept_bytes: int) -> None:
+        self._plans: OrderedDict[str, tuple[str, list[str]]] = OrderedDict()
+        self._kept, self._kept_bytes, self._bytes = plans_kept, kept_bytes, 0
         self._lock = threading.Lock()
 
-    @staticmethod
-    def new_id() -> str:
-        return secrets.token_urlsafe(18)
-
-    def add(self, plan_id: str, plan: StoredPlan) -> None:
+    def add(self, answered: Answered) -> None:
+        if not answered.further:
+            return
+        size = sum(map(len, answered.further))
         with self._lock:
-            self._plans[plan_id] = plan
-            while len(self._plans) > self._kept:
-                self._plans.popitem(last=False)
+            self._plans[answered.plan_id] = (answered.table, answered.further)
+            self._bytes += size
+            while len(self._plans) > 1 and (len(self._plans) > self._kept or self._bytes > self._kept_bytes):
+                _, (_, forgotten) = self._plans.popitem(last=False)
+                self._bytes -= sum(map(len, forgotten))
 
-    def batch(self, table: str, token: str) -> ScanTasks:
+    def batch(self, table: str, token: str) -> str:
         plan_id, _, number = token.rpartition(":")
         with self._lock:
             found = self._plans.get(plan_id)
-        if found is None or found.table != table or not number.isdigit() or not 0 < int(number) < len(found.chunks):
+        if found is None or found[0] != table or not number.isdigit() or not 0 < int(number) <= len(found[1]):
             raise NoSuchPlanTask(f"no plan task {token!r} for table {table} (expired, or the service restarted)")
-        return found.batch(int(number))
+        return found[1][int(number) - 1]
 
 
 class Planner:
@@ -123,7 +120,6 @@ class Planner:
     def __init__(self, config: Config, catalog: Any) -> None:
         self.config = config
         self.catalog = catalog
-        self.store = PlanStore(config.serve.plans_kept)
         self._handles: OrderedDict[TableName, IndexHandle] = OrderedDict()
         self._lock = threading.Lock()
         self.index_namespace = tuple(config.index_namespace.split("."))
@@ -236,21 +232,21 @@ class Planner:
         resolve = self.vectors.resolve
         return [Task(t.file, resolve(io, t.file.file_path, tuple(t.delete_files)), residual) for t in tasks]
 
-    def respond(self, table: TableName, plan: Plan) -> PlanCompleted:
-        """The `plan` response: the first batch inline, the others as plan tasks for `tasks` (module docstring)."""
+    def respond(self, table: TableName, plan: Plan) -> Answered:
+        """The plan written: the first batch inline, the others as plan tasks for `tasks` (module docstring); every
+        completed plan names a plan id (the specification requires it)."""
         texts: dict[int, str] = {}
         chunks = self._chunks(plan.tasks, texts)
-        plan_id = self.store.new_id()  # every completed plan names one (the specification requires it)
-        stored = StoredPlan(str(table), chunks, plan.metadata, plan.stats_fields, texts)
-        if len(chunks) > 1:
-            self.store.add(plan_id, stored)
-        first = stored.batch(0)
-        return PlanCompleted(
+        plan_id = secrets.token_urlsafe(18)
+        specs, schema = plan.metadata.specs(), plan.metadata.schema()
+        batches = [scan_tasks(chunk, specs, schema, stats_fields=plan.stats_fields, texts=texts) for chunk in chunks]
+        first = PlanCompleted(
             plan_id=plan_id,
-            delete_files=first.delete_files,
-            file_scan_tasks=first.file_scan_tasks,
+            delete_files=batches[0].delete_files,
+            file_scan_tasks=batches[0].file_scan_tasks,
             plan_tasks=[f"{plan_id}:{n}" for n in range(1, len(chunks))],
         )
+        return Answered(str(table), plan_id, response_text(first), [response_text(batch) for batch in batches[1:]])
 
     def _chunks(self, tasks: list[Task], texts: dict[int, str]) -> list[list[Task]]:
         """Batches of at most `tasks_per_batch` tasks and about `max_response_bytes` (a task alone may exceed it);

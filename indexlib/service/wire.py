@@ -51,6 +51,7 @@ from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.typedef import IcebergBaseModel
 from pyiceberg.utils.datetime import (
     days_to_date,
     micros_to_time,
@@ -108,6 +109,15 @@ def spliced(text: str, residuals: Iterable[Written]) -> str:
     (the placeholders are random: no client's string can name one)."""
     by_placeholder = {json.dumps(r.placeholder): r.text for r in residuals}
     return _WRITTEN.sub(lambda m: by_placeholder.get(m.group(0), m.group(0)), text)
+
+
+def response_text(model: IcebergBaseModel) -> str:
+    """A response model as JSON. `serialize_as_any`: a residual filter is typed as the abstract BooleanExpression in
+    pyiceberg's task model, which would otherwise be written as `{}` (and fail the client's parse); residuals are
+    written once each and spliced in (`Written`)."""
+    text = model.model_dump_json(serialize_as_any=True)
+    written = {id(t.residual_filter): t.residual_filter for t in getattr(model, "file_scan_tasks", ())}
+    return spliced(text, (r for r in written.values() if isinstance(r, Written)))
 
 
 def residual_text(residual: BooleanExpression) -> str:
