@@ -336,6 +336,75 @@ def test_a_killed_server_gives_errors_never_wrong_plans(lake):
     assert outcomes["wrong"] == 0 and outcomes["error"] > 0 and outcomes["right"] > 0, outcomes
 
 
+def plan_workers(pid: int) -> set[int]:
+    """The plan worker processes of the service `pid` (its spawned children; the resource tracker is not one)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat.parent / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):  # a process that ended while read
+            continue
+        if ppid == pid and b"spawn_main" in command:
+            found.add(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait(condition: Any, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
+def test_plan_workers_die_come_back_and_never_outlive_the_service(lake):
+    """Plans run in `[serve] plan_workers` processes (2 by default). A worker killed (out of memory, kill -9)
+    costs the requests it held a 503, never a wrong plan, and the workers start again; workers exit with the
+    service, even one killed with SIGKILL (they watch their parent)."""
+    conf, catalog = lake
+    expression = ice.GreaterThan("id", 20)
+    expected = rows(catalog.load_table("db.t").scan(row_filter=expression).to_arrow())
+    serve = Serve(conf).start()
+    try:
+        pid = serve.process.pid
+        _wait(lambda: len(plan_workers(pid)) == 2, 60, "two plan workers by default")
+        first = plan_workers(pid)
+        assert rows(client(serve).load_table("db.t").scan(row_filter=expression).to_arrow()) == expected
+        for worker in first:
+            os.kill(worker, signal.SIGKILL)
+        _wait(lambda: not any(map(_alive, first)), 10, "the killed workers are gone")
+        statuses = [call(serve, "POST", "/v1/namespaces/db/tables/t/plan", {})[0] for _ in range(3)]
+        assert statuses[0] in (503, 200) and statuses[1:] == [200, 200], f"503 for the broken workers: {statuses}"
+        assert rows(client(serve).load_table("db.t").scan(row_filter=expression).to_arrow()) == expected
+        again = plan_workers(pid)
+        assert len(again) == 2 and not again & first, "the workers were started again"
+    finally:
+        serve.stop(signal.SIGKILL)
+    _wait(lambda: not any(map(_alive, again)), 10, "no plan worker outlives its service")
+
+
+def test_one_process_service_when_plan_workers_is_zero(lake):
+    """`plan_workers = 0`: the service plans in its own threads, with the same answers."""
+    conf, catalog = lake
+    single = conf.parent / "one-process.toml"
+    single.write_text(conf.read_text() + "plan_workers = 0\n")  # the [serve] section is the file's last
+    serve = Serve(single).start()
+    try:
+        for expression in (ice.GreaterThan("id", 20), ice.IsNull("k"), ice.AlwaysTrue()):
+            upstream = catalog.load_table("db.t").scan(row_filter=expression).to_arrow()
+            assert rows(client(serve).load_table("db.t").scan(row_filter=expression).to_arrow()) == rows(upstream)
+        assert not plan_workers(serve.process.pid)
+    finally:
+        serve.stop()
+
+
 def test_concurrent_clients_while_builds_commit(server, lake):
     """Readers plan and read while the table gets appends and the index is rebuilt: every answer equals the
     upstream's rows at one of the table's committed snapshots, and none fails."""

@@ -39,6 +39,7 @@ from indexlib.service.errors import ServiceError, body
 from indexlib.service.routes import Reply, Routes
 
 log = logging.getLogger("indexlib.service")
+WORKER_NICENESS = 5  # plans yield the CPU to the service's own process, which reads requests and answers /health
 WORKER_DIED = ServiceError(503, "ServiceUnavailableException", "a plan worker died while answering; ask again")
 
 
@@ -116,6 +117,7 @@ def _initialize(config: Config, token: str, queue: Any, levels: dict[str, int]) 
     exits (module docstring). SIGINT is the service's to handle (a terminal's Ctrl-C reaches the whole group)."""
     global _routes
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.nice(WORKER_NICENESS)
     root = logging.getLogger()
     root.handlers = [logging.handlers.QueueHandler(queue)]
     for name, level in levels.items():
