@@ -20,15 +20,15 @@ return with a matching row; where the index cannot answer, pyiceberg's own plann
   from the manifests, which the index does not copy), and a table the index cannot plan (a file whose partition
   values the index rows do not carry).
 
-One `IndexHandle` per table, shared by every request (handles are thread-safe and cache by snapshot), for the
-`[serve] handles_kept` tables planned most recently (the least recently used is dropped): tables are named as the
-catalog reads them (names.py), so another spelling of a name is the same table, never one more handle. Every plan
-has an unguessable plan id; the tasks of a plan with further batches are kept in memory (`PlanStore`, the
-`[serve] plans_kept` most recent plans) and a batch is written when it is fetched: a `tasks` call after a restart,
-for a plan evicted as newer ones arrived, or for another table, is answered 404, so a client fails rather than reads
-part of a plan. A batch holds at most `tasks_per_batch` tasks and about `max_response_bytes` (a large residual
-repeated on every task makes more batches, never a larger response); a stored plan holds its tasks and their shared
-residual objects, so its memory grows with its files plus its filter, not with their product.
+A planner (one per plan worker process, workers.py) keeps one `IndexHandle` per table, shared by its requests
+(handles are thread-safe and cache by snapshot), for the `[serve] handles_kept` tables planned most recently (the
+least recently used is dropped): tables are named as the catalog reads them (names.py), so another spelling of a name
+is the same table, never one more handle. Every plan has an unguessable plan id and is written whole when made
+(`respond`): a batch holds at most `tasks_per_batch` tasks and about `max_response_bytes` (a large residual makes
+more batches, never a larger response), each residual's JSON is written once per plan. The further batches are kept
+as text by the service's own process (`PlanStore`: the `[serve] plans_kept` most recent plans, at most
+`plans_kept_bytes`): a `tasks` call after a restart, for a plan evicted as newer ones arrived, or for another table,
+is answered 404, so a client fails rather than reads part of a plan.
 """
 
 from __future__ import annotations
