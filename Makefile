@@ -57,7 +57,7 @@ chromium:
 test-fast: $(STAMP)
 	$(BIN)/pytest -m 'not spark and not slow and not servers'
 
-bench: $(STAMP)
+bench: $(STAMP) $(JARS_STAMP)
 	$(BIN)/python benchmarks/bench_lookup.py
 	$(BIN)/python benchmarks/bench_lookup_scale.py --files 10000 100000 --chart docs/lookup_scale.png
 	$(BIN)/python benchmarks/bench_build.py --lineitem-scale 1 --lineitem-order generated
@@ -69,6 +69,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_query.py --row-groups 16 --build-runs 3
 	$(BIN)/python benchmarks/bench_lookup_scale.py --files 10000 100000 --row-groups 8 --runs 5
 	$(BIN)/python benchmarks/bench_serve.py
+	$(BIN)/python benchmarks/bench_spark_sql.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check indexlib jobs tests benchmarks airflow_dags docs/hooks
