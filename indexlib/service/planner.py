@@ -220,7 +220,8 @@ class Planner:
         binding = binding_schema(metadata, state.source_version, request.use_snapshot_schema)
         _check_select(binding, request)
         pruning = row_filter.pruning(binding, state.source.schema, request.case_sensitive)
-        result = handle.lookup(pruning.expression, state=state)  # exact names of the current schema
+        # exact names of the current schema; bound there already where the request binds in it (filters.Pruning)
+        result = handle.lookup(pruning.bound if pruning.bound is not None else pruning.expression, state=state)
         residuals = _file_residuals(result, row_filter.residual, binding, request.case_sensitive)
         try:
             return self._from_index(table, result, residuals, pruning.unknown)
