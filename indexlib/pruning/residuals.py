@@ -221,18 +221,25 @@ class _Reader:
         held = self._held(column, values)
         exact = positive and not negated  # rule 5: an IN under no NOT may become `=` or FALSE
         outcomes: list[Outcome] = []
-        for i, (m, a, first, last) in enumerate(zip(verdict.might, verdict.all_match, start, stop, strict=True)):
-            decided = _decided(bool(m), bool(a), positive)
+        firsts, lasts = np.asarray(start).tolist(), np.asarray(stop).tolist()
+        if held is not None:  # per file, the values within its bounds it may hold: all files' at once, row by row
+            columns = np.arange(len(values))
+            rows, picks = np.nonzero(
+                held & (columns >= np.asarray(start)[:, None]) & (columns < np.asarray(stop)[:, None])
+            )
+            cuts = np.searchsorted(rows, np.arange(len(firsts) + 1)).tolist()
+            held_picks = picks.tolist()
+        flags = zip(verdict.might.tolist(), verdict.all_match.tolist(), firsts, lasts, strict=True)
+        for i, (m, a, first, last) in enumerate(flags):
+            decided = _decided(m, a, positive)
             if decided is not None:
                 outcomes.append(decided)
                 continue
-            picked: Sequence[int] = range(int(first), int(last))
-            if held is not None:
-                picked = (int(first) + np.flatnonzero(held[i, int(first) : int(last)])).tolist()
+            picked: Sequence[int] = range(first, last) if held is None else held_picks[cuts[i] : cuts[i + 1]]
             if len(picked) == len(values):
                 outcomes.append(KEEP)
             else:
-                outcomes.append(("pick", *_padded(picked, int(first), int(last), len(values), exact)))
+                outcomes.append(("pick", *_padded(picked, first, last, len(values), exact)))
 
         def rebuild(outcome: Outcome) -> BooleanExpression:
             if outcome[0] != "pick":
