@@ -131,19 +131,24 @@ class _MadeFiles:
     DataFile and its wire form (no statistics: the index route sends none), made the first time a plan keeps the
     file and reused by every later plan of the same state. Both are functions of the state's own file entry (its
     path, format, size, count, spec and partition) and the state's table metadata, so a reused one is what making it
-    again gives; a new snapshot of either table is a new state, with its own files."""
+    again gives; a new snapshot of either table is a new state, with its own files. A file the wire cannot carry
+    has no wire form here (None): the batch that holds it makes it, and refuses the plan, as without this cache."""
 
     def __init__(self, state: TableState) -> None:
-        self.state = state  # kept so the state's id names no other state while this is cached
+        self.state = state  # the state these files are of: a plan of another state makes a new cache
         self.metadata = state.source.table.metadata  # type: ignore[attr-defined]
-        self.by_path: dict[str, tuple[DataFile, RESTDataFile]] = {}
+        self.by_path: dict[str, tuple[DataFile, RESTDataFile | None]] = {}
         self.lock = threading.Lock()
 
-    def get(self, ref: DataFileRef) -> tuple[DataFile, RESTDataFile]:
+    def get(self, ref: DataFileRef) -> tuple[DataFile, RESTDataFile | None]:
         found = self.by_path.get(ref.path)
         if found is None:
             made = data_file_of(ref)
-            found = made, data_file(made, self.metadata.specs(), self.metadata.schema())
+            try:
+                written: RESTDataFile | None = data_file(made, self.metadata.specs(), self.metadata.schema())
+            except Unplannable:
+                written = None
+            found = made, written
             with self.lock:
                 found = self.by_path.setdefault(ref.path, found)
         return found
@@ -242,7 +247,8 @@ class Planner:
             deletes = self.vectors.resolve(io, kept.file.path, tuple(d.data_file for d in kept.deletes))
             if made is not None:
                 data, written = made.get(kept.file)
-                files[id(data)] = written
+                if written is not None:
+                    files[id(data)] = written
             else:
                 data = data_file_of(kept.file)
             tasks.append(Task(data, deletes, task_residual))
