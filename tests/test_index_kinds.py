@@ -471,6 +471,11 @@ def test_probing_many_filters_at_once_agrees_with_the_specification(files, absen
             assert answer == expected, (
                 "the vectorised probe (filters grouped by size, hashes in passes) answers as the specification"
             )
+            built = [p for p in payloads if p is not None]
+            matrix = split_block.contains_matrix(built, _string_hashes(keys)) if built else None
+            assert matrix is None or matrix.tolist() == [
+                [_spec_contains(p, k.encode()) for k in keys] for p in built
+            ], "the per-(filter, hash) probe (residuals' rule 2) answers as the specification, pair by pair"
 
 
 def test_probing_many_filters_refuses_a_damaged_one():

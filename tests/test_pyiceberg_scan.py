@@ -11,6 +11,7 @@ Real SQLite catalog, real Parquet files, the index built by the real build (in t
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pyarrow as pa
@@ -23,7 +24,9 @@ from pyiceberg import expressions as ice
 from indexlib.errors import UserError
 from indexlib.handle import IndexHandle
 from indexlib.indexing.build import build_index
+from indexlib.query.from_iceberg import from_iceberg
 from indexlib.scans.pyiceberg import scan
+from indexlib.service.filters import RequestFilter
 
 
 def small_types(schema: pa.Schema) -> pa.Schema:
@@ -130,6 +133,26 @@ def test_a_pyiceberg_row_filter_returns_the_rows_of_pyicebergs_own_scan(lake) ->
         expected = lake.scan(row_filter=row_filter, snapshot_id=indexed.snapshot_id).to_arrow()
         assert rows(indexed.to_arrow()) == rows(expected), f"{row_filter}: the rows of pyiceberg's own read"
         assert not indexed.result.all_match, f"{row_filter}: no file is proven all-match for pyiceberg's filter"
+
+    check()
+
+
+def test_the_services_filter_bound_once_prunes_as_bound_by_the_lookup(lake) -> None:
+    """The planning service binds its filter's leaves once (filters.Pruning.bound) and the lookup takes that tree as
+    it is: the same predicate, so the same files, as the lookup binding the unbound filter itself."""
+    handle = IndexHandle.for_iceberg(lake)
+    schema = handle.current().source.schema
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(iceberg_filter())
+    def check(row_filter: ice.BooleanExpression) -> None:
+        raw = json.loads(row_filter.model_dump_json(serialize_as_any=True))
+        pruning = RequestFilter.parse(raw).pruning(schema, schema, case_sensitive=True)
+        assert pruning.bound is not None, f"{row_filter}: every leaf was bound in the current schema"
+        assert str(from_iceberg(pruning.bound, schema)) == str(from_iceberg(pruning.expression, schema)), row_filter
+        state = handle.current()
+        kept = handle.lookup(pruning.bound, state=state).kept_positions
+        assert kept == handle.lookup(pruning.expression, state=state).kept_positions, row_filter
 
     check()
 

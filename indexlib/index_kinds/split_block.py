@@ -134,6 +134,22 @@ def contains_each(payload: bytes, hashes: np.ndarray) -> np.ndarray:
     return ((bitset[blocks] & masks) == masks).all(axis=1)
 
 
+def _probed(stacked: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    """Per (filter of `stacked`, a (filters, blocks, 8) words array, hash): whether the filter might hold the hash,
+    i.e. every bit of the hash's mask is set in its block. The eight words are read as four pairs (uint64 views of
+    both the words and the masks, so a pair's two words are tested in one operation and line up bit for bit), one
+    pair at a time over every (filter, hash): each read is a plain (filters, hashes) gather, which numpy does an
+    order of magnitude faster than gathering (filters, hashes, 8) words and reducing the short last axis."""
+    blocks, masks = _blocks_and_masks(hashes, stacked.shape[1])
+    words = np.ascontiguousarray(stacked, dtype=np.uint32).view(np.uint64)  # (filters, blocks, 4)
+    wanted = np.ascontiguousarray(masks).view(np.uint64)  # (hashes, 4)
+    held = np.ones((stacked.shape[0], len(hashes)), dtype=bool)
+    for pair in range(4):
+        mask = wanted[:, pair]
+        held &= (words[:, :, pair][:, blocks] & mask) == mask
+    return held
+
+
 def contains_matrix(payloads: list[bytes], hashes: np.ndarray) -> np.ndarray:
     """Per (serialised filter, hash), whether the filter might hold the hash: (filters, hashes) booleans. Filters of
     one size are stacked and probed together, a batch of filters at a time (`PAIRS_PER_PASS` pairs)."""
@@ -143,36 +159,31 @@ def contains_matrix(payloads: list[bytes], hashes: np.ndarray) -> np.ndarray:
         by_length.setdefault(len(payload), []).append(i)
     for length, members in by_length.items():
         stacked = _stacked([payloads[i] for i in members], length)  # (filters, blocks, 8)
-        blocks, masks = _blocks_and_masks(hashes, stacked.shape[1])
         step = max(1, PAIRS_PER_PASS // max(len(hashes), 1))
         for start in range(0, len(members), step):
-            rows = np.asarray(members[start : start + step])
-            words = stacked[start : start + step][:, blocks]  # (filters, hashes, 8)
-            result[rows] = ((words & masks[None]) == masks[None]).all(axis=2)
+            result[members[start : start + step]] = _probed(stacked[start : start + step], hashes)
     return result
 
 
-PAIRS_PER_PASS = 1 << 20  # (filter, hash) pairs probed at once: bounds one pass to ~32 MB of gathered words
+PAIRS_PER_PASS = 1 << 16  # (filter, hash) pairs probed at once: a pass's temporaries (~0.5 MB) stay in cache (passes of
+# a million pairs measured 5-8x slower per pair on the 2-core machine: fresh pages and cache misses)
 
 
 def might_contain_each(payloads: list[bytes], hashes: np.ndarray) -> np.ndarray:
-    """Per serialised filter, whether it might hold one of `hashes`. Filters of one size share each hash's block
-    and mask, so they are stacked and probed together, a batch of hashes at a time."""
+    """Per serialised filter, whether it might hold one of `hashes`. Filters of one size are stacked and probed
+    together, a batch of hashes at a time, leaving out the filters already hit."""
     result = np.zeros(len(payloads), dtype=bool)
     by_length: dict[int, list[int]] = {}
     for i, payload in enumerate(payloads):
         by_length.setdefault(len(payload), []).append(i)
     for length, members in by_length.items():
         stacked = _stacked([payloads[i] for i in members], length)  # (filters, blocks, 8)
-        num_blocks = stacked.shape[1]
         hit = np.zeros(len(members), dtype=bool)
         step = max(1, PAIRS_PER_PASS // len(members))
         for start in range(0, len(hashes), step):
             open_rows = np.flatnonzero(~hit)
             if not len(open_rows):
                 break
-            blocks, masks = _blocks_and_masks(hashes[start : start + step], num_blocks)
-            words = stacked[open_rows[:, None], blocks[None, :]]  # (open filters, hashes, 8)
-            hit[open_rows] = ((words & masks[None]) == masks[None]).all(axis=2).any(axis=1)
+            hit[open_rows] = _probed(stacked[open_rows], hashes[start : start + step]).any(axis=1)
         result[members] = hit
     return result

@@ -40,9 +40,11 @@ service writes each distinct residual once per answer).
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -219,18 +221,25 @@ class _Reader:
         held = self._held(column, values)
         exact = positive and not negated  # rule 5: an IN under no NOT may become `=` or FALSE
         outcomes: list[Outcome] = []
-        for i, (m, a, first, last) in enumerate(zip(verdict.might, verdict.all_match, start, stop, strict=True)):
-            decided = _decided(bool(m), bool(a), positive)
+        firsts, lasts = np.asarray(start).tolist(), np.asarray(stop).tolist()
+        if held is not None:  # per file, the values within its bounds it may hold: all files' at once, row by row
+            columns = np.arange(len(values))
+            rows, picks = np.nonzero(
+                held & (columns >= np.asarray(start)[:, None]) & (columns < np.asarray(stop)[:, None])
+            )
+            cuts = np.searchsorted(rows, np.arange(len(firsts) + 1)).tolist()
+            held_picks = picks.tolist()
+        flags = zip(verdict.might.tolist(), verdict.all_match.tolist(), firsts, lasts, strict=True)
+        for i, (m, a, first, last) in enumerate(flags):
+            decided = _decided(m, a, positive)
             if decided is not None:
                 outcomes.append(decided)
                 continue
-            picked: Sequence[int] = range(int(first), int(last))
-            if held is not None:
-                picked = (int(first) + np.flatnonzero(held[i, int(first) : int(last)])).tolist()
+            picked: Sequence[int] = range(first, last) if held is None else held_picks[cuts[i] : cuts[i + 1]]
             if len(picked) == len(values):
                 outcomes.append(KEEP)
             else:
-                outcomes.append(("pick", *_padded(picked, int(first), int(last), len(values), exact)))
+                outcomes.append(("pick", *_padded(picked, first, last, len(values), exact)))
 
         def rebuild(outcome: Outcome) -> BooleanExpression:
             if outcome[0] != "pick":
@@ -314,11 +323,23 @@ def _constant(outcome: Outcome, node: BooleanExpression) -> BooleanExpression:
     return AlwaysTrue() if outcome == TRUE else AlwaysFalse() if outcome == FALSE else node
 
 
+@lru_cache(maxsize=256)
+def _conversion(literal_type: type, column_type: type) -> Callable[..., Any] | None:
+    """The function pyiceberg's `literal.to(column_type)` runs for a literal of `literal_type` and a column type of
+    class `column_type`, looked up once: `Literal.to` is a `functools.singledispatchmethod`, which makes a new bound
+    function (`functools.update_wrapper`) on every call, most of a conversion's cost over the literals of an IN of
+    1,000. Calling its registry's choice is what `to` itself does next, so the conversion is pyiceberg's own. None
+    (convert by `to`) where `to` is not such a method."""
+    dispatcher = getattr(inspect.getattr_static(literal_type, "to", None), "dispatcher", None)
+    return dispatcher.dispatch(column_type) if dispatcher is not None else None
+
+
 def _physical(literal: Literal[Any], column_type: IcebergType) -> Any:
     """The literal in the column's physical domain (days, micros, Decimal, str, bytes, ...), or None where it does
     not convert to the column's type, is out of its range, or is NaN."""
     try:
-        converted = literal.to(column_type)
+        convert = _conversion(type(literal), type(column_type))
+        converted = convert(literal, column_type) if convert is not None else literal.to(column_type)
     except Exception:
         return None
     if isinstance(converted, AboveMax | BelowMin):

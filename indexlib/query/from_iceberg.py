@@ -20,7 +20,7 @@ import math
 from typing import Any
 
 from pyiceberg import types as it
-from pyiceberg.expressions import BooleanExpression
+from pyiceberg.expressions import AlwaysFalse, AlwaysTrue, And, BooleanExpression, BoundPredicate, Not, Or
 from pyiceberg.expressions.literals import Literal
 from pyiceberg.expressions.visitors import BoundBooleanExpressionVisitor, bind, rewrite_not, visit
 from pyiceberg.schema import Schema
@@ -31,8 +31,19 @@ from indexlib.query.model import FALSE, TRUE, Compare, Expr, In, IsNaN, IsNull, 
 
 def from_iceberg(expression: BooleanExpression, schema: Schema, case_sensitive: bool = True) -> Expr:
     """The pruning predicate for pyiceberg row filter `expression` over `schema` (module docstring: it holds for
-    every row pyiceberg's read keeps)."""
-    return visit(rewrite_not(bind(schema, expression, case_sensitive)), _ToModel(schema))
+    every row pyiceberg's read keeps). An expression whose every leaf is bound already (in `schema`: the caller's
+    word, as the planning service binds its filter's leaves once) is taken as it is."""
+    bound = expression if _bound(expression, 0) else bind(schema, expression, case_sensitive)
+    return visit(rewrite_not(bound), _ToModel(schema))
+
+
+def _bound(expression: BooleanExpression, depth: int) -> bool:
+    """Whether every leaf of `expression` is a bound predicate (TRUE and FALSE are either)."""
+    if isinstance(expression, And | Or):
+        return _bound(expression.left, depth + 1) and _bound(expression.right, depth + 1)
+    if isinstance(expression, Not):
+        return _bound(expression.child, depth + 1)
+    return isinstance(expression, BoundPredicate) or (isinstance(expression, AlwaysTrue | AlwaysFalse) and depth > 0)
 
 
 _EXACT: dict[type, Any] = {

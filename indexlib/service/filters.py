@@ -78,6 +78,10 @@ class Pruning:
 
     expression: BooleanExpression
     unknown: list[str] = field(default_factory=list)
+    # `expression` bound in the planning schema, where the binding schema is that very schema: each leaf as
+    # checking it bound it (`_Converter._leaf`), so the lookup does not bind an IN of 1,000 literals again. None
+    # where the schemas differ (a leaf bound in the snapshot's schema is not bound in the current one)
+    bound: BooleanExpression | None = None
 
 
 @dataclass(frozen=True)
@@ -109,10 +113,11 @@ class RequestFilter:
 
     def pruning(self, binding: Schema, planning: Schema, case_sensitive: bool) -> Pruning:
         """The pruning filter (module docstring): columns bound in `binding` by name, named as in `planning`."""
-        result = Pruning(AlwaysTrue())
+        result = Pruning(AlwaysTrue(), bound=AlwaysTrue())
         if self.raw is not None:
             converter = _Converter(binding, planning, case_sensitive, result.unknown, self.parsed_leaves)
             result.expression = converter.convert(self.raw)
+            result.bound = converter.bound_tree(result.expression, 0) if binding is planning else None
         return result
 
 
@@ -161,6 +166,23 @@ class _Converter:
     ) -> None:
         self.binding, self.planning, self.case_sensitive, self.unknown = binding, planning, case_sensitive, unknown
         self.parsed = parsed
+        self.bound: dict[int, BooleanExpression] = {}  # each leaf `_leaf` returned, bound in `binding`, by id
+
+    def bound_tree(self, node: BooleanExpression, depth: int) -> BooleanExpression | None:
+        """`node` (what `convert` returned) with each leaf replaced by its binding; None where a leaf has none."""
+        if depth > MAX_DEPTH:
+            return None
+        if isinstance(node, AlwaysTrue | AlwaysFalse):
+            return node
+        if isinstance(node, And | Or):
+            left, right = self.bound_tree(node.left, depth + 1), self.bound_tree(node.right, depth + 1)
+            if left is None or right is None:
+                return None
+            return And(left, right) if isinstance(node, And) else Or(left, right)
+        if isinstance(node, Not):
+            child = self.bound_tree(node.child, depth + 1)
+            return Not(child) if child is not None else None
+        return self.bound.get(id(node))
 
     def convert(self, node: Any, negated: bool = False, depth: int = 0) -> BooleanExpression:
         """TRUE for at least the rows where `node` is TRUE (`negated`: where it is FALSE)."""
@@ -218,7 +240,9 @@ class _Converter:
         if name is None:
             self._unknown(node, "the column is not in the table's current schema")
             return None
-        return _renamed(parsed, name)
+        renamed = _renamed(parsed, name)
+        self.bound[id(renamed)] = bound
+        return renamed
 
     def _column(self, name: str) -> None:
         try:

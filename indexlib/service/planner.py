@@ -39,20 +39,22 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyiceberg.catalog.rest.scan_planning import PlanCompleted, PlanTableScanRequest
+from pyiceberg.catalog.rest.scan_planning import PlanCompleted, PlanTableScanRequest, RESTDataFile
 from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.manifest import DataFile
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask
 
 from indexlib.config import Config
 from indexlib.handle import IndexHandle
-from indexlib.lookup import LookupResult
+from indexlib.lookup import LookupResult, TableState
 from indexlib.pruning.residuals import file_residuals
 from indexlib.service.filters import RequestFilter
 from indexlib.service.names import TableName, within
 from indexlib.service.vectors import Vectors
-from indexlib.service.wire import Task, Unplannable, residual_text, response_text, scan_tasks, task_bytes
+from indexlib.service.wire import Task, Unplannable, data_file, residual_text, response_text, scan_tasks, task_bytes
+from indexlib.sources.base import DataFileRef
 from indexlib.sources.iceberg_deletes import data_file_of
 
 
@@ -71,6 +73,7 @@ class Plan:
     metadata: Any  # the table metadata the plan was made from (its partition specs and schema)
     stats_fields: frozenset[int] = frozenset()  # field ids whose statistics the files carry (`stats-fields`)
     unknown: list[str] = field(default_factory=list)  # parts of the filter pruned with as "might match"
+    files: dict[int, RESTDataFile] = field(default_factory=dict)  # tasks' data files written already, by id
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,34 @@ class PlanStore:
         return found[1][int(number) - 1]
 
 
+class _MadeFiles:
+    """The data files of one table state (a source snapshot and an index snapshot) as tasks carry them: pyiceberg's
+    DataFile and its wire form (no statistics: the index route sends none), made the first time a plan keeps the
+    file and reused by every later plan of the same state. Both are functions of the state's own file entry (its
+    path, format, size, count, spec and partition) and the state's table metadata, so a reused one is what making it
+    again gives; a new snapshot of either table is a new state, with its own files. A file the wire cannot carry
+    has no wire form here (None): the batch that holds it makes it, and refuses the plan, as without this cache."""
+
+    def __init__(self, state: TableState) -> None:
+        self.state = state  # the state these files are of: a plan of another state makes a new cache
+        self.metadata = state.source.table.metadata  # type: ignore[attr-defined]
+        self.by_path: dict[str, tuple[DataFile, RESTDataFile | None]] = {}
+        self.lock = threading.Lock()
+
+    def get(self, ref: DataFileRef) -> tuple[DataFile, RESTDataFile | None]:
+        found = self.by_path.get(ref.path)
+        if found is None:
+            made = data_file_of(ref)
+            try:
+                written: RESTDataFile | None = data_file(made, self.metadata.specs(), self.metadata.schema())
+            except Unplannable:
+                written = None
+            found = made, written
+            with self.lock:
+                found = self.by_path.setdefault(ref.path, found)
+        return found
+
+
 class Planner:
     """Plans for every table of one catalog (module docstring)."""
 
@@ -124,6 +155,19 @@ class Planner:
         self._lock = threading.Lock()
         self.index_namespace = tuple(config.index_namespace.split("."))
         self.vectors = Vectors()  # deletion vectors' blobs, by Puffin file (vectors.py)
+        self._made: OrderedDict[TableName, _MadeFiles] = OrderedDict()  # per table, the newest last
+
+    def _made_files(self, table: TableName, state: TableState) -> _MadeFiles:
+        """The cache of `state`'s data files (`_MadeFiles`): one per table, of the state it was last planned from,
+        for the `[serve] handles_kept` tables planned most recently (a new state replaces its table's cache)."""
+        with self._lock:
+            made = self._made.get(table)
+            if made is None or made.state is not state:
+                made = self._made[table] = _MadeFiles(state)
+            self._made.move_to_end(table)
+            while len(self._made) > self.config.serve.handles_kept:
+                self._made.popitem(last=False)
+            return made
 
     def load(self, table: TableName) -> Any:
         """The table as the catalog loads it; NoSuchTableError for a table of the index namespace, by the name the
@@ -171,24 +215,35 @@ class Planner:
         binding = binding_schema(metadata, state.source_version, request.use_snapshot_schema)
         _check_select(binding, request)
         pruning = row_filter.pruning(binding, state.source.schema, request.case_sensitive)
-        result = handle.lookup(pruning.expression, state=state)  # exact names of the current schema
+        # exact names of the current schema; bound there already where the request binds in it (filters.Pruning)
+        result = handle.lookup(pruning.bound if pruning.bound is not None else pruning.expression, state=state)
         residuals = _file_residuals(result, row_filter.residual, binding, request.case_sensitive)
         try:
-            return self._from_index(result, residuals, pruning.unknown)
+            return self._from_index(table, result, residuals, pruning.unknown)
         except Unplannable:
             return self._upstream(table, request, row_filter)
 
-    def _from_index(self, result: LookupResult, residuals: dict[str, BooleanExpression], unknown: list[str]) -> Plan:
+    def _from_index(
+        self, table: TableName, result: LookupResult, residuals: dict[str, BooleanExpression], unknown: list[str]
+    ) -> Plan:
         tasks = []
+        files: dict[int, RESTDataFile] = {}
         io = result.source.table.io  # type: ignore[union-attr]
+        made = self._made_files(table, result.state) if result.state is not None else None
         for kept in result.kept_files:
             if kept.file.partition is None:  # the index rows did not carry it: plan as the upstream would
                 raise Unplannable(f"{kept.file.path}: partition unknown")
             task_residual = AlwaysTrue() if kept.all_match else residuals[kept.file.path]
             deletes = self.vectors.resolve(io, kept.file.path, tuple(d.data_file for d in kept.deletes))
-            tasks.append(Task(data_file_of(kept.file), deletes, task_residual))
+            if made is not None:
+                data, written = made.get(kept.file)
+                if written is not None:
+                    files[id(data)] = written
+            else:
+                data = data_file_of(kept.file)
+            tasks.append(Task(data, deletes, task_residual))
         metadata = result.source.table.metadata  # type: ignore[union-attr]
-        return Plan(tasks, "index", result.files_total, result.source_version, metadata, unknown=unknown)
+        return Plan(tasks, "index", result.files_total, result.source_version, metadata, unknown=unknown, files=files)
 
     def _upstream(self, table: TableName, request: PlanTableScanRequest, row_filter: RequestFilter) -> Plan:
         loaded = self.load(table)
@@ -238,8 +293,8 @@ class Planner:
         texts: dict[int, str] = {}
         chunks = self._chunks(plan.tasks, texts)
         plan_id = secrets.token_urlsafe(18)
-        specs, schema = plan.metadata.specs(), plan.metadata.schema()
-        batches = [scan_tasks(chunk, specs, schema, stats_fields=plan.stats_fields, texts=texts) for chunk in chunks]
+        specs, schema, stats = plan.metadata.specs(), plan.metadata.schema(), plan.stats_fields
+        batches = [scan_tasks(c, specs, schema, stats_fields=stats, texts=texts, files=plan.files) for c in chunks]
         first = PlanCompleted(
             plan_id=plan_id,
             delete_files=batches[0].delete_files,

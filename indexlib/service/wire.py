@@ -265,10 +265,12 @@ def scan_tasks(
     plan_tasks: Sequence[str] = (),
     stats_fields: frozenset[int] = frozenset(),
     texts: dict[int, str] | None = None,
+    files: dict[int, RESTDataFile] | None = None,
 ) -> ScanTasks:
     """One batch: its file scan tasks, each naming its delete files by position in the batch's own `delete-files`
     list (a delete file shared by several tasks is listed once), and tokens of further batches. Each distinct
-    residual is written once (`Written`, module docstring; `texts`: residual JSON already made, by id)."""
+    residual is written once (`Written`, module docstring; `texts`: residual JSON already made, by id); `files`:
+    data files already made by `data_file` with these specs, schema and `stats_fields`, by id of the DataFile."""
     deletes: list[RESTDeleteFile] = []
     position: dict[tuple[str, str], int] = {}
     written: dict[int, Written] = {}
@@ -286,7 +288,9 @@ def scan_tasks(
             written[id(task.residual)] = Written(text=text)
         file_tasks.append(
             RESTFileScanTask(
-                data_file=data_file(task.data_file, specs, schema, stats_fields),
+                data_file=made
+                if files and (made := files.get(id(task.data_file))) is not None
+                else data_file(task.data_file, specs, schema, stats_fields),
                 delete_file_references=references or None,
                 residual_filter=written[id(task.residual)],
             )
