@@ -11,6 +11,8 @@ routes, checks tokens and copies bytes.
   state they were), and each builds its own `Routes`: its own catalog client, planner and index handles (so
   `[serve] handles_kept` is per worker). They start with the service, in the background: `/health` answers at once,
   and a plan that arrives first waits for a worker to be ready.
+- A worker's startup heap (the modules, its catalog client) is moved out of the collector's sight (`gc.freeze`):
+  it lives as long as the worker, and full collections traversed it every few plans.
 - Their log records go through a queue to this process's handlers, and so through its redaction (cli.py).
 - A worker that dies (killed, out of memory) fails the requests it held with a 503, and the workers are started
   again; a worker whose service process dies (even by SIGKILL) exits at once (it watches its parent's sentinel), so
@@ -21,6 +23,7 @@ routes, checks tokens and copies bytes.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import logging.handlers
 import multiprocessing
@@ -126,6 +129,8 @@ def _initialize(config: Config, token: str, queue: Any, levels: dict[str, int]) 
     if parent is not None:
         threading.Thread(target=_exit_with, args=(parent.sentinel,), daemon=True, name="parent-watch").start()
     _routes = Routes(config, token)
+    gc.collect()
+    gc.freeze()  # what the imports and the catalog made lives as long as the worker: full collections skip it
 
 
 def _exit_with(sentinel: int) -> None:
