@@ -26,14 +26,25 @@ column and kind, and part_key's bytes against precision (a 1 % Bloom filter per 
 filters, the key index; false files per absent key over 1,000 absent keys). `--keep DIR` keeps the tables,
 `--profile PATH` writes cProfile reports of the key-index side.
 
+With `--cold-start` (issue 40), whole fresh processes as a user starts them, on the table at each `--files`: `skipindex
+explain` of `=` and of IN 3 keys (`python -m indexlib.cli`), a fresh planner process (`from indexlib import
+IndexHandle`, the catalog, `IndexHandle.for_iceberg(...)` and its first lookup, with its own split into imports,
+catalog and table, first lookup), and as yardsticks the imports of the dependencies alone (pyiceberg with its SQL
+catalog and pyarrow file IO, sqlglot) and an empty interpreter. Median (min-max) of `--runs` runs after one warm-up
+run each (which also writes bytecode caches where Python may); `--before DIR` runs every command on the checkout in
+DIR too (PYTHONPATH=DIR), alternating with this one run by run, so both see the same moments of a shared machine.
+
     .venv/bin/python benchmarks/bench_lookup_scale.py [--files 10000] [--rows 16] [--row-groups 8]
     .venv/bin/python benchmarks/bench_lookup_scale.py --key-index --files 10000 100000 --runs 3
+    .venv/bin/python benchmarks/bench_lookup_scale.py --cold-start --files 5000 --runs 7 [--before /tmp/before]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -390,11 +401,20 @@ def main() -> None:
         help="index the table twice, with the automatic choice (global key index) and with key_index = false "
         "(Bloom filters sized for the table), and compare = and IN of 3 to 100,000 keys on both",
     )
-    parser.add_argument("--keep", help="--key-index: keep the table and indexes under this directory")
+    parser.add_argument("--keep", help="--key-index, --cold-start: keep the table and indexes under this directory")
     parser.add_argument(
         "--profile", help="--key-index: write cProfile reports of the key index side to PATH-<files>.txt"
     )
+    parser.add_argument(
+        "--cold-start",
+        action="store_true",
+        help="time whole fresh processes: skipindex explain (= and IN) and a planner's first IndexHandle lookup",
+    )
+    parser.add_argument("--before", help="--cold-start: also run every command on the checkout in this directory")
     args = parser.parse_args()
+    if args.cold_start:
+        cold_start_main(args)
+        return
     if args.key_index:
         key_index_main(args)
         return
@@ -918,6 +938,89 @@ def key_index_main(args: argparse.Namespace) -> None:
             args.chart,
             "Warm lookups: Bloom filters sized for the table vs the global key index (kept files differ: see the table)",
         )
+
+
+# --cold-start (issue 40): whole fresh processes, as a user starts them.
+FIRST_LOOKUP = """
+import json, sys, time
+started = time.perf_counter()
+from indexlib import IndexHandle, load_config
+imported = time.perf_counter()
+catalog = load_config(sys.argv[1]).load_catalog()
+handle = IndexHandle.for_iceberg(catalog.load_table(sys.argv[2]))
+opened = time.perf_counter()
+kept = len(handle.lookup(sys.argv[3]).files)
+done = time.perf_counter()
+print(json.dumps({"imports": imported - started, "catalog and table": opened - imported, "first lookup": done - opened,
+                  "kept": kept}))
+"""
+DEPENDENCIES = "import pyiceberg.catalog.sql, pyiceberg.io.pyarrow, sqlglot"  # what any cold lookup imports
+PLANNER = "fresh planner: IndexHandle + first lookup (=)"  # prints its own split (FIRST_LOOKUP)
+
+
+def _cold_commands(conf: Path, files: int, rows: int) -> list[tuple[str, list[str]]]:
+    equal, in_three = (where for label, where in _queries(np.random.default_rng(7), files, rows)[:2])
+    explain = [sys.executable, "-m", "indexlib.cli", "explain", "--conf", str(conf), "--table", TABLE, "--where"]
+    return [
+        ("skipindex explain, =", [*explain, equal]),
+        ("skipindex explain, IN 3 keys", [*explain, in_three]),
+        (PLANNER, [sys.executable, "-c", FIRST_LOOKUP, str(conf), TABLE, equal]),
+        (f"yardstick: `{DEPENDENCIES}`", [sys.executable, "-c", DEPENDENCIES]),
+        ("yardstick: an empty interpreter", [sys.executable, "-c", "pass"]),
+    ]
+
+
+def _timed(command: list[str], checkout: str) -> tuple[float, str]:
+    """Wall seconds of `command` in a fresh process with `checkout` first on PYTHONPATH, and what it printed."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (checkout, os.environ.get("PYTHONPATH"))))}
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=True, env=env, cwd=checkout)
+    return time.perf_counter() - started, done.stdout
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1e3:,.0f} ({min(values) * 1e3:,.0f}-{max(values) * 1e3:,.0f})"
+
+
+def cold_start_main(args: argparse.Namespace) -> None:
+    """`--cold-start`: medians of whole fresh processes, on this checkout and (`--before`) another, alternating."""
+    checkouts = {"this checkout": str(Path(__file__).resolve().parents[1])}
+    if args.before:
+        checkouts = {"before": str(Path(args.before).resolve()), **checkouts}
+    print(f"Load average at the start: {Path('/proc/loadavg').read_text().split()[:3]}\n")
+    for files in args.files:
+        with _workdir(args.keep, files) as tmp:
+            conf, _, _ = _make_table(Path(tmp), files, args.rows, np.random.default_rng(7), args.bloom_false_files)
+            commands = _cold_commands(conf, files, args.rows)
+            wall: dict[tuple[str, str], list[float]] = {}
+            phases: dict[tuple[str, str], list[dict]] = {}
+            for _, command in commands:  # warm-up: not counted (bytecode caches written where Python may)
+                for checkout in checkouts.values():
+                    _timed(command, checkout)
+            for _ in range(args.runs):
+                for label, command in commands:
+                    for side, checkout in checkouts.items():  # alternating, run by run
+                        seconds, out = _timed(command, checkout)
+                        wall.setdefault((label, side), []).append(seconds)
+                        if label == PLANNER:
+                            phases.setdefault((label, side), []).append(json.loads(out))
+            sides = list(checkouts)
+            print(f"{files:,} files, median (min-max) ms of {args.runs} fresh processes each:\n")
+            print("| process | " + " | ".join(sides) + (" | this / before |" if len(sides) == 2 else " |"))
+            print("|---|" + "---:|" * (len(sides) + (len(sides) == 2)))
+            for label, _ in commands:
+                cells = [_spread(wall[label, side]) for side in sides]
+                if len(sides) == 2:
+                    ratio = statistics.median(wall[label, sides[1]]) / statistics.median(wall[label, sides[0]])
+                    cells.append(f"{ratio:.2f}x")
+                print(f"| {label} | " + " | ".join(cells) + " |")
+            for (label, side), measured in phases.items():
+                split = ", ".join(
+                    f"{part} {statistics.median(m[part] for m in measured) * 1e3:,.0f}"
+                    for part in ("imports", "catalog and table", "first lookup")
+                )
+                print(f"\n{label}, {side}: median ms in the process: {split}")
+    print(f"\nLoad average at the end: {Path('/proc/loadavg').read_text().split()[:3]}")
 
 
 if __name__ == "__main__":

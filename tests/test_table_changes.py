@@ -388,7 +388,7 @@ def test_entries_built_with_the_previous_automatic_choice_answer_until_backfill_
         patch.object(file_indexer, "AUTOMATIC_CHOICE_VERSION", 1),
         patch.object(bloom.BloomIndex, "wanted", _bloom_wanted_before),
         patch.object(automaton.AutomatonIndex, "wanted", _automaton_wanted_before),
-        patch.object(automaton, "build_tag_regex", _regex_before),
+        patch("indexlib.automaton.build.build_tag_regex", _regex_before),  # the kind imports it there on use
     ):
         assert build_index(config, "db.choice").files_indexed == 3  # in this process: the patches apply
         previous = config_version(config.column_settings("db.choice", table.schema()))

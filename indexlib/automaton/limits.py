@@ -25,6 +25,10 @@ MAX_PATTERN_CLOSURE_WORK = 20_000
 MAX_PRODUCT_WORK = 30_000
 """Edge pairs tested by one intersection or inclusion check (stored automaton x pattern automaton)."""
 
+STORED_CACHE_SIZE = 256
+"""Parsed stored regexes kept (files of one table often share a regex; parsing one costs 0.2-7 ms). Here, not in
+query.py, so the automaton index kind can size its cache without importing the automaton machinery."""
+
 MAX_STORED_NFA_STATES = 100_000
 MAX_STORED_CLOSURE_WORK = 10_000_000
 """Stored regexes are our own output, bounded by the build's byte budget: their caps only guard against corrupt

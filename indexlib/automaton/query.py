@@ -22,6 +22,7 @@ from indexlib.automaton.limits import (
     MAX_PRODUCT_WORK,
     MAX_STORED_CLOSURE_WORK,
     MAX_STORED_NFA_STATES,
+    STORED_CACHE_SIZE,
     TooComplex,
     Unsupported,
     WorkMeter,
@@ -29,8 +30,6 @@ from indexlib.automaton.limits import (
 from indexlib.automaton.nfa import RangeNfa, compile_nfa, holds_any, included, intersects, only_values, run
 from indexlib.automaton.parse import Reading, parse_stored_regex, pattern_language
 
-STORED_CACHE_SIZE = 256
-"""Parsed stored regexes kept (files of one table often share a regex; parsing one costs 0.2-7 ms)."""
 PATTERN_CACHE_SIZE = 256
 """Compiled patterns kept (one query checks the same pattern against every file)."""
 

@@ -16,17 +16,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.types import IcebergType, StringType
 
-from indexlib.automaton import TagAutomaton, build_tag_regex
-from indexlib.automaton.emit import ANY_STRING_REGEX
-from indexlib.automaton.limits import Unsupported
-from indexlib.automaton.parse import parse_stored_regex
-from indexlib.automaton.query import STORED_CACHE_SIZE
+from indexlib.automaton.limits import STORED_CACHE_SIZE, Unsupported
 from indexlib.index_kinds.base import BuiltIndex, IndexKind, KindLeaf
 from indexlib.index_kinds.settings import IndexSettings, Setting, positive_int
 from indexlib.query.model import Pattern
@@ -34,6 +31,9 @@ from indexlib.query.value_set import ValueSet
 from indexlib.statistics.canonical import Keys
 from indexlib.statistics.provider import ColumnStatistics
 from indexlib.statistics.verdict import Verdict
+
+if TYPE_CHECKING:
+    from indexlib.automaton import TagAutomaton
 
 MAX_NDV = Setting(
     "automaton_max_ndv",
@@ -90,6 +90,9 @@ class AutomatonIndex(IndexKind):
         return pc.sum(pc.binary_length(keys.blobs)).as_py() <= TEXT_BUDGET * settings.value(MAX_BYTES)
 
     def build(self, keys: Keys, iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex | None:
+        from indexlib.automaton import build_tag_regex  # the automaton machinery: imported where used
+        from indexlib.automaton.emit import ANY_STRING_REGEX
+
         tag = build_tag_regex(
             keys.texts(),
             max_states=settings.value(MAX_STATES),
@@ -171,6 +174,9 @@ def _load(payload: bytes) -> TagAutomaton:
     """The automaton of one payload. Raises ValueError when the payload is not one this kind wrote (not JSON, no
     string "regex", or a regex emit.py cannot have written): the lookup then reads the file's automaton as unknown
     (pruning/kinds.py `KindEvidence`), never as the language of whatever the damaged regex still parses to."""
+    from indexlib.automaton import TagAutomaton
+    from indexlib.automaton.parse import parse_stored_regex
+
     try:
         regex = json.loads(payload)["regex"]
     except (ValueError, KeyError, TypeError) as error:
