@@ -86,9 +86,18 @@ def session(driver_memory: str) -> tuple[Any, bool]:
     return spark, True
 
 
+def catalog(side: str, server: Server) -> str:
+    """The Spark catalog of `side` for this run's service: named by its port, because Spark keeps a catalog it has
+    made for the session's life (a session shared with other code, as in a test run, would otherwise reuse a catalog
+    `own` or `served` pointing at another service)."""
+    return f"bench_{side}_{server.port}"
+
+
 def configure(spark: Any, server: Server) -> None:
-    """The catalogs `own` and `served`: Iceberg's REST catalog at the service, the token, and the planning mode."""
+    """The catalogs of both sides (`catalog`): Iceberg's REST catalog at the service, the token, and the planning
+    mode."""
     for side in SIDES:
+        name = catalog(side, server)
         properties = {
             "": "org.apache.iceberg.spark.SparkCatalog",
             "type": "rest",
@@ -97,7 +106,7 @@ def configure(spark: Any, server: Server) -> None:
             "scan-planning-mode": PLANNING[side],
         }
         for key, value in properties.items():
-            spark.conf.set(f"spark.sql.catalog.{side}{'.' + key if key else ''}", value)
+            spark.conf.set(f"spark.sql.catalog.{name}{'.' + key if key else ''}", value)
 
 
 def _call_hidden(spark: Any, target: Any, name: str) -> Any:
@@ -199,22 +208,22 @@ def measure(
         plan_times: dict[str, list[float]] = {side: [] for side in SIDES}
         for side in SIDES:  # warm-up, the files of the plan, and the plan requests one query makes
             before = plans(server)
-            _run(spark, side, where, collect)
+            _run(spark, catalog(side, server), where, collect)
             row.sides[side].plan_requests = _delta(plans(server), before)
-            files = scanned(spark.sql(_sql(side, where)))
+            files = scanned(spark.sql(_sql(catalog(side, server), where)))
             row.sides[side].files, row.sides[side].bytes = len(files), sum(files.values())
         for run in range(runs):  # alternating, so both sides see the same moments of a shared machine
             for side in SIDES if run % 2 == 0 else SIDES[::-1]:
                 started = time.perf_counter()
-                _run(spark, side, where, collect)
+                _run(spark, catalog(side, server), where, collect)
                 times[side].append(time.perf_counter() - started)
                 started = time.perf_counter()
-                scanned(spark.sql(_sql(side, where)))
+                scanned(spark.sql(_sql(catalog(side, server), where)))
                 plan_times[side].append(time.perf_counter() - started)
         for side in SIDES:
             row.sides[side].seconds = statistics.median(times[side])
             row.sides[side].plan_seconds = statistics.median(plan_times[side])
-        own, served = (spark.sql(_sql(side, where)) for side in SIDES)
+        own, served = (spark.sql(_sql(catalog(side, server), where)) for side in SIDES)
         row.sides["own"].rows, row.sides["served"].rows = own.count(), served.count()
         row.differ = own.exceptAll(served).count() + served.exceptAll(own).count()
         if row.differ or row.sides["own"].rows != row.sides["served"].rows:
@@ -301,7 +310,7 @@ def main(argv: list[str] | None = None) -> list[Row]:
             server = Server(conf)
             try:
                 configure(spark, server)
-                snapshots = {side: snapshot(spark, side) for side in SIDES}
+                snapshots = {side: snapshot(spark, catalog(side, server)) for side in SIDES}
                 assert len(set(snapshots.values())) == 1, f"both catalogs read the same snapshot: {snapshots}"
                 rows = measure(spark, server, queries, len(paths), args.runs, args.collect)
             finally:

@@ -37,8 +37,16 @@ def _bits(mask: Any) -> str:
 
 
 def index_cases(examples: int = INDEX_EXAMPLES) -> list[tuple[list[list[dict]], list[str], int]]:
-    """(file rows, predicates, index settings position) of test_pruning_properties, the same on every run."""
+    """(file rows, predicates, index settings position) of test_pruning_properties, the same on every run.
+
+    Hypothesis (6.13x on) also draws, now and then, from the literals it finds in the project's own loaded modules
+    (`hypothesis.internal.conjecture.providers._get_local_constants`): generated so, the cases would change with any
+    literal added to indexlib, or any module of it imported lazily. They are generated without that pool, so they
+    depend only on hypothesis and the strategies."""
+    from unittest import mock
+
     import test_pruning_properties as props
+    from hypothesis.internal.conjecture import providers
 
     cases: list[tuple[list[list[dict]], list[str], int]] = []
 
@@ -58,7 +66,9 @@ def index_cases(examples: int = INDEX_EXAMPLES) -> list[tuple[list[list[dict]], 
     def collect(file_rows: list[list[dict]], wheres: list[str], which: int) -> None:
         cases.append((file_rows, wheres, which))
 
-    collect()
+    no_local_constants = providers.Constants()  # an empty pool of each type
+    with mock.patch.object(providers, "_get_local_constants", lambda: no_local_constants):
+        collect()
     return cases
 
 
