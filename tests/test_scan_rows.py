@@ -57,7 +57,8 @@ from indexlib.indexing.build import build_index
 from indexlib.scans import pyiceberg as pyiceberg_scan
 from indexlib.scans.duckdb import relation
 from indexlib.scans.polars import lazy_frame
-from indexlib.scans.spark import dataframe
+from indexlib.scans.spark import CONNECTOR, FILES, dataframe
+from indexlib.scans.spark_connectors import has_runtime
 
 EXAMPLES = int(os.environ.get("SKIPINDEX_SCANS_EXAMPLES", "4"))
 STEPS = int(os.environ.get("SKIPINDEX_SCANS_STEPS", "8"))
@@ -300,11 +301,14 @@ class ScanRows(RuleBasedStateMachine):
         return duckdb.connect().from_arrow(truth).query("t", f"SELECT * FROM t WHERE {sql}").to_arrow_table()
 
     def scans(self, handle: Any, text: str) -> list[tuple[str, Any]]:
-        return [
+        found = [
             ("duckdb", lambda: relation(handle, text).to_arrow_table()),
             ("polars", lambda: lazy_frame(handle, text).collect().to_arrow()),
-            ("spark", lambda: dataframe(self.spark, handle, None, text).toArrow()),
+            ("spark", lambda: dataframe(self.spark, handle, None, text, reader=FILES).toArrow()),
         ]
+        if has_runtime(self.spark, self.kind):  # the format's own Spark reader over the kept files
+            found.append(("spark connector", lambda: dataframe(self.spark, handle, None, text, reader=CONNECTOR).toArrow()))
+        return found
 
     def teardown(self) -> None:
         shutil.rmtree(self.dir.parent, ignore_errors=True)

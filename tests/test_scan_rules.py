@@ -37,7 +37,8 @@ from indexlib.indexing.build import build_index
 from indexlib.scans import pyiceberg as pyiceberg_scan
 from indexlib.scans.duckdb import relation
 from indexlib.scans.polars import lazy_frame
-from indexlib.scans.spark import dataframe
+from indexlib.scans.spark import CONNECTOR, FILES, dataframe
+from indexlib.scans.spark_connectors import has_runtime
 from indexlib.scans.where import where_sql
 from indexlib.sources.delta import is_delta_name
 
@@ -61,8 +62,13 @@ def through_every_scan(spark: Any, handle: IndexHandle, where: str) -> dict[str,
     got = {
         "duckdb": ids(relation(handle, where).to_arrow_table()),
         "polars": ids(lazy_frame(handle, where).collect().to_arrow()),
-        "spark": ids(dataframe(spark, handle, None, where).toArrow()),
+        "spark": ids(dataframe(spark, handle, None, where, reader=FILES).toArrow()),
     }
+    if has_runtime(spark, "delta" if is_delta_name(handle.name) else "iceberg"):
+        try:
+            got["spark connector"] = ids(dataframe(spark, handle, None, where, reader=CONNECTOR).toArrow())
+        except UserError as exc:
+            assert "\n" not in str(exc) and "_metadata" in str(exc), f"a refusal is one line: {exc}"
     if not is_delta_name(handle.name):
         try:
             got["pyiceberg"] = ids(pyiceberg_scan.scan(handle, where).to_arrow())

@@ -1,10 +1,17 @@
 """A Spark DataFrame over a lookup's kept files: the rows the unpruned query returns at the version the lookup
-answered for, without an Iceberg or Delta runtime in Spark.
+answered for.
 
     from indexlib.scans.spark import dataframe
     df = dataframe(spark, handle, None, "l_orderkey = 42")   # or dataframe(spark, config, "db.lineitem", where)
 
-Two ways to read a kept file, chosen per file (`routes` says which and why, per file):
+Two readers (`reader_of` says which one a lookup gets, and why; `reader=` chooses):
+- CONNECTOR: the format's own Spark reader (Iceberg's runtime, delta-spark) over exactly the kept files
+  (scans/spark_connectors.py), so every delete and mapping is applied by the format's own code. The default
+  (AUTO) where the session has the runtime, unless the lookup kept some file in part (its row groups: the reads
+  below read only those) or, for Delta, a kept file may hold NaN where the WHERE looks (below);
+- FILES, the jar-free reads, for clusters without the connectors.
+
+The jar-free reads choose one of two ways per kept file (`routes` says which and why, per file):
 - Spark's own Parquet reader where that is exact, for files read whole (Spark's Parquet reader cannot be told which
   row groups to read: a file the lookup kept some row groups of, `KeptFile.row_groups`, goes through one of the
   Python data sources below, which read those alone): an Iceberg file without delete files whose columns map to the
@@ -35,6 +42,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import pickle
 import threading
 from collections import OrderedDict
@@ -67,19 +75,26 @@ from indexlib.query.sql import Clock
 from indexlib.scans.pushdown import nan_prone
 from indexlib.scans.pyiceberg import row_filter
 from indexlib.scans.row_groups import RowGroupScan, selected, stored_rows, task_of, vector_positions
+from indexlib.scans.spark_connectors import connector_frame, format_of, has_runtime
 from indexlib.scans.where import where_sql
 from indexlib.sources.base import KeptFile
 from indexlib.sources.delta import DeltaSource
 from indexlib.sources.iceberg import IcebergSource
 
+_log = logging.getLogger(__name__)
 PARQUET = "parquet"
 PYICEBERG = "pyiceberg"
 ROW_GROUPS = "row groups"  # Delta files the lookup kept some row groups of: pyarrow in Spark tasks (_RowGroupFiles)
+AUTO, CONNECTOR, FILES = "auto", "connector", "files"  # the readers (module docstring)
+_CONNECTOR_NAMES = {"iceberg": "Iceberg's Spark runtime", "delta": "delta-spark"}
 
 
-def dataframe(spark: SparkSession, config_or_handle: Any, table: str | None, where: str) -> DataFrame:
+def dataframe(
+    spark: SparkSession, config_or_handle: Any, table: str | None, where: str, reader: str = AUTO
+) -> DataFrame:
     """Look `where` (SQL text) up now and return a DataFrame of the matching rows of the kept files at that
-    version. `config_or_handle`: an `IndexHandle` (`table` None) or a loaded Config (`table` names the table)."""
+    version. `config_or_handle`: an `IndexHandle` (`table` None) or a loaded Config (`table` names the table);
+    `reader`: AUTO, CONNECTOR or FILES (module docstring)."""
     if isinstance(config_or_handle, IndexHandle):
         if table is not None and table != config_or_handle.name:
             raise UserError(f"table {table}: the handle is for {config_or_handle.name}")
@@ -88,8 +103,48 @@ def dataframe(spark: SparkSession, config_or_handle: Any, table: str | None, whe
         if table is None:
             raise UserError("dataframe(spark, config, table, where): name the table")
         handle = open_handle(config_or_handle, table)
+    _check_reader(reader)
     clock = Clock.system(handle.time_zone)
-    return from_lookup(spark, handle.lookup(where, clock), handle.dialect, clock)
+    return from_lookup(spark, handle.lookup(where, clock), handle.dialect, clock, reader)
+
+
+@dataclass(frozen=True)
+class Reader:
+    """The reader a lookup's DataFrame is read by (CONNECTOR or FILES) and why, in words."""
+
+    how: str
+    why: str
+
+
+def reader_of(spark: SparkSession, result: LookupResult, dialect: str | None = None, reader: str = AUTO) -> Reader:
+    """The reader `from_lookup` reads `result` with (`reader`: what was asked; `dialect`: the lookup's)."""
+    _check_reader(reader)
+    connector = format_of(result)
+    name = _CONNECTOR_NAMES[connector]
+    if reader == FILES:
+        return Reader(FILES, "asked for")
+    if not has_runtime(spark, connector):
+        if reader == CONNECTOR:
+            raise UserError(f"table {result.table}: reader 'connector' needs {name} in the Spark session (make jars)")
+        return Reader(FILES, f"no {name} in the Spark session")
+    if connector == "delta" and any(f.name.lower() == "_metadata" for f in _spark_schema(result).fields):
+        # delta-spark reads deletion vectors through Spark's hidden `_metadata` struct, which a column of that name
+        # hides: its read fails (ClassCastException) where the jar-free reads return the rows
+        if reader == CONNECTOR:
+            raise UserError(f"table {result.table}: delta-spark cannot read a table with a column named _metadata")
+        return Reader(FILES, "a column named _metadata, which delta-spark's own reads use")
+    if reader == CONNECTOR:
+        return Reader(CONNECTOR, "asked for")
+    if any(k.row_groups is not None for k in result.kept_files):
+        return Reader(FILES, "some files kept in part: the jar-free reads read their kept row groups only")
+    if connector == "delta" and nan_prone(result, dialect):
+        return Reader(FILES, "a kept file may hold NaN where the WHERE looks: Spark's Parquet reader would skip it")
+    return Reader(CONNECTOR, f"{name} in the Spark session")
+
+
+def _check_reader(reader: str) -> None:
+    if reader not in (AUTO, CONNECTOR, FILES):
+        raise UserError(f"reader {reader!r}: one of {AUTO!r}, {CONNECTOR!r}, {FILES!r}")
 
 
 @dataclass(frozen=True)
@@ -120,12 +175,20 @@ def plan(result: LookupResult, nan_files: frozenset[str] = frozenset()) -> list[
 
 
 def from_lookup(
-    spark: SparkSession, result: LookupResult, dialect: str | None = None, clock: Clock | None = None
+    spark: SparkSession,
+    result: LookupResult,
+    dialect: str | None = None,
+    clock: Clock | None = None,
+    reader: str = AUTO,
 ) -> DataFrame:
     """The DataFrame of a lookup already made (`dialect` and `clock`: those it read the WHERE with, so that
-    CURRENT_DATE in the filter is the date it pruned for)."""
+    CURRENT_DATE in the filter is the date it pruned for; `reader`: AUTO, CONNECTOR or FILES)."""
     schema = _spark_schema(result)
     condition = where_sql(result, dialect, clock, "spark")
+    chosen = reader_of(spark, result, dialect, reader)
+    _log.info("table %s: %d kept files read by %s (%s)", result.table, len(result.kept_files), chosen.how, chosen.why)
+    if chosen.how == CONNECTOR:
+        return _connector_read(spark, result, schema, condition, dialect)
     frames = []
     nan_files = nan_prone(result, dialect)
     for read in plan(result, nan_files):
@@ -134,6 +197,24 @@ def from_lookup(
     if not frames:
         return spark.createDataFrame([], schema)
     return reduce(DataFrame.unionByName, frames)
+
+
+def _connector_read(
+    spark: SparkSession, result: LookupResult, schema: StructType, condition: str, dialect: str | None
+) -> DataFrame:
+    """The kept files through the format's own reader, filtered unless every one of them is all-match. Iceberg's
+    staged scan pushes no filter into its Parquet reader; Delta's file source does, and Spark's Parquet reader skips
+    row groups by statistics that leave NaN out, so where a kept file may hold NaN the filter is made one
+    nondeterministic conjunct (`OR uuid() = ''`, never true, and not folded away as `rand() < 0` is: the same rows, NULL included), which Spark keeps above
+    the scan."""
+    if not result.kept_files:
+        return spark.createDataFrame([], schema)
+    frame = connector_frame(spark, result)
+    if all(k.all_match for k in result.kept_files):
+        return frame
+    if format_of(result) == "delta" and nan_prone(result, dialect):
+        return frame.filter(F.expr(f"({condition}) OR uuid() = ''"))
+    return frame.filter(condition)
 
 
 def _spark_schema(result: LookupResult) -> StructType:

@@ -68,7 +68,7 @@ def _ids_by_name(schema: Schema, table: str) -> Schema:
 
 
 def _path_of_uri(uri: str) -> str:
-    """A data file URI as delta-rs gives it (`file:///t/p=b%20c/f.parquet`) spelt as `DeltaSource._absolute`
+    """A data file URI as delta-rs gives it (`file:///t/p=b%20c/f.parquet`) spelt as `DeltaSource.absolute`
     spells a live file (`/t/p=b c/f.parquet`)."""
     parsed = urlparse(uri)
     if parsed.scheme in ("", "file"):
@@ -123,7 +123,7 @@ class DeltaSource:
         self.partition_columns = list(self.table.metadata().partition_columns)
 
     @cached_property
-    def _root(self) -> str:
+    def root(self) -> str:
         """The table's location as its files' paths start: delta-rs's `table_uri` percent-encodes it
         (`file:///data/my%20table`), the files are opened and named by their decoded paths."""
         return _path_of_uri(self.table.table_uri.rstrip("/"))
@@ -144,13 +144,13 @@ class DeltaSource:
         ):
             partition = tuple((c, v[i]) for c, v in columns.items() if v is not None)
             count = counts[i] if counts is not None and counts[i] is not None else -1
-            refs.append(DataFileRef(self._absolute(path), count, int(size), "PARQUET", 0, partition))
+            refs.append(DataFileRef(self.absolute(path), count, int(size), "PARQUET", 0, partition))
         return refs
 
-    def _absolute(self, path: str) -> str:
+    def absolute(self, path: str) -> str:
         """The data file as delta-rs's `file_uris()` spells it: the log's path is a percent-encoded URI reference."""
         path = unquote(path)
-        return path if "://" in path or path.startswith("/") else f"{self._root}/{path}"
+        return path if "://" in path or path.startswith("/") else f"{self.root}/{path}"
 
     def live_files(self) -> list[DataFileRef]:
         return self._files(self.table)
@@ -191,14 +191,14 @@ class DeltaSource:
         return [vectors.get(f.path, ()) for f in files]
 
     def _deletion_vectors(self, paths: set[str]) -> dict[str, tuple[DeleteFileRef, ...]]:
-        """The vectors of the files at `paths` (spelt as `_absolute` spells them). A vector naming no live file
+        """The vectors of the files at `paths` (spelt as `absolute` spells them). A vector naming no live file
         means the spellings disagree: refused, as reading on would return the rows it deletes."""
         vectors = self._all_deletion_vectors()
         uris = vectors.column("filepath").to_pylist()
         keys = [_path_of_uri(uri) for uri in uris]
         rows = [i for i, key in enumerate(keys) if key in paths]
         if len(rows) < len(keys):
-            live = {self._absolute(p) for p in pa.table(self.table.get_add_actions()).column("path").to_pylist()}
+            live = {self.absolute(p) for p in pa.table(self.table.get_add_actions()).column("path").to_pylist()}
             lost = [uri for key, uri in zip(keys, uris, strict=True) if key not in paths and key not in live]
             if lost:
                 raise UserError(
