@@ -307,7 +307,9 @@ class ScanRows(RuleBasedStateMachine):
             ("spark", lambda: dataframe(self.spark, handle, None, text, reader=FILES).toArrow()),
         ]
         if has_runtime(self.spark, self.kind):  # the format's own Spark reader over the kept files
-            found.append(("spark connector", lambda: dataframe(self.spark, handle, None, text, reader=CONNECTOR).toArrow()))
+            found.append(
+                ("spark connector", lambda: dataframe(self.spark, handle, None, text, reader=CONNECTOR).toArrow())
+            )
         return found
 
     def teardown(self) -> None:

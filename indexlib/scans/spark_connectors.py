@@ -46,7 +46,7 @@ _staged_lock = threading.Lock()
 
 
 def format_of(result: LookupResult) -> str:
-    """"iceberg" or "delta": the connector that reads `result`'s table."""
+    """ "iceberg" or "delta": the connector that reads `result`'s table."""
     if isinstance(result.source, DeltaSource):
         return "delta"
     if isinstance(result.source, IcebergSource):
@@ -78,9 +78,10 @@ def _iceberg_frame(spark: SparkSession, result: LookupResult) -> DataFrame:
     jvm = spark._jvm
     kept = {k.file.path for k in result.kept_files}
     location = source.table.metadata_location
-    key = "skipindex-" + hashlib.sha256(
-        "\n".join([location, str(result.source_version), *sorted(kept)]).encode()
-    ).hexdigest()[:32]
+    key = (
+        "skipindex-"
+        + hashlib.sha256("\n".join([location, str(result.source_version), *sorted(kept)]).encode()).hexdigest()[:32]
+    )
     with _staged_lock:
         if key in _staged:
             _staged.move_to_end(key)
