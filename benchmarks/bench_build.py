@@ -223,17 +223,23 @@ def _registered(directory: Path, paths: list[str]) -> Path:
     return conf
 
 
-def bench_spark():
-    """The benchmarks' SparkSession: local[2], no UI, no console progress, Spark's log at ERROR."""
+def bench_spark(connectors: bool = False):
+    """The benchmarks' SparkSession: local[2], no UI, no console progress, Spark's log at ERROR; with
+    `connectors`, the jars `make jars` fetched (Iceberg's runtime, delta-spark) when there are any."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    spark = (
+    from indexlib.jars import spark_jars
+
+    builder = (
         SparkSession.builder.master("local[2]")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
     )
+    jars = spark_jars() if connectors else []
+    if jars:
+        builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import duckdb
 import pyarrow as pa
@@ -28,6 +29,7 @@ from indexlib.config import load_config
 from indexlib.handle import IndexHandle
 from indexlib.indexing.build import build_index
 from indexlib.scans.duckdb import relation
+from indexlib.scans.spark import CONNECTOR, from_lookup, reader_of
 
 CHECKED = ("id = 55", "k = 7", "name = 'zz'", "g = 1 AND f > 0.5", "k IS NULL OR id IN (3, 284, 999)", "f != 0.5")
 
@@ -152,3 +154,30 @@ def test_lookups_and_rows_through_the_index_equal_brute_force(delta_lake, connec
     assert Counter(map(tuple, (r.values() for r in got.to_pylist()))) == Counter(
         map(tuple, (r.values() for r in expected.to_pylist()))
     ), f"the rows through the index are delta-spark's rows matching {where}"
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(drawn=predicate())
+def test_the_spark_scan_reads_the_kept_files_through_delta_sparks_own_reader(delta_lake, connectors, drawn):
+    """`scans.spark.dataframe` with delta-spark in the session: Delta's own reader (deletion vectors applied by it),
+    handed exactly the kept files, returns delta-spark's rows matching the WHERE."""
+    (lake, _), (where, _) = delta_lake, drawn
+    expected = matching(every_row(connectors, lake), where).drop_columns(["_file"])
+    result = lake.handle.lookup(where)
+    frame = from_lookup(connectors, result, reader=CONNECTOR)
+    got = pa.Table.from_pylist([row.asDict() for row in frame.collect()], schema=_SCHEMA.remove(5))
+    assert Counter(map(tuple, (r.values() for r in got.to_pylist()))) == Counter(
+        map(tuple, (r.values() for r in expected.to_pylist()))
+    ), f"delta-spark's reader over the kept files returns delta-spark's rows matching {where}"
+    opened = {os.path.basename(unquote(p)) for p in frame.inputFiles()}
+    assert opened <= {os.path.basename(p) for p in result.files}, f"Spark opens only the kept files for {where}"
+
+
+def test_the_spark_scan_opens_only_the_kept_files_of_a_delta_table(delta_lake, connectors):
+    lake, _ = delta_lake
+    result = lake.handle.lookup("id = 55 OR id = 7")
+    frame = from_lookup(connectors, result)
+    assert reader_of(connectors, result).how == CONNECTOR, "delta-spark in the session: its own reader by default"
+    opened = {os.path.basename(unquote(p)) for p in frame.inputFiles()}
+    assert opened == {os.path.basename(p) for p in result.files}, "Spark's file index holds exactly the kept files"
+    assert len(result.files) < result.files_total, "the index pruned files"

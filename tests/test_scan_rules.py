@@ -31,6 +31,7 @@ from iceberg_tables import commit_delete_files, position_delete_file
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestamptzType
 
+from indexlib.config import load_config
 from indexlib.errors import UserError
 from indexlib.handle import IndexHandle, open_handle
 from indexlib.indexing.build import build_index
@@ -495,3 +496,48 @@ def test_a_file_is_read_by_sparks_parquet_reader_only_where_it_maps_as_pyiceberg
         assert route.how == PARQUET, f"{rule}: Spark's Parquet reader maps it exactly, not {route}"
         columns = [c.stored and c.stored + "*" * (c.stored_type is not None) for c in route.layout]
         assert (route.why, columns) == expected, f"{rule}: {route.why}, {columns}"
+
+
+# which Spark reader ----------------------------------------------------------------------------------------------
+
+READER_RULES = [  # (format, WHERE, reader asked, reader given, a word of the reason, rule)
+    ("iceberg", "x > 4", "auto", "connector", "in the Spark session", "Iceberg's staged scan pushes no filter"),
+    ("delta", "id = 3", "auto", "connector", "in the Spark session", "whole files, no NaN where the WHERE looks"),
+    ("delta", "x > 4", "auto", "files", "NaN", "Spark's Parquet reader would skip a NaN row's row group"),
+    ("delta", "x > 4", "connector", "connector", "asked", "asked for: the filter is kept out of the reader"),
+    ("iceberg", "x > 4", "files", "files", "asked", "asked for"),
+    ("iceberg", "x = 5", "auto", "files", "in part", "row groups kept in part: only the jar-free reads read them"),
+]
+
+
+@pytest.mark.parametrize("fmt, where, asked, given, why, rule", READER_RULES)
+def test_the_formats_own_reader_is_taken_where_it_reads_no_more_and_is_exact(
+    connectors, conf_path, catalog, tmp_path, fmt, where, asked, given, why, rule
+) -> None:
+    from indexlib.scans.spark import reader_of
+
+    data = pa.table({"id": pa.array(range(len(X)), pa.int64()), "x": pa.array(X, pa.float64())})
+    if fmt == "iceberg":
+        schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "x", DoubleType()))
+        table = catalog.create_table("db.t", schema, properties={"write.parquet.row-group-limit": "4"})
+        table.append(data)
+        name = "db.t"
+    else:
+        name = str(tmp_path / "nan")
+        write_deltalake(name, data, writer_properties=WriterProperties(max_row_group_size=4))
+    if given == "files" and why == "in part":
+        conf_path.write_text(conf_path.read_text() + "[index]\nrow_groups = true\n")
+    config = load_config(conf_path)
+    build_index(config, name)
+    handle = open_handle(config, name)
+    result = handle.lookup(where)
+    chosen = reader_of(connectors, result, handle.dialect, asked)
+    assert (chosen.how, why in chosen.why) == (given, True), f"{fmt} {where} reader={asked}: {rule} ({chosen})"
+    got = ids(dataframe(connectors, handle, None, where, reader=asked).toArrow())
+    assert got == sql_ids(data, where), f"{fmt} {where} reader={asked}: the rows of SQL over the rows"
+
+
+def test_an_unknown_reader_is_refused_in_one_line(spark, config, nan_table) -> None:
+    name, _ = nan_table
+    with pytest.raises(UserError, match=r"^reader 'jvm': one of 'auto', 'connector', 'files'$"):
+        dataframe(spark, open_handle(config, name), None, "id = 1", reader="jvm")

@@ -24,6 +24,7 @@ from test_serve import TOKEN, Serve, served_catalog
 
 from indexlib.handle import IndexHandle
 from indexlib.indexing.build import build_index
+from indexlib.scans.spark import CONNECTOR, from_lookup, reader_of
 from indexlib.service.filters import RequestFilter
 
 pytestmark = pytest.mark.servers
@@ -263,3 +264,49 @@ def test_deletion_vectors_reach_spark(lake, connectors):
     assert deleted == Counter(), "rows deleted by deletion vectors stay deleted through the service"
     updated = rows(spark.sql(f"SELECT name FROM {SERVED}.db.v3 WHERE id % 10 = 4"))
     assert updated == Counter({("zz",): 30}), "UPDATE's new rows, and not the old ones"
+
+
+def staged_files(df: Any) -> set[str]:
+    """The data files the one Iceberg scan in the DataFrame's physical plan opens, asserted to be Iceberg's staged
+    scan (a set of tasks handed to it, not planned by it)."""
+    found: set[str] = set()
+    leaves = df._jdf.queryExecution().executedPlan().collectLeaves().iterator()
+    while leaves.hasNext():
+        leaf = leaves.next()
+        if leaf.getClass().getSimpleName() == "LocalTableScanExec":  # Spark proved the filter FALSE: no scan
+            continue
+        assert "IcebergStagedScan" in leaf.toString(), leaf.toString()
+        partitions = leaf.inputPartitions().iterator()
+        while partitions.hasNext():
+            tasks = _call_hidden(df.sparkSession, partitions.next(), "taskGroup").tasks().iterator()
+            while tasks.hasNext():
+                found.add(tasks.next().file().location())
+    return found
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(table=st.sampled_from(["db.t", "db.v3"]), drawn=predicate())
+def test_the_spark_scan_reads_the_kept_files_through_icebergs_own_reader(lake, connectors, table, drawn):
+    """`scans.spark.dataframe` with Iceberg's runtime in the session: Iceberg's own reader, handed exactly the files
+    the index kept (their position deletes and deletion vectors applied by Iceberg), returns Spark's own rows."""
+    spark, (where, _) = connectors, drawn
+    handle = IndexHandle.for_iceberg(lake.catalog.load_table(table))
+    result = handle.lookup(where)
+    assert reader_of(spark, result).how == CONNECTOR, "the runtime is in the session and no file is kept in part"
+    frame = from_lookup(spark, result)
+    got = rows(frame)
+    own = spark.sql(f"SELECT * FROM {WRITER}.{table} WHERE {where}")
+    assert got == rows(own), f"Iceberg's reader over the kept files returns Spark's own rows: {where}"
+    assert staged_files(frame) <= set(result.files), f"the staged scan opens only the kept files: {where}"
+
+
+@pytest.mark.parametrize("table, where", [("db.t", "id = 55"), ("db.v3", "id = 7 OR id = 13"), ("db.t", "s = 'zz'")])
+def test_the_spark_scan_opens_only_the_kept_files(lake, connectors, table, where):
+    """Shown from Spark's physical plan: the files Iceberg's staged scan opens are the files the index kept, fewer
+    than the live files, and the rows are Spark's own."""
+    spark = connectors
+    result = IndexHandle.for_iceberg(lake.catalog.load_table(table)).lookup(where)
+    frame = from_lookup(spark, result, reader=CONNECTOR)
+    assert staged_files(frame) == set(result.files), f"{table}: Spark opens exactly the kept files for {where}"
+    assert len(result.files) < result.files_total, f"{table}: the index pruned files for {where}"
+    assert rows(frame) == rows(spark.sql(f"SELECT * FROM {WRITER}.{table} WHERE {where}")), f"{table}: {where}"

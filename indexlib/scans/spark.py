@@ -125,14 +125,23 @@ def reader_of(spark: SparkSession, result: LookupResult, dialect: str | None = N
         return Reader(FILES, "asked for")
     if not has_runtime(spark, connector):
         if reader == CONNECTOR:
-            raise UserError(f"table {result.table}: reader 'connector' needs {name} in the Spark session (make jars)")
+            raise UserError(
+                f"table {result.table}: reader 'connector' needs {name} in the Spark session "
+                "(make jars; delta-spark also its session extension)"
+            )
         return Reader(FILES, f"no {name} in the Spark session")
-    if connector == "delta" and any(f.name.lower() == "_metadata" for f in _spark_schema(result).fields):
+    if (
+        connector == "delta"
+        and any(k.deletes for k in result.kept_files)
+        and any(f.name.lower() == "_metadata" for f in _spark_schema(result).fields)
+    ):
         # delta-spark reads deletion vectors through Spark's hidden `_metadata` struct, which a column of that name
-        # hides: its read fails (ClassCastException) where the jar-free reads return the rows
+        # hides: its read of a file with a vector fails (ClassCastException) where the jar-free reads return the rows
         if reader == CONNECTOR:
-            raise UserError(f"table {result.table}: delta-spark cannot read a table with a column named _metadata")
-        return Reader(FILES, "a column named _metadata, which delta-spark's own reads use")
+            raise UserError(
+                f"table {result.table}: delta-spark cannot read deletion vectors of a table with a column named _metadata"
+            )
+        return Reader(FILES, "deletion vectors and a column named _metadata, which delta-spark's own reads use")
     if reader == CONNECTOR:
         return Reader(CONNECTOR, "asked for")
     if any(k.row_groups is not None for k in result.kept_files):

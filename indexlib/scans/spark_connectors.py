@@ -41,6 +41,7 @@ _RUNTIME_CLASS = {  # a class each connector's jar has: present in the session's
     "iceberg": "org.apache.iceberg.spark.ScanTaskSetManager",
     "delta": "org.apache.spark.sql.delta.DeltaLog",
 }
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 _staged: OrderedDict[str, Any] = OrderedDict()  # set id -> the JVM table it is staged for
 _staged_lock = threading.Lock()
 
@@ -55,13 +56,16 @@ def format_of(result: LookupResult) -> str:
 
 
 def has_runtime(spark: SparkSession, connector: str) -> bool:
-    """Whether the session's JVM can load `connector`'s ("iceberg" or "delta") Spark classes."""
+    """Whether the session can read through `connector` ("iceberg" or "delta"): its JVM loads the connector's
+    classes, and for delta-spark the session has its extension (its reads refuse to run without it)."""
     from py4j.java_gateway import JavaClass
 
     found: Any = spark._jvm
     for part in _RUNTIME_CLASS[connector].split("."):
         found = getattr(found, part)
-    return isinstance(found, JavaClass)  # py4j answers a JavaPackage for a name no loaded jar has
+    if not isinstance(found, JavaClass):  # py4j answers a JavaPackage for a name no loaded jar has
+        return False
+    return connector != "delta" or DELTA_EXTENSION in spark.conf.get("spark.sql.extensions", "")
 
 
 def connector_frame(spark: SparkSession, result: LookupResult) -> DataFrame:
