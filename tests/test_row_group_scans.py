@@ -39,7 +39,7 @@ from indexlib.scans.duckdb import relation_of
 from indexlib.scans.polars import of_relation
 from indexlib.scans.pyiceberg import IndexedScan
 from indexlib.scans.row_groups import shift_positions
-from indexlib.scans.spark import PARQUET, PYICEBERG, from_lookup, plan
+from indexlib.scans.spark import FILES, PARQUET, PYICEBERG, from_lookup, plan
 from indexlib.sources.base import KeptFile
 
 Choice = Callable[[KeptFile, list[set[int]], set[int]], tuple[int, ...] | None]
@@ -339,7 +339,7 @@ def test_a_column_named_like_duckdbs_row_group_number_does_not_pick_the_row_grou
 
 
 def spark_scan(spark: Any) -> Callable[[LookupResult], pa.Table]:
-    return lambda result: from_lookup(spark, result).toArrow()
+    return lambda result: from_lookup(spark, result, reader=FILES).toArrow()
 
 
 def test_the_spark_dataframe_reads_only_the_kept_row_groups(spark, config, catalog, tmp_path) -> None:

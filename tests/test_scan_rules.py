@@ -197,7 +197,7 @@ def test_spark_reads_timestamptz_through_pyiceberg_and_pyarrow(spark, config, co
     data_file = next(iter(table.scan().plan_files())).file
     commit_delete_files(table, [position_delete_file(table, data_file, [0], file_scoped=True)])
     build_index(config, "db.t")
-    got = dataframe(spark, open_handle(config, "db.t"), None, "id >= 0").toArrow()
+    got = dataframe(spark, open_handle(config, "db.t"), None, "id >= 0", reader=FILES).toArrow()
     assert ids(got) == [1, 2, 3, 4, 5], "Iceberg timestamptz through pyiceberg in Spark tasks, deleted row gone"
     assert got.column("ts").to_pylist()[0].astimezone(dt.UTC) in instants, "the instant as written"
 
@@ -211,7 +211,9 @@ def test_spark_reads_timestamptz_through_pyiceberg_and_pyarrow(spark, config, co
     build_index(conf, delta)
     handle = open_handle(conf, delta)
     assert handle.lookup("id = 3").kept_files[0].row_groups == (1,), "one row group of three kept"
-    assert ids(dataframe(spark, handle, None, "id = 3").toArrow()) == [3], "Delta timestamp read in part by pyarrow"
+    assert ids(dataframe(spark, handle, None, "id = 3", reader=FILES).toArrow()) == [3], (
+        "Delta timestamp read in part by pyarrow"
+    )
 
 
 # LIKE escapes --------------------------------------------------------------------------------------------------

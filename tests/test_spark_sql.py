@@ -297,7 +297,8 @@ def test_the_spark_scan_reads_the_kept_files_through_icebergs_own_reader(lake, c
     got = rows(frame)
     own = spark.sql(f"SELECT * FROM {WRITER}.{table} WHERE {where}")
     assert got == rows(own), f"Iceberg's reader over the kept files returns Spark's own rows: {where}"
-    assert staged_files(frame) <= set(result.files), f"the staged scan opens only the kept files: {where}"
+    if result.kept_files:  # none: an empty DataFrame, no scan
+        assert staged_files(frame) <= set(result.files), f"the staged scan opens only the kept files: {where}"
 
 
 @pytest.mark.parametrize("table, where", [("db.t", "id = 55"), ("db.v3", "id = 7 OR id = 13"), ("db.t", "s = 'zz'")])
