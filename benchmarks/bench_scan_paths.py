@@ -140,7 +140,10 @@ def measure(conf: Path, runs: int, spark: Any) -> list[dict[str, Any]]:
 
 def _print(rows: list[dict[str, Any]], engines: list[str]) -> None:
     for engine in engines:
-        print(f"\n| table | query | kept / true files | {engine} own | through the index | limit | index / limit |")
+        own_label = "spark own" if engine == "spark connector" else f"{engine} own"
+        print(
+            f"\n| table | query | kept / true files | {own_label} | {engine}: through the index | limit | index / limit |"
+        )
         print("|---|---|---|---|---|---|---|")
         for row in rows:
             name = "spark" if engine == "spark connector" else engine
