@@ -214,8 +214,8 @@ def _connector_read(
     """The kept files through the format's own reader, filtered unless every one of them is all-match. Iceberg's
     staged scan pushes no filter into its Parquet reader; Delta's file source does, and Spark's Parquet reader skips
     row groups by statistics that leave NaN out, so where a kept file may hold NaN the filter is made one
-    nondeterministic conjunct (`OR uuid() = ''`, never true, and not folded away as `rand() < 0` is: the same rows, NULL included), which Spark keeps above
-    the scan."""
+    nondeterministic conjunct, which Spark keeps above the scan: `OR uuid() = ''` is never true, so the rows are
+    the same, NULL included (`OR rand() < 0` is not: Spark's optimizer folds it away and pushes the rest)."""
     if not result.kept_files:
         return spark.createDataFrame([], schema)
     frame = connector_frame(spark, result)

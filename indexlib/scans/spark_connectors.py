@@ -47,7 +47,7 @@ _staged_lock = threading.Lock()
 
 
 def format_of(result: LookupResult) -> str:
-    """ "iceberg" or "delta": the connector that reads `result`'s table."""
+    """The connector that reads `result`'s table: "iceberg" or "delta"."""
     if isinstance(result.source, DeltaSource):
         return "delta"
     if isinstance(result.source, IcebergSource):
