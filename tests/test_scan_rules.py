@@ -539,6 +539,21 @@ def test_the_formats_own_reader_is_taken_where_it_reads_no_more_and_is_exact(
     assert got == sql_ids(data, where), f"{fmt} {where} reader={asked}: the rows of SQL over the rows"
 
 
+def test_a_large_iceberg_table_is_read_by_the_jar_free_reads_unless_asked(connectors, config, catalog, monkeypatch):
+    """Handing Iceberg's reader the kept files costs ~1 ms per live file (py4j): over the limit, AUTO reads jar-free."""
+    import indexlib.scans.spark as spark_scan
+
+    data = pa.table({"id": pa.array(range(len(X)), pa.int64()), "x": pa.array(X, pa.float64())})
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "x", DoubleType()))
+    catalog.create_table("db.t", schema).append(data)
+    result = open_handle(config, "db.t").lookup("id = 3")
+    monkeypatch.setattr(spark_scan, "CONNECTOR_MAX_LIVE_FILES", result.files_total - 1)
+    assert spark_scan.reader_of(connectors, result).how == FILES, "one live file over the limit: jar-free"
+    assert spark_scan.reader_of(connectors, result, reader=CONNECTOR).how == CONNECTOR, "asked for: the connector"
+    monkeypatch.setattr(spark_scan, "CONNECTOR_MAX_LIVE_FILES", result.files_total)
+    assert spark_scan.reader_of(connectors, result).how == CONNECTOR, "at the limit: the connector"
+
+
 def test_an_unknown_reader_is_refused_in_one_line(spark, config, nan_table) -> None:
     name, _ = nan_table
     with pytest.raises(UserError, match=r"^reader 'jvm': one of 'auto', 'connector', 'files'$"):
