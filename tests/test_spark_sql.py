@@ -109,6 +109,13 @@ def write_history(spark: Any, config: Any) -> dict[str, int]:
     spark.sql(f"DELETE FROM {WRITER}.db.v3 WHERE id % 10 = 3")  # deletion vectors
     spark.sql(f"UPDATE {WRITER}.db.v3 SET name = 'zz' WHERE id % 10 = 4")
     spark.sql(
+        # (not ids ending in 3, 4 or 5: test_deletion_vectors_reach_spark counts those)
+        f"MERGE INTO {WRITER}.db.v3 AS t USING (SELECT * FROM ({batch_sql(280, 40, 'id % 2', 'name')}) "
+        "WHERE id % 10 NOT IN (3, 4, 5)) AS u ON t.id = u.id "
+        "WHEN MATCHED AND u.id % 2 = 0 THEN DELETE WHEN MATCHED THEN UPDATE SET t.k = -1 "
+        "WHEN NOT MATCHED THEN INSERT *"
+    )
+    spark.sql(
         f"CREATE TABLE {WRITER}.db.mixed (id BIGINT, g INT, k INT, f FLOAT, name STRING) USING iceberg "
         f"TBLPROPERTIES ('format-version'='2', {MERGE_ON_READ})"
     )
