@@ -38,7 +38,7 @@ from indexlib.indexing.build import build_index
 from indexlib.scans import pyiceberg as pyiceberg_scan
 from indexlib.scans.duckdb import relation
 from indexlib.scans.polars import lazy_frame
-from indexlib.scans.spark import CONNECTOR, FILES, dataframe
+from indexlib.scans.spark import CONNECTOR, FILES, dataframe, reader_of
 from indexlib.scans.spark_connectors import has_runtime
 from indexlib.scans.where import where_sql
 from indexlib.sources.delta import is_delta_name
@@ -95,19 +95,22 @@ NAN_RULES = [
 ]
 
 
-@pytest.fixture(params=["iceberg", "delta"])
-def nan_table(request, config, catalog, tmp_path) -> tuple[IndexHandle, pa.Table]:
-    """`X` in row groups of 4 rows."""
+def write_nan_table(fmt: str, catalog: Any, directory: Any) -> tuple[str, pa.Table]:
+    """`X` in row groups of 4 rows, as Iceberg `db.t` or a Delta table under `directory`: its name and rows."""
     data = pa.table({"id": pa.array(range(len(X)), pa.int64()), "x": pa.array(X, pa.float64())})
-    if request.param == "iceberg":
+    if fmt == "iceberg":
         schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "x", DoubleType()))
         table = catalog.create_table("db.t", schema, properties={"write.parquet.row-group-limit": "4"})
         table.append(data)
-        name = "db.t"
-    else:
-        name = str(tmp_path / "nan")
-        write_deltalake(name, data, writer_properties=WriterProperties(max_row_group_size=4))
+        return "db.t", data
+    name = str(directory / "nan")
+    write_deltalake(name, data, writer_properties=WriterProperties(max_row_group_size=4))
     return name, data
+
+
+@pytest.fixture(params=["iceberg", "delta"])
+def nan_table(request, config, catalog, tmp_path) -> tuple[str, pa.Table]:
+    return write_nan_table(request.param, catalog, tmp_path)
 
 
 @pytest.mark.parametrize("indexed", [True, False], ids=["indexed", "not indexed"])
@@ -516,17 +519,7 @@ READER_RULES = [  # (format, WHERE, reader asked, reader given, a word of the re
 def test_the_formats_own_reader_is_taken_where_it_reads_no_more_and_is_exact(
     connectors, conf_path, catalog, tmp_path, fmt, where, asked, given, why, rule
 ) -> None:
-    from indexlib.scans.spark import reader_of
-
-    data = pa.table({"id": pa.array(range(len(X)), pa.int64()), "x": pa.array(X, pa.float64())})
-    if fmt == "iceberg":
-        schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "x", DoubleType()))
-        table = catalog.create_table("db.t", schema, properties={"write.parquet.row-group-limit": "4"})
-        table.append(data)
-        name = "db.t"
-    else:
-        name = str(tmp_path / "nan")
-        write_deltalake(name, data, writer_properties=WriterProperties(max_row_group_size=4))
+    name, data = write_nan_table(fmt, catalog, tmp_path)
     if given == "files" and why == "in part":
         conf_path.write_text(conf_path.read_text() + "[index]\nrow_groups = true\n")
     config = load_config(conf_path)
@@ -541,17 +534,13 @@ def test_the_formats_own_reader_is_taken_where_it_reads_no_more_and_is_exact(
 
 def test_a_large_iceberg_table_is_read_by_the_jar_free_reads_unless_asked(connectors, config, catalog, monkeypatch):
     """Handing Iceberg's reader the kept files costs ~1 ms per live file (py4j): over the limit, AUTO reads jar-free."""
-    import indexlib.scans.spark as spark_scan
-
-    data = pa.table({"id": pa.array(range(len(X)), pa.int64()), "x": pa.array(X, pa.float64())})
-    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "x", DoubleType()))
-    catalog.create_table("db.t", schema).append(data)
-    result = open_handle(config, "db.t").lookup("id = 3")
-    monkeypatch.setattr(spark_scan, "CONNECTOR_MAX_LIVE_FILES", result.files_total - 1)
-    assert spark_scan.reader_of(connectors, result).how == FILES, "one live file over the limit: jar-free"
-    assert spark_scan.reader_of(connectors, result, reader=CONNECTOR).how == CONNECTOR, "asked for: the connector"
-    monkeypatch.setattr(spark_scan, "CONNECTOR_MAX_LIVE_FILES", result.files_total)
-    assert spark_scan.reader_of(connectors, result).how == CONNECTOR, "at the limit: the connector"
+    name, _ = write_nan_table("iceberg", catalog, None)
+    result = open_handle(config, name).lookup("id = 3")
+    monkeypatch.setattr("indexlib.scans.spark.CONNECTOR_MAX_LIVE_FILES", result.files_total - 1)
+    assert reader_of(connectors, result).how == FILES, "one live file over the limit: jar-free"
+    assert reader_of(connectors, result, reader=CONNECTOR).how == CONNECTOR, "asked for: the connector"
+    monkeypatch.setattr("indexlib.scans.spark.CONNECTOR_MAX_LIVE_FILES", result.files_total)
+    assert reader_of(connectors, result).how == CONNECTOR, "at the limit: the connector"
 
 
 def test_an_unknown_reader_is_refused_in_one_line(spark, config, nan_table) -> None:
