@@ -492,16 +492,24 @@ def _delta(
     DuckDB's file name column is named `_FILE_COLUMN` (a data column may be named `filename`); where a data column
     is named `file_row_number` or `file_row_group_number`, DuckDB's own are hidden by it: such tables' files with
     deletion vectors are read by pyarrow (`row_groups.stored_rows`), and their files are read whole."""
-    schema = pa.schema(source.table.schema().to_arrow())
-    names = {n.lower() for n in schema.names}
+    schema = source.arrow_schema
+    physical = source.physical_names  # a column's name in the files (column mapping), by its name in the table
+    partitions = set(source.partition_columns)
+    data = [physical[name] for name in schema.names if name not in partitions]
+    names = {n.lower() for n in [*schema.names, *data]}
     if _FILE_COLUMN in names:
         raise UserError(f"Delta table {source.name}: a column named {_FILE_COLUMN} hides the DuckDB scan's file name")
     kept = result.kept_files  # each file's deletion vector, read by delta-rs for the kept files alone
-    empty = _register(con, schema.empty_table())  # the table's columns and types, no rows
-    partitions = set(source.partition_columns)
-    data = [name for name in schema.names if name not in partitions]
+    source.check_read_by_name([k.file.path for k in kept])
+    stored = pa.schema(
+        [schema.field(name).with_name(physical[name]) for name in schema.names if name not in partitions]
+    )
+    empty = _register(con, stored.empty_table())  # the files' columns and types, no rows
     columns = ", ".join(
-        f"{'v' if name in partitions else 'f'}.{quote_name(name)} AS {quote_name(name)}" for name in schema.names
+        f"v.{quote_name(name)} AS {quote_name(name)}"
+        if name in partitions
+        else f"f.{quote_name(physical[name])} AS {quote_name(name)}"
+        for name in schema.names
     )
     by_row_groups = _by_row_groups if "file_row_group_number" not in names else _whole
     reads = [
@@ -511,7 +519,6 @@ def _delta(
             [k for k in kept if k.all_match is all_match], nan_files, by_row_groups
         ).items()
     ]
-    stored = pa.schema([schema.field(name) for name in data])
     parts = []
     for all_match, row_groups, prone, group in reads:
         values = {name: [dict(k.file.partition or ()).get(name) for k in group] for name in source.partition_columns}
@@ -544,7 +551,7 @@ def _delta(
         joined = f"SELECT {columns} FROM ({read}) f JOIN {files} v ON f.{_FILE_COLUMN} = v.__file"
         parts.append(_filtered(con, joined, "" if all_match else filter_sql, prone))
     if not parts:
-        parts.append(con.sql(f"SELECT * FROM {empty}"))
+        parts.append(con.sql(f"SELECT * FROM {_register(con, schema.empty_table())}"))  # the table's own columns
     return _union(parts)
 
 

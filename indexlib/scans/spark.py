@@ -237,7 +237,7 @@ def _connector_read(
 def _spark_schema(result: LookupResult) -> StructType:
     source = result.source
     if isinstance(source, DeltaSource):
-        arrow = pa.schema(source.table.schema().to_arrow())
+        arrow = source.arrow_schema
     else:
         arrow = schema_to_pyarrow(source.table.metadata.schema(), include_field_ids=False)
     try:
@@ -251,14 +251,20 @@ def _read(
 ) -> DataFrame:
     if read.how == PYICEBERG:
         return _pyiceberg_frame(spark, result, read, schema, nan_files)
-    stored = StructType([f for f in schema.fields if f.name not in dict(read.partition)])
+    if read.layout is not None:
+        return _parquet_frame(spark, read, schema)
+    source = result.source
+    assert isinstance(source, DeltaSource)
+    source.check_read_by_name([k.file.path for k in read.files])
+    columns = [f for f in schema.fields if f.name not in dict(read.partition)]
+    physical = source.physical_names  # each column under its name in the files (column mapping), then renamed
+    stored = StructType([StructField(physical[f.name], f.dataType, f.nullable) for f in columns])
     if read.how == ROW_GROUPS:
         frame = _row_groups_frame(spark, result, read, stored)
-    elif read.layout is not None:
-        return _parquet_frame(spark, read, schema)
     else:
         paths = [k.file.path for k in read.files]
         frame = _delta_vectors(spark, spark.read.schema(stored).parquet(*paths), read.files)
+    frame = frame.select(*[F.col(f"`{physical[f.name]}`").alias(f.name) for f in columns])
     if not read.partition:
         return frame
     types = {f.name: f.dataType for f in schema.fields}

@@ -156,4 +156,4 @@ def _delta_frame(spark: SparkSession, result: LookupResult) -> DataFrame:
         )
     files = jvm.scala.jdk.javaapi.CollectionConverters.asScala(adds).toSeq()
     frame = DataFrame(log.createDataFrame(snapshot, files, False, getattr(log, "createDataFrame$default$4")()), spark)
-    return frame.select(*[F.col(f"`{name}`") for name in pa.schema(source.table.schema().to_arrow()).names])
+    return frame.select(*[F.col(f"`{name}`") for name in source.arrow_schema.names])

@@ -10,6 +10,14 @@ kept). The partition stage reads the partition values of the add actions instead
 statistics (statistics/partition_values.py).
 
 Without column mapping Delta has no field ids; the index's ids are derived from the column names (`_ids_by_name`).
+With column mapping (`delta.columnMapping.mode` `name` or `id`: every table that renamed or dropped a column, and
+UniForm tables) each column has a stable id and a physical name, the one its data files use (`col-<uuid>` where the
+table was created with mapping, the old name where mapping was enabled later; delta-spark also writes the id as the
+Parquet field id). The index's ids are those ids (`_ids_by_mapping`), so statistics survive renames; the build reads
+each file's columns by field id, or by physical name where a file has no ids (the name mapping holds the physical
+names only: a later column may take a dropped column's logical name, never its physical one); and the scans read the
+physical names and name them as the table does now (`physical_names`). A column dropped and added again under its
+old name has a new id and physical name: NULL in the files written before, as Delta reads it.
 
 Deletion vectors (Spark's DELETE / UPDATE / MERGE on a table with `delta.enableDeletionVectors`) are read by delta-rs
 (`DeltaTable.deletion_vectors()`: inline, relative 'u' and absolute 'p' storage) for a lookup's kept files only, and
@@ -20,6 +28,7 @@ file's statistics over all its rows hold for any subset, so pruning and all-matc
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import threading
 from collections.abc import Sequence
@@ -31,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 from pyiceberg.io.pyarrow import _pyarrow_to_schema_without_ids
 from pyiceberg.schema import Schema, assign_fresh_schema_ids
+from pyiceberg.table.name_mapping import MappedField, NameMapping, create_mapping_from_schema
 from pyiceberg.types import NestedField
 
 from indexlib.errors import UserError
@@ -65,6 +75,60 @@ def _ids_by_name(schema: Schema, table: str) -> Schema:
         seen[field_id] = field.name
         fields.append(NestedField(field_id, field.name, field.field_type, field.required, field.doc))
     return Schema(*fields)
+
+
+_MAPPING_ID = b"delta.columnMapping.id"
+_PHYSICAL_NAME = b"delta.columnMapping.physicalName"
+MAPPING_MODES = ("none", "name", "id")
+
+
+def _has_struct(kind: pa.DataType) -> bool:
+    if pa.types.is_struct(kind):
+        return True
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return _has_struct(kind.value_type)
+    if pa.types.is_map(kind):
+        return _has_struct(kind.key_type) or _has_struct(kind.item_type)
+    return False
+
+
+def physical_names(arrow: pa.Schema, mode: str, table: str) -> dict[str, str]:
+    """Each top-level column's name in the data files, by its name in the table now (itself without mapping).
+    Refused with one line: a mapped column without its id or physical name (the log is not one Delta wrote), and a
+    mapped struct (its fields have physical names of their own, which no scan renames yet)."""
+    if mode == "none":
+        return {field.name: field.name for field in arrow}
+    found = {}
+    for field in arrow:
+        metadata = field.metadata or {}
+        if _MAPPING_ID not in metadata or _PHYSICAL_NAME not in metadata:
+            raise UserError(f"Delta table {table}: column {field.name!r} has no column-mapping id or physical name")
+        if _has_struct(field.type):
+            raise UserError(
+                f"Delta table {table}: column {field.name!r} is a struct under column mapping ({mode!r}), which is not "
+                "supported yet (its fields' physical names)"
+            )
+        found[field.name] = metadata[_PHYSICAL_NAME].decode()
+    return found
+
+
+def _ids_by_mapping(schema: Schema, arrow: pa.Schema, table: str) -> Schema:
+    """The schema with each top-level column's id its column-mapping id (stable across renames); nested fields keep
+    the ids `assign_fresh_schema_ids` gave them, from `_NAME_ID_BASE` up (the caller's counter)."""
+    ids = {field.name: int((field.metadata or {})[_MAPPING_ID]) for field in arrow}
+    if any(not 0 < i < _NAME_ID_BASE for i in ids.values()):
+        raise UserError(
+            f"Delta table {table}: a column-mapping id outside 1..{_NAME_ID_BASE - 1}: {sorted(ids.values())}"
+        )
+    return Schema(*(NestedField(ids[f.name], f.name, f.field_type, f.required, f.doc) for f in schema.fields))
+
+
+def _name_mapping(schema: Schema, physical: dict[str, str]) -> NameMapping:
+    """pyiceberg's name mapping of `schema` with each top-level column under its physical name alone."""
+    fields = create_mapping_from_schema(schema)
+    return NameMapping(
+        [MappedField(field_id=f.field_id, names=[physical[f.names[0]]], fields=f.fields) for f in fields]
+    )
 
 
 def _path_of_uri(uri: str) -> str:
@@ -111,16 +175,55 @@ class DeltaSource:
         except Exception as exc:  # delta-rs raises TableNotFoundError, OSError or DeltaError here
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise UserError(f"no Delta table at {self.name!r} (cannot read its _delta_log: {reason})") from None
-        mapping = self.table.metadata().configuration.get("delta.columnMapping.mode", "none")
-        if mapping != "none":
-            raise UserError(f"Delta table {self.name}: column mapping mode {mapping!r} is not supported yet")
-        arrow_schema = pa.schema(self.table.schema().to_arrow())
-        self.schema: Schema = _ids_by_name(
-            assign_fresh_schema_ids(_pyarrow_to_schema_without_ids(arrow_schema)), self.name
-        )
-        self.name_mapping_json = self.schema.name_mapping.model_dump_json()
+        self.column_mapping = self.table.metadata().configuration.get("delta.columnMapping.mode", "none")
+        if self.column_mapping not in MAPPING_MODES:
+            raise UserError(
+                f"Delta table {self.name}: column mapping mode {self.column_mapping!r} is none of {MAPPING_MODES}"
+            )
+        self.arrow_schema = pa.schema(self.table.schema().to_arrow())  # the columns as the table names them now
+        self.physical_names = physical_names(self.arrow_schema, self.column_mapping, self.name)
+        plain = _pyarrow_to_schema_without_ids(self.arrow_schema)
+        if self.column_mapping == "none":
+            self.schema: Schema = _ids_by_name(assign_fresh_schema_ids(plain), self.name)
+            self.name_mapping_json = self.schema.name_mapping.model_dump_json()
+        else:
+            fresh = itertools.count(_NAME_ID_BASE).__next__  # nested fields' ids: above every mapping id
+            self.schema = _ids_by_mapping(assign_fresh_schema_ids(plain, fresh), self.arrow_schema, self.name)
+            self.name_mapping_json = _name_mapping(self.schema, self.physical_names).model_dump_json()
         self.io_properties = {k: v for k, v in (io_properties or {}).items() if k.startswith(_FILE_IO_PREFIXES)}
         self.partition_columns = list(self.table.metadata().partition_columns)
+        self._read_by_name: set[str] = set()  # files `check_read_by_name` passed
+
+    def check_read_by_name(self, paths: Sequence[str]) -> None:
+        """The jar-free scans read a file's columns by their physical names; Delta's `id` mode reads them by Parquet
+        field id. The two agree on the files delta-spark writes (each column under its physical name, its id as
+        field id); a file whose footer pairs a mapped id with another name, or a mapped name with another id (say a
+        converter's file written before a rename), would be read wrong by name: refused with one line. Each file's
+        footer is read once per source (data files never change)."""
+        if self.column_mapping != "id":
+            return
+        import pyarrow.parquet as pq
+        from pyiceberg.io import load_file_io
+
+        name_of = {f.field_id: self.physical_names[f.name] for f in self.schema.fields}
+        id_of = {name: field_id for field_id, name in name_of.items()}
+        for path in paths:
+            if path in self._read_by_name:
+                continue
+            with load_file_io(self.io_properties, path).new_input(path).open() as stream:
+                footer = pq.ParquetFile(stream).schema_arrow
+            for column in footer:
+                written = (column.metadata or {}).get(b"PARQUET:field_id")
+                if written is None:
+                    continue  # no field id: Delta's reader matches this column by name too
+                field_id = int(written)
+                if name_of.get(field_id, column.name) != column.name or id_of.get(column.name, field_id) != field_id:
+                    raise UserError(
+                        f"Delta table {self.name}: {path} stores column {column.name!r} under field id {field_id}, "
+                        "which the column mapping ('id' mode) gives another name: the scans read by name and "
+                        "cannot read it (the Spark scan's delta-spark reader can)"
+                    )
+            self._read_by_name.add(path)
 
     @cached_property
     def root(self) -> str:
