@@ -70,15 +70,18 @@ class DeltaLake:
         return f"delta.`{self.path}`"
 
 
-def make_table(spark: Any, root: Path, properties: str = "") -> DeltaLake:
-    """The table `events` under `root` (`properties`: more TBLPROPERTIES, each `'key' = 'value', `)."""
+def make_table(spark: Any, root: Path, properties: dict[str, str] | None = None) -> DeltaLake:
+    """The table `events` under `root`, with deletion vectors and a checkpoint every 3 commits (`properties`: more
+    table properties, or others)."""
+    chosen = {"delta.enableDeletionVectors": "true", "delta.checkpointInterval": "3", **(properties or {})}
+    listed = ", ".join(f"'{key}' = '{value}'" for key, value in chosen.items())
     conf = root / "conf.toml"
     conf.write_text('[catalog]\nname = "test"\ntype = "sql"\nuri = "sqlite:///catalog.db"\nwarehouse = "warehouse"\n')
     config = load_config(conf)
     path = root / "events"
     spark.sql(
         f"CREATE TABLE delta.`{path}` (id BIGINT, g INT, k INT, f FLOAT, name STRING) USING delta PARTITIONED BY (g) "
-        f"TBLPROPERTIES ({properties}'delta.enableDeletionVectors' = 'true', 'delta.checkpointInterval' = '3')"
+        f"TBLPROPERTIES ({listed})"
     )
     handle = IndexHandle.for_delta(str(path), index_catalog=config.load_catalog())
     return DeltaLake(config, path, handle)

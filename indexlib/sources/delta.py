@@ -342,6 +342,14 @@ class DeltaSource:
                 f"Delta table {self.name}: delta-rs did not return the table's deletion vectors within "
                 f"{VECTORS_TIMEOUT_S:g} s (delta-rs 1.6.6 can hang with hundreds of vectors in files; docs/how-to/read-rows.md)"
             )
+        from deltalake.exceptions import DeltaError
+
+        if isinstance(answer[0], DeltaError):  # e.g. a reader feature delta-rs lacks (delta-rs 1.6.6: typeWidening)
+            reason = str(answer[0]).strip().splitlines()[0] if str(answer[0]).strip() else type(answer[0]).__name__
+            raise UserError(
+                f"Delta table {self.name}: delta-rs cannot read the table's deletion vectors ({reason}), so no scan "
+                "can drop the rows they delete"
+            ) from None
         if isinstance(answer[0], BaseException):
             raise answer[0]
         return answer[0]
