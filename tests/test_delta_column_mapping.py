@@ -312,3 +312,51 @@ def test_mapping_enabled_on_a_table_already_indexed(connectors, tmp_path):
                 assert got == expected, (
                     f"mapping enabled, {built}: the {name} scan returns delta-spark's rows of {where}"
                 )
+
+
+def test_nested_fields_under_mapping_are_read_by_their_physical_names(connectors, tmp_path):
+    """Under column mapping a struct's fields have physical names of their own (in lists and maps too): every scan
+    reads them and names them as the table does, through a nested rename and a nested field added later (NULL in
+    the files written before), NULL structs, lists and maps staying NULL."""
+    spark = connectors
+    path = tmp_path / "nested"
+    table = f"delta.`{path}`"
+    spark.sql(
+        f"CREATE TABLE {table} (id INT, s STRUCT<a: INT, b: STRING>, arr ARRAY<STRUCT<x: INT>>, "
+        "m MAP<STRING, STRUCT<y: INT>>) USING delta TBLPROPERTIES ('delta.columnMapping.mode' = 'name')"
+    )
+    spark.sql(
+        f"INSERT INTO {table} SELECT 1, named_struct('a', 1, 'b', 'u'), array(named_struct('x', 5)), "
+        "map('k', named_struct('y', 7))"
+    )
+    spark.sql(f"INSERT INTO {table} SELECT 2, NULL, NULL, NULL")
+    spark.sql(f"ALTER TABLE {table} RENAME COLUMN s.a TO aa")
+    spark.sql(f"ALTER TABLE {table} ADD COLUMNS (s.c INT)")
+    spark.sql(
+        f"INSERT INTO {table} SELECT 3, named_struct('aa', 3, 'b', 'w', 'c', 9), array(named_struct('x', 6), NULL), "
+        "map('q', CAST(NULL AS STRUCT<y: INT>))"
+    )
+    other = tmp_path / "other"
+    other.mkdir()
+    config = delta_table(spark, other).config  # its catalog holds the index
+    build_index(config, str(path))
+    handle = IndexHandle.for_delta(str(path), index_catalog=config.load_catalog())
+    every = [r.asDict(recursive=True) for r in spark.sql(f"SELECT * FROM {table}").collect()]
+    for where, ids in {"id >= 1": {1, 2, 3}, "id = 3": {3}, "s IS NULL": {2}}.items():
+        expected = sorted(str(r) for r in every if r["id"] in ids)
+        for name, scanned in rows_of_every_scan(spark, handle, where).items():
+            got = sorted(str(_plain(row)) for row in scanned)
+            assert got == expected, f"the {name} scan reads the nested fields of {where} by their physical names"
+
+
+def _plain(row: Any) -> Any:
+    """A row as `Row.asDict(recursive=True)` spells it: Spark rows as dicts, DuckDB's maps (lists of pairs) as dicts."""
+    if hasattr(row, "asDict"):
+        return {k: _plain(v) for k, v in row.asDict().items()}
+    if isinstance(row, dict):
+        return {k: _plain(v) for k, v in row.items()}
+    if isinstance(row, list):
+        if row and all(isinstance(e, tuple) and len(e) == 2 for e in row):
+            return {k: _plain(v) for k, v in row}
+        return [_plain(e) for e in row]
+    return row

@@ -57,7 +57,7 @@ from indexlib.scans.pushdown import nan_prone
 from indexlib.scans.row_groups import RowGroupScan, selected, stored_rows, task_of, vector_positions
 from indexlib.scans.where import where_sql
 from indexlib.sources.base import KeptFile
-from indexlib.sources.delta import DeltaSource
+from indexlib.sources.delta import DeltaSource, physical_name
 from indexlib.sources.iceberg import IcebergSource
 
 
@@ -502,13 +502,15 @@ def _delta(
     kept = result.kept_files  # each file's deletion vector, read by delta-rs for the kept files alone
     source.check_read_by_name([k.file.path for k in kept])
     stored = pa.schema(
-        [schema.field(name).with_name(physical[name]) for name in schema.names if name not in partitions]
+        [source.physical_schema.field(physical[name]) for name in schema.names if name not in partitions]
     )
     empty = _register(con, stored.empty_table())  # the files' columns and types, no rows
     columns = ", ".join(
         f"v.{quote_name(name)} AS {quote_name(name)}"
         if name in partitions
-        else f"f.{quote_name(physical[name])} AS {quote_name(name)}"
+        else f"{_as_named(f'f.{quote_name(physical[name])}', schema.field(name).type)} AS {quote_name(name)}"
+        if source.column_mapping != "none"
+        else f"f.{quote_name(name)} AS {quote_name(name)}"
         for name in schema.names
     )
     by_row_groups = _by_row_groups if "file_row_group_number" not in names else _whole
@@ -556,6 +558,36 @@ def _delta(
 
 
 _FILE_COLUMN = "__skipindex_file"  # DuckDB's file name column in Delta reads (`read_parquet(filename = ...)`)
+
+
+def _as_named(value: str, kind: pa.DataType, depth: int = 0) -> str:
+    """SQL for `value`, read as the files store it (`physical_type(kind)`), with every struct field under its name in
+    the table (`kind`): a mapped struct's fields are named by their physical names in the files. A NULL struct stays
+    NULL; lists and maps are rebuilt element by element."""
+    if pa.types.is_struct(kind):
+        fields = ", ".join(
+            f"{quote_name(child.name)} := "
+            f"{_as_named(f'struct_extract({value}, {_string(physical_name(child))})', child.type, depth + 1)}"
+            for child in kind
+        )
+        return f"CASE WHEN {value} IS NULL THEN NULL ELSE struct_pack({fields}) END"
+    if (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and _holds_struct(kind):
+        element = f"x{depth}"
+        return f"list_transform({value}, lambda {element}: {_as_named(element, kind.value_type, depth + 1)})"
+    if pa.types.is_map(kind) and _holds_struct(kind):
+        entry = f"e{depth}"
+        key = _as_named(f"{entry}.key", kind.key_type, depth + 1)
+        item = _as_named(f"{entry}.value", kind.item_type, depth + 1)
+        return f"map_from_entries(list_transform(map_entries({value}), lambda {entry}: struct_pack(key := {key}, value := {item})))"
+    return value
+
+
+def _holds_struct(kind: pa.DataType) -> bool:
+    if pa.types.is_struct(kind):
+        return True
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _holds_struct(kind.value_type)
+    return pa.types.is_map(kind) and (_holds_struct(kind.key_type) or _holds_struct(kind.item_type))
 
 
 def _read_by_pyarrow(source: DeltaSource, kept: list[KeptFile], stored: pa.Schema) -> pa.Table:

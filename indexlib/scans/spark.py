@@ -257,14 +257,24 @@ def _read(
     assert isinstance(source, DeltaSource)
     source.check_read_by_name([k.file.path for k in read.files])
     columns = [f for f in schema.fields if f.name not in dict(read.partition)]
-    physical = source.physical_names  # each column under its name in the files (column mapping), then renamed
-    stored = StructType([StructField(physical[f.name], f.dataType, f.nullable) for f in columns])
+    # each column as the files store it (column mapping: physical names, nested ones too), then named as the table
+    # names it: a nested type cast to the table's (Spark casts structs field by field, by position)
+    physical = source.physical_names
+    files_schema = from_arrow_schema(source.physical_schema)
+    stored = StructType([files_schema[physical[f.name]] for f in columns])
     if read.how == ROW_GROUPS:
         frame = _row_groups_frame(spark, result, read, stored)
     else:
         paths = [k.file.path for k in read.files]
         frame = _delta_vectors(spark, spark.read.schema(stored).parquet(*paths), read.files)
-    frame = frame.select(*[F.col(f"`{physical[f.name]}`").alias(f.name) for f in columns])
+    frame = frame.select(
+        *[
+            F.col(f"`{physical[f.name]}`").cast(f.dataType).alias(f.name)
+            if stored[physical[f.name]].dataType != f.dataType
+            else F.col(f"`{physical[f.name]}`").alias(f.name)
+            for f in columns
+        ]
+    )
     if not read.partition:
         return frame
     types = {f.name: f.dataType for f in schema.fields}

@@ -16,7 +16,8 @@ table was created with mapping, the old name where mapping was enabled later; de
 Parquet field id). The index's ids are those ids (`_ids_by_mapping`), so statistics survive renames; the build reads
 each file's columns by field id, or by physical name where a file has no ids (the name mapping holds the physical
 names only: a later column may take a dropped column's logical name, never its physical one); and the scans read the
-physical names and name them as the table does now (`physical_names`). A column dropped and added again under its
+physical names and name them as the table does now (`physical_names`; `physical_schema` for struct fields, which
+have physical names of their own). A column dropped and added again under its
 old name has a new id and physical name: NULL in the files written before, as Delta reads it.
 
 Deletion vectors (Spark's DELETE / UPDATE / MERGE on a table with `delta.enableDeletionVectors`) are read by delta-rs
@@ -82,34 +83,40 @@ _PHYSICAL_NAME = b"delta.columnMapping.physicalName"
 MAPPING_MODES = ("none", "name", "id")
 
 
-def _has_struct(kind: pa.DataType) -> bool:
+def physical_name(field: pa.Field) -> str:
+    """A field's name in the data files: its column-mapping physical name, or its own name (no mapping, and the
+    fields mapping never names: list elements, map keys and values)."""
+    physical = (field.metadata or {}).get(_PHYSICAL_NAME)
+    return physical.decode() if physical is not None else field.name
+
+
+def physical_type(kind: pa.DataType) -> pa.DataType:
+    """`kind` with every struct field under its physical name (a mapped struct's fields have their own)."""
     if pa.types.is_struct(kind):
-        return True
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
-        return _has_struct(kind.value_type)
+        return pa.struct([physical_field(child) for child in kind])
+    if pa.types.is_list(kind):
+        return pa.list_(physical_field(kind.value_field))
+    if pa.types.is_large_list(kind):
+        return pa.large_list(physical_field(kind.value_field))
     if pa.types.is_map(kind):
-        return _has_struct(kind.key_type) or _has_struct(kind.item_type)
-    return False
+        return pa.map_(physical_field(kind.key_field), physical_field(kind.item_field))
+    return kind
+
+
+def physical_field(field: pa.Field) -> pa.Field:
+    return pa.field(physical_name(field), physical_type(field.type), field.nullable, field.metadata)
 
 
 def physical_names(arrow: pa.Schema, mode: str, table: str) -> dict[str, str]:
     """Each top-level column's name in the data files, by its name in the table now (itself without mapping).
-    Refused with one line: a mapped column without its id or physical name (the log is not one Delta wrote), and a
-    mapped struct (its fields have physical names of their own, which no scan renames yet)."""
+    Refused with one line: a mapped column without its id or physical name (the log is not one Delta wrote)."""
     if mode == "none":
         return {field.name: field.name for field in arrow}
-    found = {}
     for field in arrow:
         metadata = field.metadata or {}
         if _MAPPING_ID not in metadata or _PHYSICAL_NAME not in metadata:
             raise UserError(f"Delta table {table}: column {field.name!r} has no column-mapping id or physical name")
-        if _has_struct(field.type):
-            raise UserError(
-                f"Delta table {table}: column {field.name!r} is a struct under column mapping ({mode!r}), which is not "
-                "supported yet (its fields' physical names)"
-            )
-        found[field.name] = metadata[_PHYSICAL_NAME].decode()
-    return found
+    return {field.name: physical_name(field) for field in arrow}
 
 
 def _ids_by_mapping(schema: Schema, arrow: pa.Schema, table: str) -> Schema:
@@ -182,6 +189,8 @@ class DeltaSource:
             )
         self.arrow_schema = pa.schema(self.table.schema().to_arrow())  # the columns as the table names them now
         self.physical_names = physical_names(self.arrow_schema, self.column_mapping, self.name)
+        # the columns as the files store them: physical names at every level (nested fields have theirs too)
+        self.physical_schema = pa.schema([physical_field(field) for field in self.arrow_schema])
         plain = _pyarrow_to_schema_without_ids(self.arrow_schema)
         if self.column_mapping == "none":
             self.schema: Schema = _ids_by_name(assign_fresh_schema_ids(plain), self.name)
