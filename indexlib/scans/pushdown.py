@@ -50,7 +50,7 @@ def nan_prone(result: LookupResult, dialect: str | None) -> frozenset[str]:
 
 def files_with_nan(result: LookupResult, columns: list[BoundColumn]) -> frozenset[str]:
     """The kept files that may hold NaN in one of `columns` (floating-point columns of the table)."""
-    kept = [k.file.path for k in result.kept_files]
+    kept = result.files
     if not columns or not kept:
         return frozenset()
     stats = result.state.aligned.stats if result.state is not None else None

@@ -136,8 +136,8 @@ def reader_of(spark: SparkSession, result: LookupResult, dialect: str | None = N
         return Reader(FILES, f"no {name} in the Spark session")
     if (
         connector == "delta"
-        and any(k.deletes for k in result.kept_files)
         and any(f.name.lower() == "_metadata" for f in _spark_schema(result).fields)
+        and any(k.deletes for k in result.kept_files)
     ):
         # delta-spark reads deletion vectors through Spark's hidden `_metadata` struct, which a column of that name
         # hides: its read of a file with a vector fails (ClassCastException) where the jar-free reads return the rows
@@ -152,7 +152,9 @@ def reader_of(spark: SparkSession, result: LookupResult, dialect: str | None = N
         return Reader(
             FILES, f"{result.files_total} live files: handing the kept ones to Iceberg's reader costs ~1 ms each"
         )
-    if any(k.row_groups is not None for k in result.kept_files):
+    # from here on the kept files' paths alone: the connector needs no delete file of ours (delta-rs cannot list the
+    # deletion vectors of some tables, e.g. with type widening; delta-spark reads them)
+    if any(result.needed_row_groups(path) is not None for path in result.files):
         return Reader(FILES, "some files kept in part: the jar-free reads read their kept row groups only")
     if connector == "delta" and nan_prone(result, dialect):
         return Reader(FILES, "a kept file may hold NaN where the WHERE looks: Spark's Parquet reader would skip it")
@@ -203,7 +205,7 @@ def from_lookup(
     schema = _spark_schema(result)
     condition = where_sql(result, dialect, clock, "spark")
     chosen = reader_of(spark, result, dialect, reader)
-    _log.info("table %s: %d kept files read by %s (%s)", result.table, len(result.kept_files), chosen.how, chosen.why)
+    _log.info("table %s: %d kept files read by %s (%s)", result.table, len(result.files), chosen.how, chosen.why)
     if chosen.how == CONNECTOR:
         return _connector_read(spark, result, schema, condition, dialect)
     frames = []
@@ -224,10 +226,10 @@ def _connector_read(
     row groups by statistics that leave NaN out, so where a kept file may hold NaN the filter is made one
     nondeterministic conjunct, which Spark keeps above the scan: `OR uuid() = ''` is never true, so the rows are
     the same, NULL included (`OR rand() < 0` is not: Spark's optimizer folds it away and pushes the rest)."""
-    if not result.kept_files:
+    if not result.files:
         return spark.createDataFrame([], schema)
     frame = connector_frame(spark, result)
-    if all(k.all_match for k in result.kept_files):
+    if set(result.files) <= set(result.all_match):
         return frame
     if format_of(result) == "delta" and nan_prone(result, dialect):
         return frame.filter(F.expr(f"({condition}) OR uuid() = ''"))

@@ -80,7 +80,7 @@ def _iceberg_frame(spark: SparkSession, result: LookupResult) -> DataFrame:
     source = result.source
     assert isinstance(source, IcebergSource)
     jvm = spark._jvm
-    kept = {k.file.path for k in result.kept_files}
+    kept = set(result.files)
     location = source.table.metadata_location
     key = (
         "skipindex-"
@@ -140,7 +140,7 @@ def _delta_frame(spark: SparkSession, result: LookupResult) -> DataFrame:
     source = result.source
     assert isinstance(source, DeltaSource)
     jvm = spark._jvm
-    kept = {k.file.path for k in result.kept_files}
+    kept = set(result.files)
     # the log's own spelling of each kept file (a percent-encoded reference), as the JVM's AddFile holds it
     raw = pa.table(source.table.get_add_actions()).column("path").to_pylist()
     logged = sorted({path for path in raw if source.absolute(path) in kept})
