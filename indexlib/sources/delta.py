@@ -207,8 +207,9 @@ class DeltaSource:
         """The jar-free scans read a file's columns by their physical names; Delta's `id` mode reads them by Parquet
         field id. The two agree on the files delta-spark writes (each column under its physical name, its id as
         field id); a file whose footer pairs a mapped id with another name, or a mapped name with another id (say a
-        converter's file written before a rename), would be read wrong by name: refused with one line. Each file's
-        footer is read once per source (data files never change)."""
+        converter's file written before a rename), would be read wrong by name: refused with one line. Top-level
+        columns only: a struct's fields are not checked (not yet). Each file's footer is read once per source (data
+        files never change)."""
         if self.column_mapping != "id":
             return
         import pyarrow.parquet as pq
