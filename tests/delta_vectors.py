@@ -77,11 +77,16 @@ def live_adds(root: str) -> dict[str, dict[str, Any]]:
 
 def commit_deletion_vectors(root: str, deletes: dict[str, set[int]], storage: str = "i") -> None:
     """One commit deleting `deletes[path]` positions from each live file (by log path), as Spark's DELETE does: the
-    file removed with its old vector and added again with one holding the old and the new positions."""
+    file removed with its old vector and added again with one holding the old and the new positions. A file none of
+    whose positions is still live is left alone, and no commit is written when no file changes: Spark's DELETE
+    touches only files with a matching live row (an inline vector equal to the old one would make the remove and the
+    add one logical file, which delta-rs replays as removed)."""
     live = live_adds(root)
     lines = []
     for path, positions in deletes.items():
         add = live[path]
+        if positions <= deleted_positions(root, add):
+            continue
         old = add.get("deletionVector")
         remove = {k: add[k] for k in ("path", "partitionValues", "size")} | {
             "deletionTimestamp": 1,
@@ -93,6 +98,8 @@ def commit_deletion_vectors(root: str, deletes: dict[str, set[int]], storage: st
         lines.append(
             json.dumps({"add": add | {"dataChange": True, "deletionVector": descriptor(root, merged, storage)}})
         )
+    if not lines:
+        return
     version = max(int(p.stem) for p in (Path(root) / "_delta_log").glob("*.json")) + 1
     (Path(root) / "_delta_log" / f"{version:020}.json").write_text("\n".join(lines) + "\n")
 
