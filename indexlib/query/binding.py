@@ -52,6 +52,7 @@ from pyiceberg.types import (
     TimestampType,
     TimestamptzType,
 )
+from pyiceberg.utils.datetime import date_to_days, datetime_to_micros, micros_to_timestamp
 
 from indexlib.errors import UserError
 from indexlib.query.approximate import DOUBLE, FLOAT, Binary, as_binary, bits_of, error_ulps, matching_set, scale_of
@@ -90,9 +91,6 @@ from indexlib.query.sql import Clock, parse_where
 from indexlib.query.visitor import ExprVisitor
 from indexlib.statistics.column_stats import supports_bounds
 
-_EPOCH_DATE = dt.date(1970, 1, 1)
-_EPOCH = dt.datetime(1970, 1, 1)
-_EPOCH_TZ = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MAX_ZONE_OFFSET_MICROS = 14 * 3600 * 1_000_000
 _INT64 = (-(2**63), 2**63 - 1)
 _INT32 = (-(2**31), 2**31 - 1)
@@ -348,8 +346,8 @@ def _truncate(value: dt.datetime, unit: str) -> dt.datetime:
     if unit == "week":  # ISO weeks start on Monday
         day = as_datetime(value.date())
         return day - dt.timedelta(days=day.weekday())
-    micros = (value - _EPOCH) // dt.timedelta(microseconds=1)
-    return _EPOCH + dt.timedelta(microseconds=micros - micros % _FIXED_UNITS[unit])
+    micros = datetime_to_micros(value)
+    return micros_to_timestamp(micros - micros % _FIXED_UNITS[unit])
 
 
 def _next_unit(value: dt.datetime, unit: str) -> dt.datetime:
@@ -430,9 +428,9 @@ def _coerce(op: str, column: BoundColumn, value: Any) -> Expr:
         return _decimal_widening_guard(column, value, _on_grid(op, column, number))
     if isinstance(ctype, DateType):
         if isinstance(value, dt.datetime) and value.tzinfo is not None:  # the date's midnight in which zone?
-            days = Fraction((value.replace(tzinfo=None) - value.utcoffset() - _EPOCH) // dt.timedelta(microseconds=1))
-            low = math.floor((days - _MAX_ZONE_OFFSET_MICROS) / _MICROS_PER_DAY)
-            high = math.ceil((days + _MAX_ZONE_OFFSET_MICROS) / _MICROS_PER_DAY)
+            micros = datetime_to_micros(value)  # the instant, in UTC
+            low = math.floor(Fraction(micros - _MAX_ZONE_OFFSET_MICROS, _MICROS_PER_DAY))
+            high = math.ceil(Fraction(micros + _MAX_ZONE_OFFSET_MICROS, _MICROS_PER_DAY))
             return _widen(op, column, low, high)
         return _coerce_discrete(op, column, _as_days(value, column), 0, _DAYS)
     if isinstance(ctype, (TimestampType, TimestamptzType)):
@@ -718,9 +716,9 @@ def _as_days(value: Any, column: BoundColumn) -> Fraction:
         except ValueError:
             raise _CannotCoerce(f"{column.name} is a date but {value!r} is not a date literal") from None
     if isinstance(value, dt.datetime):
-        return Fraction((value - _EPOCH) // dt.timedelta(microseconds=1), _MICROS_PER_DAY)
+        return Fraction(datetime_to_micros(value), _MICROS_PER_DAY)
     if isinstance(value, dt.date):
-        return Fraction((value - _EPOCH_DATE).days)
+        return Fraction(date_to_days(value))
     raise _CannotCoerce(f"{column.name} is a date but the literal is {type(value).__name__}")
 
 
@@ -739,9 +737,7 @@ def _as_micros(value: Any, column: BoundColumn, column_has_zone: bool) -> tuple[
         # instant (Spark, Trino) or wall clock in the session zone (Postgres, DuckDB): both lie within 14 hours
         # of the wall clock read as UTC, which is what a zone-less literal gets
         value = value.replace(tzinfo=None)
-    has_zone = value.tzinfo is not None
-    delta = value - (_EPOCH_TZ if has_zone else _EPOCH)
-    return delta // dt.timedelta(microseconds=1), has_zone == column_has_zone
+    return datetime_to_micros(value), (value.tzinfo is not None) == column_has_zone
 
 
 def bound_predicate(

@@ -24,6 +24,7 @@ from fractions import Fraction
 from typing import Any
 
 from pyiceberg.types import DateType, IcebergType, TimestampType, TimestamptzType
+from pyiceberg.utils.datetime import days_to_date, micros_to_timestamp, micros_to_timestamptz
 
 COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
 COMPARE = {
@@ -412,16 +413,11 @@ def display_value(iceberg_type: IcebergType, value: Any) -> Any:
     """A physical value (days, micros) as the date / timestamp it stands for, for explain."""
     try:
         if isinstance(iceberg_type, DateType):
-            return _EPOCH_DATE + dt.timedelta(days=value)
+            return days_to_date(value)
         if isinstance(iceberg_type, TimestampType):
-            return _EPOCH + dt.timedelta(microseconds=value)
+            return micros_to_timestamp(value)
         if isinstance(iceberg_type, TimestamptzType):
-            return _EPOCH_TZ + dt.timedelta(microseconds=value)
+            return micros_to_timestamptz(value)
     except OverflowError:
         pass
     return value
-
-
-_EPOCH_DATE = dt.date(1970, 1, 1)
-_EPOCH = dt.datetime(1970, 1, 1)
-_EPOCH_TZ = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.types import DateType, DoubleType, StringType, TimestampType, TimestamptzType
+from pyiceberg.utils.datetime import date_to_days
 
 from indexlib.statistics.column_stats import (
     INTEGRAL_TYPES,
@@ -46,7 +47,6 @@ BOUNDING_TRANSFORMS = ("identity", *TIME_TRANSFORMS)  # the transforms whose val
 # that column (None or empty: no such field), asked for by field id when a leaf names the column.
 Pairs = Callable[[int], Sequence[Sequence[tuple[str, Any]] | None]]
 
-_EPOCH = dt.date(1970, 1, 1)
 _MICROS_PER_DAY = 86_400_000_000
 _MICROS_PER_HOUR = 3_600_000_000
 _UNKNOWN = object()
@@ -168,14 +168,14 @@ def _period(column: ColumnRef, transform: str, value: Any) -> tuple[int, int, bo
                 return None
             return (int(value) * _MICROS_PER_HOUR, (int(value) + 1) * _MICROS_PER_HOUR - 1, False)
         if transform == "day":
-            first = (value - _EPOCH).days if isinstance(value, dt.date) else int(value)
+            first = date_to_days(value) if isinstance(value, dt.date) else int(value)
             following = first + 1
         else:
             years, months = divmod(int(value), 12) if transform == "month" else (int(value), 0)
             start = dt.date(1970 + years, months + 1, 1)
             end = dt.date(start.year + 1, 1, 1) if transform == "year" or start.month == 12 else None
             end = end or dt.date(start.year, start.month + 1, 1)
-            first, following = (start - _EPOCH).days, (end - _EPOCH).days
+            first, following = date_to_days(start), date_to_days(end)
     except (OverflowError, ValueError, TypeError):
         return None
     if is_date:
