@@ -26,9 +26,10 @@ from datetime import datetime
 from pathlib import Path
 
 from airflow.sdk import DAG, Asset, AssetAlias, Context, Param, Variable, task
+from airflow.sdk.exceptions import AirflowFailException
 
 from indexlib import jobs
-from indexlib.cli import run_or_raise
+from indexlib.cli import CommandFailed, run_or_raise
 from indexlib.config import BuildSchedule, Config, load_config
 from indexlib.errors import UserError
 from indexlib.store.changes import IndexState
@@ -122,8 +123,15 @@ def _dag(config: Config, dag_id: str, description: str, schedule, **kwargs) -> D
 
 @task
 def skipindex(command: str, args: list[str]) -> None:
-    """One `skipindex` command in this task's process."""
-    run_or_raise([command, *args])
+    """One `skipindex` command in this task's process. A failure that running again cannot fix (bad input, a file
+    the build cannot index, stale entries) fails the task without its retries; a lost commit race or a failed Spark
+    job is retried."""
+    try:
+        run_or_raise([command, *args])
+    except CommandFailed as failed:
+        if failed.retryable:
+            raise
+        raise AirflowFailException(str(failed)) from None
 
 
 def _submit(config: Config, task_id: str, command: str, **kwargs) -> dict:

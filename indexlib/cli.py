@@ -1,6 +1,9 @@
 """`skipindex` command line: build, backfill, explain, stats, compact, verify, expire, serve, demo.
 
-Bad input: one line on stderr, exit code 2. `verify` exits 1 when it finds stale entries. No configured secret is
+A failure of a known kind (indexlib/errors.py) prints one line on stderr and exits with its kind's code: 2 bad
+input, 3 a table feature no reader here handles, 4 a data file a build cannot index, 5 the build's Spark job failed
+(run again), 75 other writers kept winning the commit (run again later). `verify` exits 1 when it finds stale entries; anything else
+prints its traceback and exits 1. No configured secret is
 printed: error lines, log records and tracebacks go through `indexlib.redaction.redact_text` with the values the
 configuration holds as secrets.
 """
@@ -15,11 +18,10 @@ import traceback
 from collections.abc import Sequence
 
 from indexlib.config import CONF_ENV, LOCAL_CONF_PATH, Config, load_config
-from indexlib.errors import UserError
+from indexlib.errors import SkipIndexError, UserError
 from indexlib.indexing.spark import jvm_log_path, log_jvm_output, relaying_jvm_output
 from indexlib.redaction import redact_text
 
-EXIT_USER_ERROR = 2
 EXIT_STALE = 1
 
 
@@ -255,7 +257,12 @@ def _serve(config: Config, host: str | None, port: int | None) -> None:
 
 
 class CommandFailed(RuntimeError):
-    """A `skipindex` command run by `run_or_raise` failed; the message names the command and why."""
+    """A `skipindex` command run by `run_or_raise` failed; the message names the command and why. `retryable`:
+    running it again may succeed (a lost commit race); otherwise the same input fails the same way."""
+
+    def __init__(self, message: str, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 def run_or_raise(argv: Sequence[str]) -> None:
@@ -274,8 +281,8 @@ def run_or_raise(argv: Sequence[str]) -> None:
         secrets = config.secrets()
         with relaying_jvm_output(logging.getLogger("spark.jvm")):
             code = run(args, config)
-    except UserError as exc:
-        raise CommandFailed(redact_text(f"skipindex {args.command}: {exc}", secrets)) from None
+    except SkipIndexError as exc:
+        raise CommandFailed(redact_text(f"skipindex {args.command}: {exc}", secrets), exc.retryable) from None
     if code == EXIT_STALE:
         raise CommandFailed(f"skipindex {args.command} {args.table}: the index has stale entries (listed above)")
 
@@ -320,11 +327,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(args.conf)
         redacting.secrets = config.secrets()
         code = run(args, config)
-    except UserError as exc:
+    except SkipIndexError as exc:
         line = " ".join(str(exc).split())  # one line, whatever a library's message spans
         print(redact_text(f"skipindex: error: {line}", redacting.secrets), file=sys.stderr)
         _name_jvm_log()
-        return EXIT_USER_ERROR
+        return exc.exit_code
     except Exception as exc:  # a bug or an outage: the traceback, as Python prints it, without the secrets
         print(redact_text("".join(traceback.format_exception(exc)), redacting.secrets), file=sys.stderr, end="")
         _name_jvm_log()

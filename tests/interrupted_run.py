@@ -11,6 +11,8 @@ RUNNING on stderr (Spark forwards its Python workers' output there).
                               Python worker's pid; with PAUSE_AT=first-task, the first attempt to start also writes
                               `paused` ("<partition>-<attempt> <pid>") and waits until `released` appears (120 s at
                               most), so a test can kill its executor mid-build
+    SKIPINDEX_TEST_TASK_FAILS any value: every Spark task raises, so the build's Spark job fails (as when its workers
+                              die), with a Java stack in Spark's output
 """
 
 import os
@@ -24,6 +26,7 @@ import indexlib.indexing.build as build
 PAUSE_AT = os.environ.get("SKIPINDEX_TEST_PAUSE_AT", "")
 BARRIER = os.environ.get("SKIPINDEX_TEST_BARRIER", "")
 TASK_DIR = os.environ.get("SKIPINDEX_TEST_TASK_DIR", "")
+TASK_FAILS = bool(os.environ.get("SKIPINDEX_TEST_TASK_FAILS"))
 RUNNING = (
     "skipindex-test: a Spark task of the run is indexing files"  # tests/test_crash_and_concurrency.py waits for it
 )
@@ -60,10 +63,12 @@ def index_files_task(*args, **kwargs):
     """The task Spark runs, announcing itself in the Python worker (and with PAUSE_AT=running, waiting there: the
     kill lands inside the Spark job, before any commit step)."""
     task = _index_files_task(*args, **kwargs)
-    pause, pause_first, task_dir = PAUSE_AT == "running", PAUSE_AT == "first-task", TASK_DIR
+    pause, pause_first, task_dir, fails = PAUSE_AT == "running", PAUSE_AT == "first-task", TASK_DIR, TASK_FAILS
 
     def announced(batches):
         print(RUNNING, file=sys.stderr, flush=True)
+        if fails:
+            raise RuntimeError("skipindex-test: this Python worker fails")
         if task_dir:
             _record_attempt(task_dir, pause_first)
         if pause:

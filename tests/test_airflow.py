@@ -236,6 +236,22 @@ def test_a_stale_index_fails_the_verify_task_with_a_clear_message_and_nothing_is
         run_or_raise(["verify", "--conf", str(conf_path), "--table", lake.name])
 
 
+def test_a_build_that_cannot_index_a_file_fails_at_once_without_its_retries(airflow_home, conf_path, lake, spark):
+    """Running the same build again cannot fix an unreadable file: the task fails without using its retries (a lost
+    commit race or a failed Spark job would be retried)."""
+    conf_path.write_text(
+        conf_path.read_text()
+        + '[airflow]\nretries = 2\nretry_delay_minutes = 0\n[airflow.builds."db.events"]\nschedule = "@hourly"\n'
+    )
+    bag = _dags(conf_path)
+    victim = sorted(live_rows(load_config(conf_path), lake.name))[0]
+    Path(victim.removeprefix("file://")).write_bytes(b"not parquet at all")
+    run = bag.get_dag("skipindex_build__db__events").test()
+    assert run.state == "failed", _states(run)
+    (build,) = [ti for ti in run.get_task_instances() if ti.task_id.startswith("build")]
+    assert (str(build.state), build.try_number) == ("failed", 1), "failed on its first try, no retry"
+
+
 def test_with_a_spark_connection_the_build_runs_through_spark_submit(airflow_home, conf_path, lake, spark):
     connection = json.dumps({"conn_type": "spark", "host": "local[1]"})
     conf = _conf(conf_path, '[airflow.builds."db.events"]\nschedule = "@hourly"\n')

@@ -19,6 +19,9 @@ from indexlib.store.table import IndexTable
 SKIPINDEX = str(Path(sys.executable).with_name("skipindex"))
 
 
+RUNNER = Path(__file__).with_name("interrupted_run.py")
+
+
 def _run(*args: str, tmp: Path | None = None) -> subprocess.CompletedProcess:
     """`tmp`: the temporary directory of the run (TMPDIR), where Spark's log file goes."""
     env = {**os.environ, "TMPDIR": str(tmp)} if tmp is not None else None
@@ -166,16 +169,24 @@ def _table_with_a_corrupt_file(catalog, name: str) -> str:
     return victim
 
 
+def _failing_build(conf: Path, *extra: str, tmp: Path | None = None) -> subprocess.CompletedProcess:
+    """`skipindex build` whose every Spark task raises (tests/interrupted_run.py): the Spark job fails, as it does
+    when its workers die, with a Java stack in Spark's output."""
+    env = {**os.environ, "SKIPINDEX_TEST_TASK_FAILS": "1"} | ({"TMPDIR": str(tmp)} if tmp is not None else {})
+    command = [sys.executable, str(RUNNER), "build", "--conf", str(conf), "--table", "db.broken", *extra]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+
+
 @pytest.mark.spark
 def test_a_failed_spark_job_shows_one_error_line_and_the_log_path_and_no_java_output(
     spark_conf_path, catalog, tmp_path
 ):
-    victim = _table_with_a_corrupt_file(catalog, "db.broken")
-    done = _run("build", "--conf", str(spark_conf_path), "--table", "db.broken", tmp=tmp_path)
-    assert done.returncode == 2 and done.stdout == "", done.stderr
+    _table_with_a_corrupt_file(catalog, "db.broken")
+    done = _failing_build(spark_conf_path, tmp=tmp_path)
+    assert done.returncode == 5 and done.stdout == "", f"a failed Spark job exits 5: {done.stderr}"
     lines = [line for line in done.stderr.splitlines() if not OWN_RECORD.match(line)]
     assert len(lines) == 2, f"the whole stderr is our records, the error line and the log path:\n{done.stderr}"
-    assert lines[0].startswith("skipindex: error: db.broken: cannot index data file " + victim), lines[0]
+    assert lines[0].startswith("skipindex: error: db.broken: index build failed: "), lines[0]
     log = LOG_LINE.match(lines[1])
     assert log, f"the last line names Spark's log: {lines[1]}"
     assert Path(log.group(1)).parent == tmp_path, "the log file is in the temporary directory"
@@ -185,12 +196,22 @@ def test_a_failed_spark_job_shows_one_error_line_and_the_log_path_and_no_java_ou
 
 
 @pytest.mark.spark
+def test_an_unreadable_file_fails_the_build_with_exit_code_4_and_one_line_naming_it(spark_conf_path, catalog, tmp_path):
+    victim = _table_with_a_corrupt_file(catalog, "db.broken")
+    done = _run("build", "--conf", str(spark_conf_path), "--table", "db.broken", tmp=tmp_path)
+    assert done.returncode == 4 and done.stdout == "", f"a build that cannot index a file exits 4: {done.stderr}"
+    lines = [line for line in done.stderr.splitlines() if not OWN_RECORD.match(line)]
+    assert lines[0].startswith(f"skipindex: error: db.broken: cannot index data file {victim}: "), lines[0]
+    assert len(lines) == 2 and LOG_LINE.match(lines[1]), f"the error line, then the log path:\n{done.stderr}"
+
+
+@pytest.mark.spark
 def test_verbose_shows_spark_and_java_output_on_the_terminal(spark_conf_path, catalog):
     _table_with_a_corrupt_file(catalog, "db.broken")
-    done = _run("build", "--conf", str(spark_conf_path), "--table", "db.broken", "--verbose")
-    assert done.returncode == 2, done.stderr
+    done = _failing_build(spark_conf_path, "--verbose")
+    assert done.returncode == 5, done.stderr
     assert "ERROR Executor" in done.stderr and "\tat org.apache.spark" in done.stderr, "--verbose shows it all"
-    errors = [line for line in done.stderr.splitlines() if line.startswith("skipindex: error: db.broken: cannot index")]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("skipindex: error: db.broken: index build")]
     assert len(errors) == 1, f"and the one-line reason: {done.stderr}"
     assert not any(LOG_LINE.match(line) for line in done.stderr.splitlines()), "no log file to name"
 

@@ -18,7 +18,7 @@ from lakes import Lake, events_batch
 
 import indexlib
 from indexlib.config import load_config
-from indexlib.errors import UserError
+from indexlib.errors import BuildFailed
 from indexlib.indexing import progress
 from indexlib.indexing.backfill import backfill
 from indexlib.indexing.build import build_index
@@ -116,10 +116,10 @@ def _break_one_file(lake: Lake) -> str:
 def test_an_unreadable_file_fails_the_driver_build_with_the_line_spark_gives(conf_path, catalog, spark, tmp_path):
     lake = _lake("iceberg", catalog, tmp_path)
     victim = _break_one_file(lake)
-    with pytest.raises(UserError) as on_spark:
+    with pytest.raises(BuildFailed) as on_spark:
         build_index(load_config(_variant(conf_path, "spark")), lake.name, spark)
     done = _cli("build", "--conf", str(_variant(conf_path, "local")), "--table", lake.name)
-    assert done.returncode == 2, done.stderr
+    assert done.returncode == 4, done.stderr
     assert f"skipindex: error: {on_spark.value}" in done.stderr.splitlines(), (
         "the driver fails with Spark's one line naming the file"
     )

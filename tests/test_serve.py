@@ -21,9 +21,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
-from iceberg_tables import batch, make_lake, predicate, rows
+from iceberg_tables import batch, commit_equality_delete, make_lake, predicate, rows
 from pydantic import TypeAdapter
 from pyiceberg import expressions as ice
 from pyiceberg.catalog.rest import ConfigResponse, ListNamespaceResponse, ListTablesResponse, RestCatalog, TableResponse
@@ -300,6 +301,20 @@ def test_bad_requests_tokens_and_sizes(server):
     with pytest.raises(BadRequestError):
         list(rest.load_table("db.t").scan(row_filter=ice.EqualTo("nope", 1)).plan_files())
     assert _status(f"{server.url}/health") == 200
+
+
+def test_a_table_with_equality_deletes_is_refused_with_501_never_planned_without_them(server, lake):
+    """Equality delete files, which no reader here applies yet: the plan is refused (501 NotImplementedException,
+    pyiceberg's NotImplementedError) rather than answered with tasks that would return the rows they delete."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+    table = lake[1].create_table("db.upserts", schema=schema)
+    table.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}, schema=schema))
+    commit_equality_delete(table, 2)
+    plan = "/v1/namespaces/db/tables/upserts/plan"
+    message = error_of(*call(server, "POST", plan, {}), 501, "NotImplementedException")
+    assert "db.upserts" in message and "equality delete file" in message, message
+    with pytest.raises(NotImplementedError, match="equality delete file"):
+        list(client(server).load_table("db.upserts").scan().plan_files())
 
 
 def test_a_killed_server_gives_errors_never_wrong_plans(lake):

@@ -19,7 +19,7 @@ from pyiceberg.types import BooleanType, DateType, DecimalType, IntegerType, Lon
 
 from indexlib.automaton import build_tag_regex
 from indexlib.config import load_config
-from indexlib.errors import UserError
+from indexlib.errors import BuildFailed, UserError
 from indexlib.index_kinds import automaton, bloom
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.indexing import file_indexer
@@ -225,7 +225,7 @@ def test_unreadable_file_fails_the_build_naming_it_and_commits_nothing(config, c
         table.append(events_batch(random.Random(n), n * 10, 10, "a"))
     victim = sorted(task.file.file_path for task in table.scan().plan_files())[1]
     Path(victim.removeprefix("file://")).write_bytes(b"not parquet at all")
-    with pytest.raises(UserError, match=f"cannot index data file {victim}"):
+    with pytest.raises(BuildFailed, match=f"cannot index data file {victim}"):
         build_index(config, "db.broken", spark)
     index = IndexTable(catalog, config.index_namespace, "db.broken")
     assert index.watermark() is None and index.indexed().num_rows == 0, "a failed build commits nothing"

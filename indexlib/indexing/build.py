@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from indexlib.errors import UserError
+from indexlib.errors import BuildFailed, CommitConflict, JobFailed
 from indexlib.index_kinds.registry import sized_settings
-from indexlib.indexing.file_indexer import TASK_OUTPUT_SCHEMA, config_version, index_files_task, settings_json
+from indexlib.indexing.file_indexer import TASK_OUTPUT_SCHEMA, IndexTask, config_version, index_files_task
 from indexlib.indexing.file_rows import unindexed_entries, with_file_facts
 from indexlib.indexing.local import run_in_driver, session_for
 from indexlib.indexing.progress import Progress, SparkProgress, Task
@@ -88,23 +88,25 @@ def index_new_files(
     verb: Literal["indexed", "recomputed"] = "indexed",
 ) -> IndexedFiles:
     """Entries for `files`, payloads sized for a table of `table_files` live files: computed by Spark tasks, or
-    without `spark` by the same task function in this process (indexing/local.py)."""
+    without `spark` by the same task function in this process (indexing/local.py). A file that cannot be read
+    fails the whole call (`BuildFailed`, naming it) or, with `skip_unreadable`, is left unindexed (`skipped`)."""
     if not files:
         return IndexedFiles(ENTRY_ARROW_SCHEMA.empty_table())
     settings = column_settings or {}
     sized = {fid: sized_settings(s, table_files or len(files)) for fid, s in settings.items()}
     row_groups = config.row_groups_for(source.name)
     task = index_files_task(
-        source.schema.model_dump_json(),
-        source.io_properties,
-        source.name_mapping_json,
-        version,
-        settings_json(sized),
-        config_version(settings, row_groups),
-        skip_unreadable,
-        row_groups,
-        settings_json({fid: s.for_row_groups() for fid, s in settings.items()}),
-        table_files or len(files),
+        IndexTask(
+            schema=source.schema,
+            io_properties=source.io_properties,
+            name_mapping_json=source.name_mapping_json,
+            source_version=version,
+            settings=sized,
+            config_version=config_version(settings, row_groups),
+            row_groups=row_groups,
+            row_group_settings={fid: s.for_row_groups() for fid, s in settings.items()},
+            table_files=table_files or len(files),
+        )
     )
     size = sum(f.file_size_in_bytes for f in files)
     try:
@@ -115,10 +117,15 @@ def index_new_files(
                 result = run_in_driver(task, files, progress)
         else:
             result = _run_on_spark(spark, task, source, files, size, config, verb)
-    except Exception as exc:
-        raise UserError(_task_failure_line(exc, source.name)) from exc
+    except Exception as exc:  # the job itself failed (an executor lost, a worker killed), not one file
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise JobFailed(f"{source.name}: index build failed: {first}") from exc
     failed = pc.is_valid(result.column("error"))
     skipped = result.filter(failed)
+    if skipped.num_rows and not skip_unreadable:
+        reasons = sorted(skipped.column("error").to_pylist())
+        more = f" (and {len(reasons) - 1} more files)" if len(reasons) > 1 else ""
+        raise BuildFailed(f"{source.name}: {reasons[0]}{more}")
     entries = with_file_facts(result.filter(pc.invert(failed)).drop_columns(["error"]), files, source)
     skipped_paths = set(skipped.column("file_path").to_pylist())
     return IndexedFiles(
@@ -159,15 +166,6 @@ def _run_on_spark(
         return frame.mapInArrow(progress.counting(task), from_arrow_schema(TASK_OUTPUT_SCHEMA)).toArrow()
 
 
-def _task_failure_line(exc: Exception, table: str) -> str:
-    """The one line of a failed run (a Spark job, or the task run in this process) that names the data file, if the
-    task said which: the same line whichever ran it."""
-    for line in str(exc).splitlines():
-        if "skipindex: cannot index data file" in line:
-            return f"{table}: " + line.split("skipindex: ", 1)[1].strip()
-    return f"{table}: index build failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-
-
 def build_index(config: Config, table_name: str, spark: SparkSession | None = None) -> BuildResult:
     catalog = config.load_catalog()
     for _ in range(_RESTARTS):
@@ -178,7 +176,7 @@ def build_index(config: Config, table_name: str, spark: SparkSession | None = No
             return _build_once(config, source, index, spark)
         except WatermarkMoved as moved:
             log.warning("%s; planning again from the new watermark", moved)
-    raise UserError(f"{table_name}: other builds kept moving the watermark; gave up after {_RESTARTS} attempts")
+    raise CommitConflict(f"{table_name}: other builds kept moving the watermark; gave up after {_RESTARTS} attempts")
 
 
 def _build_once(config: Config, source: Source, index: IndexTable, spark: SparkSession | None) -> BuildResult:

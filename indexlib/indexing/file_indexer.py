@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -230,34 +230,32 @@ def config_version(settings: dict[int, IndexSettings], row_groups: str = "false"
 TASK_OUTPUT_SCHEMA = ENTRY_ARROW_SCHEMA.append(pa.field("error", pa.string()))
 
 
-def settings_from_json(text: str) -> dict[int, IndexSettings]:
-    return {int(fid): IndexSettings.from_json(data) for fid, data in json.loads(text).items()}
+@dataclass(frozen=True)
+class IndexTask:
+    """What every task of one build needs, sent to Spark once with the task function: the table's schema and
+    name mapping, the file system properties to open its files with, and what to build for each column.
+    `row_groups` and `row_group_settings`: `index_file`'s row-group entries; `table_files`: the live files of the
+    table, for the key index's automatic choice; `source_version` and `config_version`: stamped on each entry."""
+
+    schema: Schema
+    io_properties: dict[str, str]
+    name_mapping_json: str | None
+    source_version: int
+    settings: dict[int, IndexSettings] = field(default_factory=dict)
+    config_version: str | None = None
+    row_groups: str = "false"
+    row_group_settings: dict[int, IndexSettings] = field(default_factory=dict)
+    table_files: int = 1
 
 
-def index_files_task(
-    schema_json: str,
-    io_properties: dict[str, str],
-    name_mapping_json: str | None,
-    source_version: int,
-    column_settings_json: str = "{}",
-    config_version: str | None = None,
-    skip_unreadable: bool = False,
-    row_groups: str = "false",
-    row_group_settings_json: str = "{}",
-    table_files: int = 1,
-) -> Any:
+def index_files_task(task: IndexTask) -> Any:
     """The function Spark's `mapInArrow` runs: batches of (path, format, size) in, rows of TASK_OUTPUT_SCHEMA out.
 
-    A file that cannot be read fails the task with a line naming it, or with `skip_unreadable` comes back as an
-    error row (no entry is written for it, so it stays unindexed and every lookup keeps it). `row_groups` and
-    `row_group_settings_json`: `index_file`'s row-group entries. `table_files`: the live files of the table, for
-    the key index's automatic choice.
+    A file that cannot be read comes back as an error row naming it (no entry): the driver decides whether that
+    fails the build or leaves the file unindexed (`[build] on_unreadable_file`), so no failure text crosses Spark.
     """
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        schema = Schema.model_validate_json(schema_json)
-        settings = settings_from_json(column_settings_json)
-        group_settings = settings_from_json(row_group_settings_json)
         for batch in batches:  # one batch of entries per file: a task holds one file's payloads at a time
             for path, file_format, size in zip(
                 batch.column("path").to_pylist(),
@@ -269,21 +267,20 @@ def index_files_task(
                     record_count, stats = index_file(
                         path,
                         file_format,
-                        schema,
-                        io_properties,
-                        name_mapping_json,
-                        settings,
-                        row_groups=row_groups,
-                        row_group_settings=group_settings,
-                        table_files=table_files,
+                        task.schema,
+                        task.io_properties,
+                        task.name_mapping_json,
+                        task.settings,
+                        row_groups=task.row_groups,
+                        row_group_settings=task.row_group_settings,
+                        table_files=task.table_files,
                     )
-                except Exception as exc:  # name the file: the driver turns this into a one-line error
+                except Exception as exc:  # any failure reading this file: its row says so, the next file goes on
                     reason = f"cannot index data file {path}: {' '.join(str(exc).split()) or type(exc).__name__}"
-                    if not skip_unreadable:
-                        raise RuntimeError(f"skipindex: {reason}") from exc
-                    row = {**entry_row(path, size, 0, source_version, [], config_version), "error": reason}
+                    row = {**entry_row(path, size, 0, task.source_version, [], task.config_version), "error": reason}
                 else:
-                    row = {**entry_row(path, size, record_count, source_version, stats, config_version), "error": None}
+                    entry = entry_row(path, size, record_count, task.source_version, stats, task.config_version)
+                    row = {**entry, "error": None}
                 yield pa.RecordBatch.from_pylist([row], schema=TASK_OUTPUT_SCHEMA)
 
     return run

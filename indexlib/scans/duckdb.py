@@ -49,7 +49,7 @@ from pyiceberg import types as it
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.transforms import IdentityTransform
 
-from indexlib.errors import UserError
+from indexlib.errors import UnsupportedFeature, UserError
 from indexlib.handle import IndexHandle
 from indexlib.lookup import LookupResult
 from indexlib.query.sql import Clock
@@ -498,7 +498,9 @@ def _delta(
     data = [physical[name] for name in schema.names if name not in partitions]
     names = {n.lower() for n in [*schema.names, *data]}
     if _FILE_COLUMN in names:
-        raise UserError(f"Delta table {source.name}: a column named {_FILE_COLUMN} hides the DuckDB scan's file name")
+        raise UnsupportedFeature(
+            f"Delta table {source.name}: a column named {_FILE_COLUMN} hides the DuckDB scan's file name"
+        )
     kept = result.kept_files  # each file's deletion vector, read by delta-rs for the kept files alone
     source.check_read_by_name([k.file.path for k in kept])
     stored = pa.schema(

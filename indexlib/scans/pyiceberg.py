@@ -30,7 +30,7 @@ from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.table import FileScanTask
 from pyiceberg.types import DoubleType, FloatType
 
-from indexlib.errors import UserError
+from indexlib.errors import UnsupportedFeature, UserError
 from indexlib.handle import IndexHandle
 from indexlib.lookup import LookupResult
 from indexlib.pruning.iceberg_filter import to_iceberg_filter, to_strict_iceberg_filter
@@ -59,7 +59,7 @@ def row_filter(result: LookupResult) -> ice.BooleanExpression:
         raise UserError(f"table {result.table}: the lookup has no bound predicate to filter rows with")
     strict, inclusive = to_strict_iceberg_filter(bound), to_iceberg_filter(bound)
     if strict != inclusive:
-        raise UserError(
+        raise UnsupportedFeature(
             f"table {result.table}: {result.where!r} has no exact pyiceberg row filter "
             f"(pyiceberg would read it as {inclusive}); filter the rows of the kept files yourself"
         )

@@ -69,7 +69,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type, to_arrow_schema
 from pyspark.sql.types import DataType, StructField, StructType
 
-from indexlib.errors import UserError
+from indexlib.errors import UnsupportedFeature, UserError
 from indexlib.handle import IndexHandle, open_handle
 from indexlib.lookup import LookupResult
 from indexlib.query.sql import Clock
@@ -142,7 +142,7 @@ def reader_of(spark: SparkSession, result: LookupResult, dialect: str | None = N
         # delta-spark reads deletion vectors through Spark's hidden `_metadata` struct, which a column of that name
         # hides: its read of a file with a vector fails (ClassCastException) where the jar-free reads return the rows
         if reader == CONNECTOR:
-            raise UserError(
+            raise UnsupportedFeature(
                 f"table {result.table}: delta-spark cannot read deletion vectors of a table with a column named _metadata"
             )
         return Reader(FILES, "deletion vectors and a column named _metadata, which delta-spark's own reads use")
@@ -519,7 +519,7 @@ def _delta_vectors(spark: SparkSession, frame: DataFrame, kept: Sequence[KeptFil
     if not vectors:
         return frame
     if {name.lower() for name in frame.columns} & {_FILE, _POS}:
-        raise UserError(
+        raise UnsupportedFeature(
             f"a Delta table with a column named {_FILE} or {_POS}: its deletion vectors (e.g. of {vectors[0][0]}) "
             "cannot be applied by the Spark scan, which names its own columns so"
         )

@@ -1,6 +1,7 @@
 """Failures as the REST specification's ErrorModel (`{"error": {"message", "type", "code"}}`, pyiceberg's
 `ErrorResponse`), with the status codes its clients map to exceptions (pyiceberg: 400 BadRequestError, 401
-UnauthorizedError, 404 NoSuchTableError / NoSuchPlanTaskError, 501 NotImplementedError). Messages are one line and
+UnauthorizedError, 404 NoSuchTableError / NoSuchPlanTaskError, 409 CommitFailedException, 501 NotImplementedError);
+our own failures carry theirs (indexlib/errors.py). Messages are one line and
 go through the configured secrets' redaction; an unexpected failure says only "internal error" (the log has it).
 """
 
@@ -10,7 +11,7 @@ from pydantic import ValidationError
 from pyiceberg.catalog.rest.response import ErrorResponse, ErrorResponseMessage
 from pyiceberg.exceptions import NamespaceNotEmptyError, NoSuchNamespaceError, NoSuchTableError
 
-from indexlib.errors import UserError
+from indexlib.errors import SkipIndexError
 from indexlib.redaction import redact_text
 from indexlib.service.planner import NoSuchPlanTask
 from indexlib.service.wire import Unplannable
@@ -46,7 +47,9 @@ def classify(exc: Exception) -> ServiceError:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "body"
         return ServiceError(400, "BadRequestException", f"invalid request: {where}: {first['msg']}")
-    if isinstance(exc, UserError | ValueError):
+    if isinstance(exc, SkipIndexError):  # its kind says the status (errors.py)
+        return ServiceError(exc.http_status, exc.rest_type, str(exc))
+    if isinstance(exc, ValueError):
         return ServiceError(400, "BadRequestException", str(exc))
     return ServiceError(500, "InternalServerError", "internal error (the service's log has the details)")
 

@@ -44,7 +44,7 @@ from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.table.name_mapping import MappedField, NameMapping, create_mapping_from_schema
 from pyiceberg.types import NestedField
 
-from indexlib.errors import UserError
+from indexlib.errors import UnsupportedFeature, UserError
 from indexlib.sources.base import DataFileRef, DeleteFileRef, IdentityPartitioning
 
 # pyiceberg FileIO reads the data files in Spark tasks; these [catalog] keys configure its storage access.
@@ -228,7 +228,7 @@ class DeltaSource:
                     continue  # no field id: Delta's reader matches this column by name too
                 field_id = int(written)
                 if name_of.get(field_id, column.name) != column.name or id_of.get(column.name, field_id) != field_id:
-                    raise UserError(
+                    raise UnsupportedFeature(
                         f"Delta table {self.name}: {path} stores column {column.name!r} under field id {field_id}, "
                         "which the column mapping ('id' mode) gives another name: the scans read by name and "
                         "cannot read it (the Spark scan's delta-spark reader can)"
@@ -356,7 +356,7 @@ class DeltaSource:
 
         if isinstance(answer[0], DeltaError):  # e.g. a reader feature delta-rs lacks (delta-rs 1.6.6: typeWidening)
             reason = str(answer[0]).strip().splitlines()[0] if str(answer[0]).strip() else type(answer[0]).__name__
-            raise UserError(
+            raise UnsupportedFeature(
                 f"Delta table {self.name}: delta-rs cannot read the table's deletion vectors ({reason}), so no scan "
                 "can drop the rows they delete"
             ) from None

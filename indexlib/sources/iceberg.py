@@ -92,15 +92,8 @@ class IcebergSource:
     def live_files(self) -> list[DataFileRef]:
         if self.current_version() is None:
             return []
-        try:
-            return [_ref(task.file) for task in self.table.scan().plan_files()]
-        except ValueError as exc:  # pyiceberg cannot plan a table with equality delete files
-            if "equality deletes" not in str(exc):
-                raise
-            raise UserError(
-                f"table {self.name} snapshot {self.current_version()} has equality delete files, which pyiceberg "
-                "cannot plan or apply; compact the table (rewrite_data_files) first"
-            ) from None
+        self.deletes.refuse_equality()  # pyiceberg's planning would fail on them
+        return [_ref(task.file) for task in self.table.scan().plan_files()]
 
     @property
     def state_key(self) -> object:
@@ -198,6 +191,7 @@ class IcebergSource:
         """The files live at that snapshot (None when it expired)."""
         if self.table.snapshot_by_id(snapshot_id) is None:
             return None
+        SnapshotDeletes(self.table, self.name, snapshot_id).refuse_equality()
         return [_ref(task.file) for task in self.table.scan(snapshot_id=snapshot_id).plan_files()]
 
     def partition_label(self, ref: DataFileRef) -> str:

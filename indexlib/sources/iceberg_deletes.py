@@ -24,7 +24,7 @@ from pyiceberg.manifest import (
 )
 from pyiceberg.table.delete_file_index import DeleteFileIndex, _applies_to_data_file
 
-from indexlib.errors import UserError
+from indexlib.errors import UnsupportedFeature
 from indexlib.sources.base import DataFileRef, DeleteFileRef
 
 
@@ -71,25 +71,36 @@ class SnapshotDeletes:
         snapshot = table.metadata.snapshot_by_id(snapshot_id) if snapshot_id is not None else None
         if snapshot is None or (snapshot.summary is not None and snapshot.summary.get("total-delete-files") == "0"):
             return  # no delete file in the table: not even the manifest list is read
-        for manifest in snapshot.manifests(table.io):
+        manifests = snapshot.manifests(table.io)
+        # a delete manifest written before every data file's sequence number deletes nothing (pyiceberg skips it too)
+        oldest_data = min(
+            (m.min_sequence_number or 0 for m in manifests if m.content == ManifestContent.DATA), default=0
+        )
+        for manifest in manifests:
             if manifest.content != ManifestContent.DELETES:
                 continue
             for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
                 delete_file = entry.data_file
                 if delete_file.content == DataFileContent.EQUALITY_DELETES:
-                    self.equality.append(delete_file.file_path)
+                    if manifest.sequence_number >= oldest_data:
+                        self.equality.append(delete_file.file_path)
                 else:
                     self.index.add_delete_file(entry, partition_key=delete_file.partition)
                     self.position.append(delete_file)
 
-    def for_files(self, files: Sequence[DataFileRef]) -> list[tuple[DeleteFileRef, ...]]:
-        """Per data file, its delete files (sorted by path)."""
+    def refuse_equality(self) -> None:
+        """Raise when the snapshot has equality delete files: neither pyiceberg nor this project can plan or apply
+        them yet, and a reader that ignored them would return deleted rows."""
         if self.equality:
-            raise UserError(
+            raise UnsupportedFeature(
                 f"table {self.name} snapshot {self.snapshot_id}: {len(self.equality)} equality delete file(s) "
                 f"(e.g. {self.equality[0]}) cannot be matched to data files without planning, nor applied by "
                 "pyiceberg; compact the table (rewrite_data_files) first"
             )
+
+    def for_files(self, files: Sequence[DataFileRef]) -> list[tuple[DeleteFileRef, ...]]:
+        """Per data file, its delete files (sorted by path)."""
+        self.refuse_equality()
         if not self.position:
             return [() for _ in files]
         return [tuple(sorted(map(_ref, self._for_file(ref)), key=lambda d: d.path)) for ref in files]

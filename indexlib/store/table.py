@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import random
 import re
 import shlex
-import time
+import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import tenacity
 from pyiceberg.exceptions import (
     CommitFailedException,
     CommitStateUnknownException,
@@ -32,7 +32,7 @@ from pyiceberg.exceptions import (
 )
 from pyiceberg.expressions import EqualTo, In
 
-from indexlib.errors import UserError
+from indexlib.errors import CommitConflict, UserError
 from indexlib.store.schema import (
     ENTRY_ARROW_SCHEMA,
     FILE_ROW,
@@ -57,6 +57,7 @@ FORMAT_PROPERTY = "skipindex.format-version"
 # Our commits are planned against the state they read; a rebase by pyiceberg could duplicate an entry.
 TABLE_PROPERTIES = {"commit.retry.num-retries": "0"}
 COMMIT_ATTEMPTS = 20
+_SQLITE_RACES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
 UPGRADE_SUFFIX = "__format4"
 
 
@@ -271,7 +272,9 @@ class IndexTable:
         try:
             new = self._create(staged)
         except TableAlreadyExistsError:  # another writer is upgrading right now
-            raise UserError(f"index table {self.identifier} is being upgraded by another process; run again") from None
+            raise CommitConflict(
+                f"index table {self.identifier} is being upgraded by another process; run again"
+            ) from None
         new.append(rows_of(entries), snapshot_properties=_summary(watermark, watermark))
         self.catalog.drop_table(self.identifier)
         self.catalog.rename_table(staged, self.identifier)
@@ -398,20 +401,30 @@ class IndexTable:
         return self._retrying(attempt)
 
     def _retrying(self, attempt: Callable[[Any], T]) -> T:
-        for number in range(1, COMMIT_ATTEMPTS + 1):
+        """`attempt(the table, reloaded)`, again after a lost race (`_is_retryable`), with jittered exponential
+        back-off; `CommitConflict` after COMMIT_ATTEMPTS lost races. Other failures are raised at once."""
+
+        def attempt_on_reloaded() -> T:
             try:
                 return attempt(self._reload())
-            except Exception as exc:
-                if not _is_retryable(exc):
-                    raise
-                if number == COMMIT_ATTEMPTS:
-                    raise UserError(f"{self.identifier}: gave up after {number} conflicting commits: {exc}") from exc
-                wait = min(0.05 * 2**number, 5.0) * random.uniform(0.5, 1.5)
-                log.warning("%s: commit conflict (attempt %d), re-planning in %.2fs", self.identifier, number, wait)
-                time.sleep(wait)
             finally:
                 self._table = None
-        raise AssertionError("unreachable")
+
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception(_is_retryable),
+            stop=tenacity.stop_after_attempt(COMMIT_ATTEMPTS),
+            wait=tenacity.wait_random_exponential(multiplier=0.1, max=5.0),
+            before_sleep=lambda state: log.warning(
+                "%s: commit conflict (attempt %d), re-planning", self.identifier, state.attempt_number
+            ),
+        )
+        try:
+            return retrying(attempt_on_reloaded)
+        except tenacity.RetryError as gave_up:
+            last = gave_up.last_attempt.exception()
+            raise CommitConflict(
+                f"{self.identifier}: gave up after {COMMIT_ATTEMPTS} conflicting commits: {last}"
+            ) from last
 
 
 def watermark_of(table: Any) -> int | None:
@@ -466,9 +479,11 @@ def _file_state(table: Any) -> pa.Table:
     )
 
 
-def _is_retryable(exc: Exception) -> bool:
-    """A lost race: the catalog's conflict check, an unknown outcome, or SQLite's lock under two writers. Our
-    re-planned commit is safe to retry after any of them; other catalog errors are not races and fail at once."""
-    return isinstance(exc, CommitFailedException | CommitStateUnknownException) or (
-        type(exc).__name__ == "OperationalError" and "database is locked" in str(exc)
-    )
+def _is_retryable(exc: BaseException) -> bool:
+    """A lost race: the catalog's conflict check, an unknown outcome, or SQLite busy or locked under two writers
+    (the SQL catalog's driver error, wrapped by SQLAlchemy). Our re-planned commit is safe to retry after any of
+    them; other catalog errors are not races and fail at once."""
+    if isinstance(exc, CommitFailedException | CommitStateUnknownException):
+        return True
+    driver = getattr(exc, "orig", None)  # SQLAlchemy's DBAPIError keeps the driver's exception
+    return isinstance(driver, sqlite3.OperationalError) and (driver.sqlite_errorcode & 0xFF) in _SQLITE_RACES
