@@ -186,7 +186,9 @@ def test_a_failed_spark_job_shows_one_error_line_and_the_log_path_and_no_java_ou
     assert done.returncode == 5 and done.stdout == "", f"a failed Spark job exits 5: {done.stderr}"
     lines = [line for line in done.stderr.splitlines() if not OWN_RECORD.match(line)]
     assert len(lines) == 2, f"the whole stderr is our records, the error line and the log path:\n{done.stderr}"
-    assert lines[0].startswith("skipindex: error: db.broken: index build failed: "), lines[0]
+    assert lines[0] == (
+        "skipindex: error: db.broken: index build failed: RuntimeError: skipindex-test: this Python worker fails"
+    ), "the worker's own exception, not PySpark's 'see the stack trace below'"
     log = LOG_LINE.match(lines[1])
     assert log, f"the last line names Spark's log: {lines[1]}"
     assert Path(log.group(1)).parent == tmp_path, "the log file is in the temporary directory"

@@ -118,8 +118,7 @@ def index_new_files(
         else:
             result = _run_on_spark(spark, task, source, files, size, config, verb)
     except Exception as exc:  # the job itself failed (an executor lost, a worker killed), not one file
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise JobFailed(f"{source.name}: index build failed: {first}") from exc
+        raise JobFailed(f"{source.name}: index build failed: {_why_the_job_failed(exc)}") from exc
     failed = pc.is_valid(result.column("error"))
     skipped = result.filter(failed)
     if skipped.num_rows and not skip_unreadable:
@@ -164,6 +163,18 @@ def _run_on_spark(
     progress = SparkProgress(spark, source.name, len(files), size, config.open_cost_bytes, where, verb)
     with progress:
         return frame.mapInArrow(progress.counting(task), from_arrow_schema(TASK_OUTPUT_SCHEMA)).toArrow()
+
+
+def _why_the_job_failed(exc: Exception) -> str:
+    """The line of a failed job's error that says why: a Python worker's own exception (its traceback's last line)
+    rather than PySpark's "see the stack trace below", which a one-line error does not show (the stack is in Spark's
+    log); else the error's first line."""
+    from pyspark.errors import PythonException
+
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    return lines[-1] if isinstance(exc, PythonException) else lines[0]
 
 
 def build_index(config: Config, table_name: str, spark: SparkSession | None = None) -> BuildResult:
