@@ -2,8 +2,8 @@
 
 A failure of a known kind (indexlib/errors.py) prints one line on stderr and exits with its kind's code: 2 bad
 input, 3 a table feature no reader here handles, 4 a data file a build cannot index, 5 the build's Spark job failed
-(run again), 75 other writers kept winning the commit (run again later). `verify` exits 1 when it finds stale entries; anything else
-prints its traceback and exits 1. No configured secret is
+(run again), 75 other writers kept winning the commit (run again later). `verify` exits 1 when it finds stale
+entries; anything else prints its traceback and exits 1. No configured secret is
 printed: error lines, log records and tracebacks go through `indexlib.redaction.redact_text` with the values the
 configuration holds as secrets.
 """

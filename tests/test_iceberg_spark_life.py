@@ -32,16 +32,12 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-from test_spark_sql import MERGE_ON_READ, batch_sql, configure
+from test_spark_sql import MERGE_ON_READ, batch_sql, configure, every_scan
 
 from indexlib.config import load_config
 from indexlib.errors import UnsupportedFeature
 from indexlib.handle import IndexHandle
 from indexlib.indexing.build import build_index
-from indexlib.scans import pyiceberg as pyiceberg_scan
-from indexlib.scans.duckdb import relation
-from indexlib.scans.polars import lazy_frame
-from indexlib.scans.spark import CONNECTOR, FILES, dataframe
 
 CATALOG = "life"  # the Spark catalog's name, and the SQLite catalog's (the JDBC rows carry it)
 RENAMED = "the name"
@@ -72,8 +68,8 @@ class SparkIcebergLife(RuleBasedStateMachine):
     @initialize(version=st.sampled_from([2, 3]), partitioned=st.booleans())
     def create(self, version: int, partitioned: bool) -> None:
         self.name, self.version = f"db.life_{next(_TABLES)}", version
-        self.sql(
-            "CREATE TABLE {t} (id BIGINT, g INT, k INT, f FLOAT, name STRING) USING iceberg "
+        self.spark.sql(
+            f"CREATE TABLE {self.t} (id BIGINT, g INT, k INT, f FLOAT, name STRING) USING iceberg "
             + ("PARTITIONED BY (g) " if partitioned else "")
             + f"TBLPROPERTIES ('format-version'='{version}', {MERGE_ON_READ})"
         )
@@ -81,32 +77,39 @@ class SparkIcebergLife(RuleBasedStateMachine):
         self.insert()
         self.handle = IndexHandle.for_iceberg(self.config.load_catalog().load_table(self.name))
 
-    def sql(self, text: str) -> None:
-        self.spark.sql(text.format(t=f"{CATALOG}.{self.name}", name=f"`{self.string_column}`"))
+    @property
+    def t(self) -> str:
+        """The table, as Spark SQL names it."""
+        return f"{CATALOG}.{self.name}"
+
+    @property
+    def s(self) -> str:
+        """The string column under its current name, quoted for Spark SQL."""
+        return f"`{self.string_column}`"
 
     @rule()
     def insert(self) -> None:
-        self.sql("INSERT INTO {t} " + batch_sql(self.next_id, 60, "id % 2").replace("{", "{{").replace("}", "}}"))
+        self.spark.sql(f"INSERT INTO {self.t} " + batch_sql(self.next_id, 60, "id % 2"))
         self.next_id += 60
         self.steps.append("insert")
 
     @rule(remainder=st.integers(0, 9))
     def delete(self, remainder: int) -> None:
-        self.sql(f"DELETE FROM {{t}} WHERE id % 10 = {remainder}")
+        self.spark.sql(f"DELETE FROM {self.t} WHERE id % 10 = {remainder}")
         self.steps.append(f"delete id % 10 = {remainder}")
 
     @rule(remainder=st.integers(0, 6))
     def update(self, remainder: int) -> None:
-        self.sql(f"UPDATE {{t}} SET k = k + 1, {{name}} = 'zz' WHERE id % 7 = {remainder}")
+        self.spark.sql(f"UPDATE {self.t} SET k = k + 1, {self.s} = 'zz' WHERE id % 7 = {remainder}")
         self.steps.append(f"update id % 7 = {remainder}")
 
     @rule()
     def merge(self) -> None:
-        source = batch_sql(max(self.next_id - 30, 0), 60, "id % 2", "n").replace("{", "{{").replace("}", "}}")
-        self.sql(
-            f"MERGE INTO {{t}} AS t USING ({source}) AS u ON t.id = u.id "
+        source = batch_sql(max(self.next_id - 30, 0), 60, "id % 2", "n")
+        self.spark.sql(
+            f"MERGE INTO {self.t} AS t USING ({source}) AS u ON t.id = u.id "
             "WHEN MATCHED AND u.id % 3 = 0 THEN DELETE WHEN MATCHED THEN UPDATE SET t.k = -1 "
-            "WHEN NOT MATCHED THEN INSERT (id, g, k, f, {name}) VALUES (u.id, u.g, u.k, u.f, u.n)"
+            f"WHEN NOT MATCHED THEN INSERT (id, g, k, f, {self.s}) VALUES (u.id, u.g, u.k, u.f, u.n)"
         )
         self.next_id += 30
         self.steps.append("merge")
@@ -114,7 +117,7 @@ class SparkIcebergLife(RuleBasedStateMachine):
     @rule()
     def rename(self) -> None:
         new = RENAMED if self.string_column == "name" else "name"
-        self.sql(f"ALTER TABLE {{t}} RENAME COLUMN {{name}} TO `{new}`")
+        self.spark.sql(f"ALTER TABLE {self.t} RENAME COLUMN {self.s} TO `{new}`")
         self.steps.append(f"rename {self.string_column!r} to {new!r}")
         self.string_column = new
 
@@ -122,21 +125,21 @@ class SparkIcebergLife(RuleBasedStateMachine):
     def promote(self, column: str) -> None:
         if column in self.promoted:
             return
-        self.sql(f"ALTER TABLE {{t}} ALTER COLUMN {column} TYPE {'BIGINT' if column == 'k' else 'DOUBLE'}")
+        self.spark.sql(f"ALTER TABLE {self.t} ALTER COLUMN {column} TYPE {'BIGINT' if column == 'k' else 'DOUBLE'}")
         self.promoted.add(column)
         self.steps.append(f"promote {column}")
 
     @precondition(lambda self: not self.partitioned_by_id)
     @rule()
     def partition_by_id(self) -> None:
-        self.sql("ALTER TABLE {t} ADD PARTITION FIELD bucket(3, id)")
+        self.spark.sql(f"ALTER TABLE {self.t} ADD PARTITION FIELD bucket(3, id)")
         self.partitioned_by_id = True
         self.steps.append("add partition field bucket(3, id)")
 
     @precondition(lambda self: self.version == 2)
     @rule()
     def upgrade(self) -> None:
-        self.sql("ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='3')")
+        self.spark.sql(f"ALTER TABLE {self.t} SET TBLPROPERTIES ('format-version'='3')")
         self.version = 3
         self.steps.append("upgrade to version 3")
 
@@ -160,7 +163,7 @@ class SparkIcebergLife(RuleBasedStateMachine):
             own = Counter(
                 tuple(r) for r in self.spark.sql(f"SELECT * FROM {CATALOG}.{self.name} WHERE {spark_where}").collect()
             )
-            for scan, read in _scans(self.spark, self.handle, where).items():
+            for scan, read in every_scan(self.spark, self.handle, where).items():
                 try:
                     got = Counter(tuple(r.values()) for r in read().to_pylist())
                 except UnsupportedFeature as exc:
@@ -171,16 +174,6 @@ class SparkIcebergLife(RuleBasedStateMachine):
                     f"{sum(own.values())}; missing {list((own - got).elements())[:3]}, extra "
                     f"{list((got - own).elements())[:3]}; history: {' -> '.join(self.steps)}"
                 )
-
-
-def _scans(spark: Any, handle: IndexHandle, where: str) -> dict[str, Any]:
-    return {
-        "pyiceberg": lambda: pyiceberg_scan.scan(handle, where).to_arrow(),
-        "duckdb": lambda: relation(handle, where).to_arrow_table(),
-        "polars": lambda: lazy_frame(handle, where).collect().to_arrow(),
-        "spark": lambda: dataframe(spark, handle, None, where, reader=FILES).toArrow(),
-        "spark connector": lambda: dataframe(spark, handle, None, where, reader=CONNECTOR).toArrow(),
-    }
 
 
 @pytest.mark.slow

@@ -336,7 +336,7 @@ def test_the_spark_scan_opens_only_the_kept_files(lake, connectors, table, where
     assert rows(frame) == rows(spark.sql(f"SELECT * FROM {WRITER}.{table} WHERE {where}")), f"{table}: {where}"
 
 
-def _scans(spark: Any, handle: IndexHandle, where: str) -> dict[str, Any]:
+def every_scan(spark: Any, handle: IndexHandle, where: str) -> dict[str, Any]:
     """Each of the project's scans of `where`, as a callable giving an Arrow table."""
     return {
         "pyiceberg": lambda: pyiceberg_scan.scan(handle, where).to_arrow(),
@@ -360,7 +360,7 @@ def test_every_scan_returns_the_rows_spark_itself_reads(lake, connectors, table,
     spark, (where, _) = connectors, drawn
     own = rows(spark.sql(f"SELECT * FROM {WRITER}.{table} WHERE {where}"))
     handle = IndexHandle.for_iceberg(lake.catalog.load_table(table))
-    for scan, read in _scans(spark, handle, where).items():
+    for scan, read in every_scan(spark, handle, where).items():
         try:
             got = Counter(tuple(r.values()) for r in read().to_pylist())
         except UnsupportedFeature as exc:  # pyiceberg refuses a WHERE it has no exact row filter for, in one line
