@@ -75,6 +75,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check indexlib jobs tests benchmarks airflow_dags docs/hooks
 	$(BIN)/ruff format --check indexlib jobs tests benchmarks airflow_dags docs/hooks
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(MAKE) --no-print-directory docs
 
 # The docs site (mkdocs.yml): built strict, so a broken link or anchor, a page missing from the nav or a setting

@@ -227,8 +227,8 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
     elif args.command == "stats":
         from indexlib.report import format_report, table_stats
 
-        report = table_stats(config, args.table, args.where)
-        print(json.dumps(report.as_json()) if args.json else format_report(report))
+        table_report = table_stats(config, args.table, args.where)
+        print(json.dumps(table_report.as_json()) if args.json else format_report(table_report))
     elif args.command == "serve":
         _serve(config, args.host, args.port)
     elif args.command == "demo":

@@ -26,8 +26,8 @@ a lookup then works on the state it got, which no one modifies, so concurrent lo
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from pyiceberg.expressions import BooleanExpression
 
@@ -35,11 +35,17 @@ from indexlib.config import DEFAULT_INDEX_NAMESPACE
 from indexlib.lookup import LookupResult, TableState, live_files, lookup_in
 from indexlib.query.model import Expr
 from indexlib.query.sql import Clock, check_dialect
-from indexlib.sources.base import DataFileRef, Source
+from indexlib.sources.base import DataFileRef, LiveFiles, Source
 from indexlib.sources.delta import DeltaSource
 from indexlib.sources.iceberg import IcebergSource, only_appends_since
 from indexlib.store.snapshot import IndexRows, IndexSnapshot
 from indexlib.store.table import IndexTable
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.table import Table
+
+    from indexlib.config import Config
 
 
 class IndexHandle:
@@ -71,9 +77,9 @@ class IndexHandle:
     @classmethod
     def for_iceberg(
         cls,
-        table: Any,
+        table: Table,
         *,
-        index_catalog: Any = None,
+        index_catalog: Catalog | None = None,
         index_namespace: str = DEFAULT_INDEX_NAMESPACE,
         time_zone: str | None = None,
         dialect: str | None = None,
@@ -95,7 +101,7 @@ class IndexHandle:
         cls,
         path: str,
         *,
-        index_catalog: Any,
+        index_catalog: Catalog,
         index_namespace: str = DEFAULT_INDEX_NAMESPACE,
         storage_options: dict[str, str] | None = None,
         time_zone: str | None = None,
@@ -158,7 +164,7 @@ class IndexHandle:
             self._state = TableState(source, live, rows, source.current_version(), index_version, source_key)
             return self._state
 
-    def _live(self, source: Source, rows: IndexRows | None, cached: TableState | None) -> Sequence[DataFileRef]:
+    def _live(self, source: Source, rows: IndexRows | None, cached: TableState | None) -> list[DataFileRef] | LiveFiles:
         if cached is not None and cached.source_key == source.state_key:
             return cached.live
         if (
@@ -180,6 +186,7 @@ class IndexHandle:
         if (
             cached is not None
             and isinstance(cached.rows, IndexSnapshot)
+            and cached.index_version is not None  # (it is: rows were read at that version)
             and only_appends_since(table, cached.index_version)
         ):
             self.reads["index_appends"] += 1
@@ -201,7 +208,7 @@ def _same_layout(before: Source, now: Source) -> bool:
     )
 
 
-def open_handle(config: Any, table: str) -> IndexHandle:
+def open_handle(config: Config, table: str) -> IndexHandle:
     """A handle from a loaded TOML configuration (what the CLI would read), for tests and tools."""
     from indexlib.sources.delta import is_delta_name
 

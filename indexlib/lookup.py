@@ -19,7 +19,7 @@ list the row groups a reader needs (`row_groups`), and which of them match on ev
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -43,7 +43,7 @@ from indexlib.query.from_iceberg import from_iceberg
 from indexlib.query.model import Expr
 from indexlib.query.normalize import leaves, normalize, unusable_parts
 from indexlib.query.sql import Clock, parse_where, predicate_from_tree
-from indexlib.sources.base import DataFileRef, KeptFile, Source, paths_of, pick
+from indexlib.sources.base import DataFileRef, KeptFile, LiveFiles, Source, paths_of, pick
 from indexlib.sources.registry import open_source
 from indexlib.statistics.verdict import Verdict
 from indexlib.store.entries import EntryStatistics
@@ -185,7 +185,8 @@ class LookupResult:
         named: dict[int, tuple[Any, set[str]]] = {}  # field id -> (column, "=" and / or "LIKE")
         for leaf in leaves(self.bound):
             asks = isinstance(leaf, (BoundIn, Pattern)) or (isinstance(leaf, BoundCompare) and leaf.op in ("=", "!="))
-            if asks and hasattr(leaf.column, "field_id"):  # a Pattern of a computed value names no column
+            # (a Pattern of a computed value names no column)
+            if asks and isinstance(leaf, (BoundIn, Pattern, BoundCompare)) and hasattr(leaf.column, "field_id"):
                 what = "LIKE" if isinstance(leaf, Pattern) else "="
                 named.setdefault(leaf.column.field_id, (leaf.column, set()))[1].add(what)
         notes = []
@@ -312,7 +313,7 @@ class TableState:
     (read as asked, store/snapshot.py). Lookups only read it, so threads can share one."""
 
     source: Source
-    live: Sequence[DataFileRef]
+    live: list[DataFileRef] | LiveFiles
     rows: IndexRows | None
     source_version: int | None = None
     index_version: int | None = None
@@ -327,7 +328,7 @@ class TableState:
         return AlignedEntries.of(self.live_paths, self.rows)
 
 
-def live_files(source: Source, rows: IndexRows | None) -> Sequence[DataFileRef]:
+def live_files(source: Source, rows: IndexRows | None) -> list[DataFileRef] | LiveFiles:
     """The source's live files. The one place a lookup takes them from the index: when its file rows claim a live
     version L (they are exactly the files live at L) and the source's current version is L or was reached from L
     by appends alone (Iceberg), they are the file rows plus the files of those appends. Otherwise (a delete, an

@@ -160,7 +160,7 @@ def format_report(report: TableReport) -> str:
     return "\n".join(lines)
 
 
-def _bytes(size: int) -> str:
+def _bytes(size: float) -> str:
     for unit in ("B", "KiB", "MiB"):
         if size < 1024 or unit == "MiB":
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"

@@ -67,10 +67,10 @@ def emit_regex(dfa: Dfa) -> str:
                 connect(before, after, expression)
         for after in outgoing[state]:
             del incoming[after][state]
-    expression = outgoing[source].get(sink)
-    if expression is None:
+    whole = outgoing[source].get(sink)
+    if whole is None:
         return EMPTY_LANGUAGE_REGEX
-    return "^" + (_group(expression) if isinstance(expression, Union) else _render(expression)) + "$"
+    return "^" + (_group(whole) if isinstance(whole, Union) else _render(whole)) + "$"
 
 
 # ---------------------------------------------------------------- simplifying constructors

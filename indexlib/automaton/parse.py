@@ -209,7 +209,7 @@ def parse_regex(pattern: str, reading: Reading, find: bool) -> Node:
         body = _without_anchors(items[int(starts) : len(items) - int(ends)])
         head = [] if starts or not find else [ANY_STRING]
         if not find or (ends and reading is Reading.NARROWEST):
-            tail = []
+            tail: list[Node] = []
         else:
             tail = [_BEFORE_FINAL_LINE_TERMINATOR] if ends else [ANY_STRING]
         options.append(Concat((*head, *body, *tail)))

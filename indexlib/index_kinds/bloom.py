@@ -25,7 +25,7 @@ import math
 import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -155,7 +155,7 @@ class BloomIndex(IndexKind):
             return None
         return literals
 
-    def verdict(
+    def verdict(  # type: ignore[override]  # asked only about leaves `answers` accepts
         self, leaf: ValueSet | Pattern, payloads: Sequence[bytes | None], stats: ColumnStatistics
     ) -> Verdict | None:
         filters = sum(payload is not None for payload in payloads)
@@ -170,7 +170,8 @@ class BloomIndex(IndexKind):
         if current:
             hashes = literal_hashes(column_type, literals)
             if hashes is not None:
-                might[current] = split_block.might_contain_each([payloads[i] for i in current], hashes)
+                present = cast(list[bytes], [payloads[i] for i in current])  # current: indexes of non-None payloads
+                might[current] = split_block.might_contain_each(present, hashes)
         written_before = [p if p is not None and not split_block.is_split_block(p) else None for p in payloads]
         if any(p is not None for p in written_before):
             keys = [literal_key(column_type, value) for value in literals]
@@ -193,7 +194,8 @@ class BloomIndex(IndexKind):
         held[current] = split_block.contains_matrix([payloads[i] for i in current], hashes)  # type: ignore[misc]
         return held
 
-    def reads(self, leaf: ValueSet | Pattern) -> str | None:
+    # (as `verdict`, asked only about leaves `answers` accepts)
+    def reads(self, leaf: ValueSet | Pattern) -> str | None:  # type: ignore[override]
         if self._literals(leaf) is None:
             return None
         return "Bloom filters (where built): is any literal's hash present"
@@ -236,10 +238,11 @@ def might_contain_each(payloads: Sequence[bytes | None], keys: Sequence[str]) ->
         except struct.error:
             raise ValueError(f"Bloom filter of {len(shape)} bytes has no header") from None
         size = _HEADER.size + _bit_array_size(error_rate, num_slices, bits_per_slice, capacity)
-        for i in members:
-            if len(payloads[i]) != size:
-                raise ValueError(f"Bloom filter of {len(payloads[i])} bytes, its header says {size}")
-        bits = np.frombuffer(b"".join(payloads[i] for i in members), dtype=np.uint8).reshape(len(members), size)
+        filters = cast(list[bytes], [payloads[i] for i in members])  # groups: indexes of non-None payloads
+        for payload in filters:
+            if len(payload) != size:
+                raise ValueError(f"Bloom filter of {len(payload)} bytes, its header says {size}")
+        bits = np.frombuffer(b"".join(filters), dtype=np.uint8).reshape(len(members), size)
         hit = np.zeros(len(members), dtype=bool)
         start = 0
         while start < len(keys):

@@ -31,7 +31,7 @@ def setting_names() -> tuple[str, ...]:
 def parse_settings(raw: dict[str, Any], base: IndexSettings, where: str) -> IndexSettings:
     """`base` updated with the settings in `raw`; ValueError naming `where` and the setting on bad input."""
     declared = declared_settings()
-    kinds: dict[str, tuple[str, ...]] = {}
+    kinds: dict[str, Any] = {}  # "kinds" and "row_group_kinds" -> tuple[str, ...]
     updates: dict[str, Any] = {}
     for name, value in raw.items():
         if name in ("kinds", "row_group_kinds"):

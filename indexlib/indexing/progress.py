@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Task = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+Task = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 # Seconds between progress lines, and before the first: shorter work gets only the summary line.
 REPORT_SECONDS = 5.0
@@ -107,7 +107,7 @@ class SparkProgress(Progress):
         """`task`, counting each batch of entries it yields (one per file) into the accumulators."""
         files, size = self._files, self._bytes
 
-        def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             for out in task(batches):
                 files.add(out.num_rows)
                 size.add(pc.sum(out.column("file_size_in_bytes")).as_py() or 0)

@@ -26,7 +26,7 @@ comparison with NaN false but !=). NaN rows are treated as matching `>`, `>=`, `
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -55,6 +55,9 @@ from indexlib.query.visitor import ExprVisitor
 from indexlib.statistics.column_stats import physical_arrow_type
 from indexlib.statistics.provider import ColumnStatistics, StatisticsProvider
 from indexlib.statistics.verdict import Verdict
+
+if TYPE_CHECKING:
+    from indexlib.query.model import Or
 
 
 def literal_scalar(leaf: BoundCompare) -> Any:
@@ -208,7 +211,7 @@ def value_window(values: list[Any], lower: pa.Array, upper: pa.Array) -> tuple[n
     numeric = pa.types.is_integer(lower.type) or pa.types.is_floating(lower.type) or pa.types.is_boolean(lower.type)
     sorted_values = np.array(values, dtype=lower.type.to_pandas_dtype() if numeric else object)
 
-    def positions(bounds: pa.Array, side: str, unbounded: int) -> np.ndarray:
+    def positions(bounds: pa.Array, side: Literal["left", "right"], unbounded: int) -> np.ndarray:
         valid = pc.is_valid(bounds).to_numpy(zero_copy_only=False)
         if pa.types.is_floating(bounds.type):
             valid &= ~pc.fill_null(pc.is_nan(bounds), True).to_numpy(zero_copy_only=False)
@@ -278,7 +281,7 @@ class _StatisticsUsed(ExprVisitor[str]):
     def visit_widened(self, expr: Widened) -> str:
         return self.visit(expr.child) + " (literal widened: never proves all rows match)"
 
-    def visit_and(self, expr: And) -> str:
+    def visit_and(self, expr: And | Or) -> str:
         return "; ".join(self.visit(part) for part in (expr.left, expr.right))
 
     visit_or = visit_and

@@ -35,9 +35,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+# mypy takes the pydantic fields of pyiceberg's predicates for their constructor, so it rejects the positional calls
+# pyiceberg documents (apache/iceberg-python#3101): those calls carry a `type: ignore` naming the issue.
 from pyiceberg import expressions as ice
 from pyiceberg.expressions.visitors import (
     BooleanExpressionVisitor,
@@ -62,6 +65,10 @@ from indexlib.query.normalize import leaves
 from indexlib.sources.base import DataFileRef, IcebergPartitioning, IdentityPartitioning, Source
 from indexlib.statistics.partition_values import BOUNDING_TRANSFORMS, Pairs, PartitionValueStatistics
 from indexlib.statistics.verdict import Verdict
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+    from pyiceberg.transforms import Transform
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +111,7 @@ class PartitionEvidence(Evidence):
     def __init__(self, source: Source, files: Sequence[DataFileRef]) -> None:
         self.source_name, self.files = source.name, files
         partitioning = source.partitioning
-        self.table: Any = None
+        self.table: Table | None = None
         self.projected: set[int] = set()  # source columns of fields left to pyiceberg's projection
         if isinstance(partitioning, IcebergPartitioning):
             self.table = partitioning.table
@@ -138,6 +145,7 @@ class PartitionEvidence(Evidence):
 
     def _projected(self, leaf: Expr) -> Verdict | None:
         try:
+            assert self.table is not None  # `projected` is empty unless the source is an Iceberg table
             might, all_match = partition_verdict(
                 self.table,
                 self.files,
@@ -165,7 +173,7 @@ class PartitionEvidence(Evidence):
             return []
 
 
-def _transform_name(transform: Any) -> str | None:
+def _transform_name(transform: Transform[Any, Any]) -> str | None:
     """The name statistics/partition_values.py knows a transform by, or None (bucket, truncate, void, others)."""
     for kind, name in _BOUNDING:
         if isinstance(transform, kind):
@@ -236,7 +244,7 @@ def _columns_named(predicate: Expr) -> set[int]:
 
 
 def partition_verdict(
-    table: Any,
+    table: Table,
     files: Sequence[DataFileRef],
     row_filter: ice.BooleanExpression,
     case_sensitive: bool = False,
@@ -277,8 +285,9 @@ def partition_verdict(
         verdict, positions = verdicts[ref.spec_id]
         if verdict is None:
             continue
+        key: tuple[int, tuple[Any, ...]] | None
         try:
-            key: tuple[int, tuple[Any, ...]] | None = (ref.spec_id, tuple(ref.partition))
+            key = (ref.spec_id, tuple(ref.partition))
             result = seen.get(key)  # files share partitions: evaluate each tuple once
         except TypeError:  # an unhashable partition value: just evaluate
             key, result = None, None
@@ -294,7 +303,7 @@ def partition_verdict(
     return might, all_match
 
 
-def lifted_fields(table: Any, row_filter: ice.BooleanExpression, case_sensitive: bool = False) -> list[str]:
+def lifted_fields(table: Table, row_filter: ice.BooleanExpression, case_sensitive: bool = False) -> list[str]:
     """For explain: the partition fields, per spec, that `row_filter` projects onto (inclusive projection).
 
     E.g. `["spec 0: ts_day = day(ts)", "spec 1: id_bucket = bucket[16](id)"]`; a field whose projection is
@@ -397,7 +406,7 @@ class _NullGuard(BooleanExpressionVisitor[ice.BooleanExpression]):
 
     def visit_unbound_predicate(self, predicate: ice.UnboundPredicate) -> ice.BooleanExpression:
         if isinstance(predicate, self._NEGATIVE):
-            return ice.And(ice.NotNull(predicate.term), predicate)
+            return ice.And(ice.NotNull(predicate.term), predicate)  # type: ignore[misc]  # pyiceberg#3101
         return predicate
 
     def visit_bound_predicate(self, predicate: ice.BoundPredicate) -> ice.BooleanExpression:

@@ -45,9 +45,12 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+
+# mypy takes the pydantic fields of pyiceberg's predicates for their constructor, so it rejects the positional calls
+# pyiceberg documents (apache/iceberg-python#3101): those calls carry a `type: ignore` naming the issue.
 from pyiceberg.expressions import (
     AlwaysFalse,
     AlwaysTrue,
@@ -79,6 +82,9 @@ from indexlib.statistics.canonical import literal_hashes
 from indexlib.statistics.column_stats import supports_bounds
 from indexlib.statistics.key_hash import stored_hashes
 from indexlib.statistics.provider import StatisticsProvider
+
+if TYPE_CHECKING:
+    from indexlib.statistics.provider import ColumnStatistics
 
 MAX_DEPTH = 200  # deeper subtrees are kept as they came
 
@@ -186,7 +192,7 @@ class _Reader:
         return BoundColumn(field_id, found.name, found.field_type)
 
     def _leaf(self, node: SetPredicate | LiteralPredicate, positive: bool) -> _Leaf | None:
-        column = self._column(node.term.name)  # type: ignore[union-attr]
+        column = self._column(cast(Reference, node.term).name)  # `read` passes leaves on a Reference only
         if column is None:
             return None
         try:
@@ -197,7 +203,7 @@ class _Reader:
             return self._set(node, column, stats, positive)
         op = _OPS.get(type(node))
         value = _physical(node.literal, column.type) if op is not None else None
-        if value is None:
+        if value is None or op is None:  # op is None only where value is: the check narrows op for mypy
             return None
         verdict = column_verdict(BoundCompare(op, column, value), stats)
         outcomes = [
@@ -205,7 +211,7 @@ class _Reader:
         ]
         return _Leaf(outcomes, lambda outcome: _constant(outcome, node))
 
-    def _set(self, node: SetPredicate, column: BoundColumn, stats: Any, positive: bool) -> _Leaf | None:
+    def _set(self, node: SetPredicate, column: BoundColumn, stats: ColumnStatistics, positive: bool) -> _Leaf | None:
         if not isinstance(node, In | NotIn):
             return None
         by_value: dict[Any, list[Literal[Any]]] = {}
@@ -245,7 +251,8 @@ class _Reader:
             if outcome[0] != "pick":
                 return _constant(outcome, node)
             kept = [literal for j in outcome[1:] for literal in by_value[values[j]]]
-            return type(node)(node.term, kept)  # In of none is FALSE, of one `=` (rule 5 only)
+            # In of none is FALSE, of one `=` (rule 5 only); pyiceberg#3101 (see the imports)
+            return type(node)(node.term, kept)  # type: ignore[misc, call-arg, arg-type]
 
         return _Leaf(outcomes, rebuild)
 

@@ -97,7 +97,7 @@ _INT32 = (-(2**31), 2**31 - 1)
 _MAX_DECIMAL_DIGITS = 38
 # integer digits engines give an int / long when they widen it to a decimal for a comparison (Spark: DECIMAL(10, 0),
 # DECIMAL(20, 0))
-_INTEGER_DIGITS = {IntegerType: 10, LongType: 20}
+_INTEGER_DIGITS: dict[type[IcebergType], int] = {IntegerType: 10, LongType: 20}
 _DAYS = (-(2**31), 2**31 - 1)
 _MICROS_PER_DAY = 86_400_000_000
 _MONTH_UNITS = {"year": 12, "quarter": 3, "month": 1}
@@ -173,7 +173,10 @@ class _Binder(ExprVisitor[Expr]):
         return _bind_leaf(expr.op, expr.column, expr.value, self.schema, self.table)
 
 
-_PLAIN_INTEGERS = {IntegerType: (-(2**31), 2**31 - 1), LongType: (-(2**63), 2**63 - 1)}
+_PLAIN_INTEGERS: dict[type[IcebergType], tuple[int, int]] = {
+    IntegerType: (-(2**31), 2**31 - 1),
+    LongType: (-(2**63), 2**63 - 1),
+}
 
 
 def _split_plain(
@@ -310,7 +313,15 @@ def _integer_comparison(op: str, value: Fraction) -> tuple[str, int] | Expr:
     if value.denominator == 1:
         return op, int(value)
     floor, ceil = math.floor(value), math.ceil(value)
-    return {"=": FALSE, "!=": TRUE, "<": ("<=", floor), "<=": ("<=", floor), ">": (">=", ceil), ">=": (">=", ceil)}[op]
+    cases: dict[str, tuple[str, int] | Expr] = {
+        "=": FALSE,
+        "!=": TRUE,
+        "<": ("<=", floor),
+        "<=": ("<=", floor),
+        ">": (">=", ceil),
+        ">=": (">=", ceil),
+    }
+    return cases[op]
 
 
 def _truncated_range(op: str, column: BoundColumn, unit: str, value: dt.datetime, source: Expr) -> Expr:
@@ -616,7 +627,8 @@ def _exact_against_approximate(op: str, column: BoundColumn, literal: Binary, sh
     if any(part is None for part in sets):
         result: Expr = IsNull(column, negated=True)
     else:
-        loosest = [_loosest([part[k] for part in sets]) for k in range(len(sets[0]))]
+        found = [part for part in sets if part is not None]  # all of them: none is None here
+        loosest = [_loosest([part[k] for part in found]) for k in range(len(found[0]))]
         result = _on_column_grid(op, column, [(cmp, at - Fraction(shift)) for cmp, at in loosest])
     return result if exact or isinstance(result, Const) else Widened(result)
 

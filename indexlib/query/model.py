@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from typing import Any, overload
 
 from pyiceberg.types import DateType, IcebergType, TimestampType, TimestamptzType
 from pyiceberg.utils.datetime import days_to_date, micros_to_timestamp, micros_to_timestamptz
@@ -166,6 +166,14 @@ def is_number(value: Any) -> bool:
 def as_datetime(value: dt.date) -> dt.datetime:
     """A date as its midnight (how SQL compares a date with a timestamp); a datetime unchanged."""
     return value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
+
+
+@overload
+def add_interval(value: dt.datetime, interval: Interval) -> dt.datetime: ...
+
+
+@overload
+def add_interval(value: dt.date, interval: Interval) -> dt.date: ...
 
 
 def add_interval(value: dt.date, interval: Interval) -> dt.date:

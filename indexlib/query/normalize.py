@@ -130,7 +130,7 @@ def leaves(expr: Expr) -> list[Expr]:
 
 
 class _Leaves(LeafVisitor[list[Expr]]):
-    def visit_and(self, expr: And) -> list[Expr]:
+    def visit_and(self, expr: And | Or) -> list[Expr]:
         return self.visit(expr.left) + self.visit(expr.right)
 
     visit_or = visit_and

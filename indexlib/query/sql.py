@@ -36,6 +36,7 @@ from indexlib.query.model import (
     TRUE,
     And,
     Compare,
+    Const,
     Expr,
     In,
     Interval,
@@ -58,9 +59,22 @@ from indexlib.query.model import (
     parse_timestamp,
 )
 
-_COMPARISON_NODES = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+_COMPARISON_NODES: dict[type[exp.Expr], str] = {
+    exp.EQ: "=",
+    exp.NEQ: "!=",
+    exp.LT: "<",
+    exp.LTE: "<=",
+    exp.GT: ">",
+    exp.GTE: ">=",
+}
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
-_FIELD_FUNCTIONS = {exp.Year: "year", exp.Month: "month", exp.Day: "day", exp.DayOfMonth: "day", exp.Hour: "hour"}
+_FIELD_FUNCTIONS: dict[type[exp.Expr], str] = {
+    exp.Year: "year",
+    exp.Month: "month",
+    exp.Day: "day",
+    exp.DayOfMonth: "day",
+    exp.Hour: "hour",
+}
 TRUNC_UNITS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second")
 _INTERVAL_UNITS = {
     "year": (12, 0),
@@ -176,7 +190,8 @@ def predicate_from_tree(tree: Expr) -> Expr:
 
 
 def _tree_depth(tree: Expr) -> int:
-    deepest, stack = 0, [(tree, 0, None)]
+    deepest = 0
+    stack: list[tuple[Expr, int, type[Expr] | None]] = [(tree, 0, None)]
     while stack:
         node, depth, outer = stack.pop()
         if isinstance(node, (And, Or)):
@@ -204,11 +219,11 @@ def _short(where: str, limit: int = 60) -> str:
     return where if len(where) <= limit else f"{where[:limit]}... ({len(where):,} characters)"
 
 
-def _nesting(tree: exp.Expression) -> tuple[int, int]:
+def _nesting(tree: exp.Expr) -> tuple[int, int]:
     """How deep parentheses nest, and how deep AND/OR/NOT nest (a chain of one operator counts once), without
     recursion."""
     deepest_parens = deepest_logic = 0
-    stack: list[tuple[exp.Expression, int, int, type | None]] = [(tree, 0, 0, None)]
+    stack: list[tuple[exp.Expr, int, int, type | None]] = [(tree, 0, 0, None)]
     while stack:
         node, parens, logic, outer = stack.pop()
         deepest_parens, deepest_logic = max(deepest_parens, parens), max(deepest_logic, logic)
@@ -226,7 +241,7 @@ def _nesting(tree: exp.Expression) -> tuple[int, int]:
     return deepest_parens, deepest_logic
 
 
-def _chain(node: exp.Expression, connective: type[exp.Connector]) -> list[exp.Expression]:
+def _chain(node: exp.Expr, connective: type[exp.Connector]) -> list[exp.Expr]:
     """The operands of a chain of one connective (`a OR b OR c`, parenthesised or not), left to right, without
     recursion: sqlglot nests a chain of n operands n deep."""
     parts, stack = [], [node]
@@ -245,7 +260,7 @@ class _Converter:
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
 
-    def convert(self, node: exp.Expression) -> Expr:
+    def convert(self, node: exp.Expr) -> Expr:
         while isinstance(node, exp.Paren):
             node = node.this
         if isinstance(node, exp.And):
@@ -302,7 +317,7 @@ class _Converter:
 
     # -- leaves -----------------------------------------------------------------------------------------------
 
-    def comparison(self, op: str, left: exp.Expression, right: exp.Expression, node: exp.Expression) -> Expr:
+    def comparison(self, op: str, left: exp.Expr, right: exp.Expr, node: exp.Expr) -> Expr:
         left_term, right_term = self.term(left), self.term(right)
         if left_term is None and right_term is not None:
             left, right, op = right, left, FLIPPED_COMPARISON[op]
@@ -320,7 +335,7 @@ class _Converter:
         except _NotAConstant:
             return Unusable(node.sql(), f"{left.sql()} is not a column, a function the index unwraps, or a constant")
 
-    def mixes_approximate_and_exact(self, *bounds: exp.Expression) -> bool:
+    def mixes_approximate_and_exact(self, *bounds: exp.Expr) -> bool:
         try:
             values = [self.constant(bound) for bound in bounds]
         except _NotAConstant:
@@ -328,7 +343,7 @@ class _Converter:
         numbers = [v for v in values if is_number(v)]
         return any(isinstance(v, float) for v in numbers) and any(not isinstance(v, float) for v in numbers)
 
-    def null_safe_equal(self, node: exp.Expression) -> Expr:
+    def null_safe_equal(self, node: exp.Expr) -> Expr:
         """`a <=> v` (IS NOT DISTINCT FROM) is never NULL: `a IS NULL` for v NULL, else `a IS NOT NULL AND a = v`.
 
         Spelled with IS NOT NULL so that NOT of it stays exact in three-valued logic.
@@ -367,7 +382,7 @@ class _Converter:
             return Unusable(node.sql(), str(exc))
         return In(column, values)
 
-    def like(self, node: exp.Expression) -> Expr:
+    def like(self, node: exp.Expr) -> Expr:
         escape = None
         if isinstance(node, exp.Escape):
             try:
@@ -387,9 +402,9 @@ class _Converter:
     def pattern(
         self,
         kind: str,
-        subject: exp.Expression,
-        pattern: exp.Expression,
-        node: exp.Expression,
+        subject: exp.Expr,
+        pattern: exp.Expr,
+        node: exp.Expr,
         escape: str | None = None,
     ) -> Expr:
         if not isinstance(subject, exp.Column):
@@ -404,7 +419,7 @@ class _Converter:
             return Unusable(node.sql(), "the pattern is not a string")
         return Pattern(kind, subject.name, text, escape=escape)
 
-    def term(self, node: exp.Expression) -> str | Transform | None:
+    def term(self, node: exp.Expr) -> str | Transform | None:
         """A column, or an order-preserving function of one column the binder can unwrap; None otherwise."""
         while isinstance(node, exp.Paren):
             node = node.this
@@ -438,7 +453,7 @@ class _Converter:
 
     # -- constants --------------------------------------------------------------------------------------------
 
-    def constant(self, node: exp.Expression) -> Any:
+    def constant(self, node: exp.Expr) -> Any:
         """Fold a constant expression to a typed Python value (see model.py), or raise _NotAConstant."""
         if isinstance(node, exp.Paren):
             return self.constant(node.this)
@@ -486,7 +501,7 @@ def _number_literal(text: str) -> int | Decimal | float:
     return float(text) if digits > _MAX_DECIMAL_DIGITS else number
 
 
-def _compare_constants(op: str, a: Any, b: Any, node: exp.Expression) -> Expr:
+def _compare_constants(op: str, a: Any, b: Any, node: exp.Expr) -> Const | Unusable:
     if a is None or b is None:
         return NULL
     if is_number(a) and is_number(b) and (isinstance(a, float) or isinstance(b, float)):
@@ -501,7 +516,7 @@ def _compare_constants(op: str, a: Any, b: Any, node: exp.Expression) -> Expr:
         return Unusable(node.sql(), "comparison of constants of different types")
 
 
-def _compare_approximate_constants(op: str, a: Any, b: Any, node: exp.Expression) -> Expr:
+def _compare_approximate_constants(op: str, a: Any, b: Any, node: exp.Expr) -> Const | Unusable:
     """Constants compared in floating point, as the engines do (see approximate.py): `9007199254740993 = 2^53e0` is
     TRUE. A FLOAT meets an exact number in DOUBLE in Spark (ANSI mode; decimals always) and in FLOAT in DuckDB:
     folded only where both readings agree."""
@@ -519,7 +534,7 @@ def _compare_approximate_constants(op: str, a: Any, b: Any, node: exp.Expression
     return TRUE if answers.pop() else FALSE
 
 
-def _negate(value: Any, node: exp.Expression) -> Any:
+def _negate(value: Any, node: exp.Expr) -> Any:
     if value is None:
         return None
     if is_number(value) or isinstance(value, Interval):
@@ -527,7 +542,7 @@ def _negate(value: Any, node: exp.Expression) -> Any:
     raise _NotAConstant(f"{node.sql()} is not a number")
 
 
-def _arithmetic(kind: type, a: Any, b: Any, node: exp.Expression) -> Any:
+def _arithmetic(kind: type, a: Any, b: Any, node: exp.Expr) -> Any:
     if a is None or b is None:
         return None
     if isinstance(a, dt.date) or isinstance(b, dt.date) or isinstance(a, Interval) or isinstance(b, Interval):
@@ -555,12 +570,12 @@ def _arithmetic(kind: type, a: Any, b: Any, node: exp.Expression) -> Any:
     return result
 
 
-def _double_arithmetic(kind: type, a: Any, b: Any, node: exp.Expression) -> float:
+def _double_arithmetic(kind: type, a: Any, b: Any, node: exp.Expr) -> float:
     """DOUBLE arithmetic: the exact operand converted to DOUBLE first, then one IEEE operation, as the engines do."""
     doubles = [as_binary(v, DOUBLE) for v in (a, b)]
     if any(v is None or not v.exact for v in doubles):
         raise _NotAConstant(f"{node.sql()}: engines may round an operand to DOUBLE differently")
-    x, y = (v.low for v in doubles)
+    x, y = (v.low for v in doubles if v is not None)  # a None raised just above
     if kind is exp.Add:
         return x + y
     if kind is exp.Sub:
@@ -570,7 +585,7 @@ def _double_arithmetic(kind: type, a: Any, b: Any, node: exp.Expression) -> floa
     return x / y if kind is exp.Div else math.fmod(x, y)
 
 
-def _exact_division(a: int | Decimal, b: int | Decimal, node: exp.Expression) -> float:
+def _exact_division(a: int | Decimal, b: int | Decimal, node: exp.Expr) -> float:
     """`/` of exact numbers: Spark and DuckDB divide integers in DOUBLE. A decimal quotient is a DECIMAL rounded to at
     least 6 places in Spark but a DOUBLE in DuckDB; even where the values agree (`1.5 / 3`) the types do not, and the
     type decides how a column is compared with it (converted to DOUBLE or not), so it is not folded."""
@@ -579,7 +594,7 @@ def _exact_division(a: int | Decimal, b: int | Decimal, node: exp.Expression) ->
     raise _NotAConstant(f"{node.sql()}: decimal division is DECIMAL in Spark, DOUBLE in DuckDB")
 
 
-def _temporal_arithmetic(kind: type, a: Any, b: Any, node: exp.Expression) -> Any:
+def _temporal_arithmetic(kind: type, a: Any, b: Any, node: exp.Expr) -> Any:
     if kind is exp.Add and isinstance(a, Interval) and isinstance(b, dt.date):
         a, b = b, a
     if kind in (exp.Add, exp.Sub) and isinstance(a, dt.date) and isinstance(b, Interval):

@@ -39,7 +39,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import duckdb
 import numpy as np
@@ -60,9 +60,12 @@ from indexlib.sources.base import KeptFile
 from indexlib.sources.delta import DeltaSource, physical_name
 from indexlib.sources.iceberg import IcebergSource
 
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+
 
 def relation(
-    table_or_handle: Any, where: str, *, connection: duckdb.DuckDBPyConnection | None = None
+    table_or_handle: IndexHandle | Table, where: str, *, connection: duckdb.DuckDBPyConnection | None = None
 ) -> duckdb.DuckDBPyRelation:
     """Look `where` (SQL text in the handle's dialect) up now and return a relation over the kept files at that
     version, in `connection` (default: a cursor of this module's in-memory database). `table_or_handle`: an `IndexHandle` (Iceberg or
@@ -200,10 +203,12 @@ def _iceberg(
                 parts.append(_filtered(con, f"SELECT {named} FROM {read}", "" if all_match else filter_sql, prone))
         if through:
             arrow = _through_pyiceberg(table, schema, through)
-            parts.append(con.from_arrow(arrow).query("kept", f"SELECT {columns} FROM kept{where}"))
+            parts.append(  # duckdb types query() `| None` (for statements without rows): a SELECT gives a relation
+                con.from_arrow(arrow).query("kept", f"SELECT {columns} FROM kept{where}")  # type: ignore[arg-type]
+            )
     if not parts:
         empty = schema_to_pyarrow(schema, include_field_ids=False).empty_table()
-        parts.append(con.from_arrow(empty).query("kept", f"SELECT {columns} FROM kept"))
+        parts.append(con.from_arrow(empty).query("kept", f"SELECT {columns} FROM kept"))  # type: ignore[arg-type]
     return _union(parts)
 
 
@@ -272,7 +277,7 @@ class _Layouts:
         names = [name for name, _, _ in footer.columns]
         if len({n.lower() for n in names}) < len(names) or {n.lower() for n in names} & _READ_COLUMNS:
             return None
-        by_id: dict[int, tuple[str, str]] = {}
+        by_id: dict[int, tuple[str, str | None]] = {}
         for name, _, duckdb_type in footer.columns:
             field_id = self._mapped.get(name)
             if field_id is None or field_id in by_id:
@@ -304,7 +309,7 @@ class _Layouts:
             )
             read = f"read_parquet([{paths}], schema = MAP {{{mapping}}}{virtual})"
             return f"(SELECT * FROM {read}{only}) d" if only else f"{read} d"
-        stored_columns, _ = projection
+        stored_columns, _ = cast(MappedProjection, projection)  # BY_FIELD_ID returned above
         columns = ", ".join(
             _column_sql(field.name, stored, str(self._types[field.name]))
             for field, stored in zip(self._schema.fields, stored_columns, strict=True)
@@ -315,7 +320,7 @@ class _Layouts:
         )
 
 
-def _column_sql(name: str, stored: tuple[str, str] | None, kind: str) -> str:
+def _column_sql(name: str, stored: tuple[str, str | None] | None, kind: str) -> str:
     """The current column `name` of type `kind` from the file column `stored` (its name and DuckDB type there)."""
     if stored is None:
         return f"CAST(NULL AS {kind}) AS {quote_name(name)}"
@@ -337,7 +342,8 @@ def _same_type(duckdb_type: str | None, kind: str) -> bool:
 _TYPE_SPELLINGS = {"TIMESTAMPWITHTIMEZONE": "TIMESTAMPTZ"}
 
 # (per current field: the file column holding it, with its DuckDB type there, or None; the file's columns)
-Projection = tuple[tuple[tuple[str, str] | None, ...], tuple[tuple[str, int | None, str | None], ...]] | tuple[()]
+MappedProjection = tuple[tuple[tuple[str, str | None] | None, ...], tuple[tuple[str, int | None, str | None], ...]]
+Projection = MappedProjection | tuple[()]
 
 
 @dataclass(frozen=True)
@@ -422,7 +428,7 @@ def _filtered(
     matched = [
         matcher.from_arrow(pa.Table.from_batches([batch], batches.schema))
         .query("b", f"SELECT * FROM b WHERE {filter_sql}")
-        .to_arrow_table()
+        .to_arrow_table()  # type: ignore[union-attr]  # duckdb: query() of a SELECT gives a relation
         for batch in batches
     ]
     return con.from_arrow(pa.concat_tables(matched) if matched else batches.schema.empty_table())

@@ -13,7 +13,7 @@ batch (Polars leaves it to the source).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -24,10 +24,18 @@ try:
     import polars as pl
     from polars.io.plugins import register_io_source
 except ImportError:  # optional: pip install 'skipindex[polars]'
-    pl = None
+    pl = None  # type: ignore[assignment]  # the module or None: `lazy_frame` checks
+
+if TYPE_CHECKING:
+    import duckdb
+    from pyiceberg.table import Table
+
+    from indexlib.handle import IndexHandle
 
 
-def lazy_frame(table_or_handle: Any, where: str, *, connection: Any = None) -> Any:
+def lazy_frame(
+    table_or_handle: IndexHandle | Table, where: str, *, connection: duckdb.DuckDBPyConnection | None = None
+) -> pl.LazyFrame:
     """Look `where` up now and return a `polars.LazyFrame` of the matching rows of the kept files (arguments as
     `scans.duckdb.relation`)."""
     if pl is None:
@@ -35,9 +43,10 @@ def lazy_frame(table_or_handle: Any, where: str, *, connection: Any = None) -> A
     return of_relation(duckdb_scan.relation(table_or_handle, where, connection=connection))
 
 
-def of_relation(relation: Any) -> Any:
+def of_relation(relation: duckdb.DuckDBPyRelation) -> pl.LazyFrame:
     """A LazyFrame reading a DuckDB relation when collected."""
-    schema = pl.from_arrow(_reader(relation.limit(0), 1).read_all()).schema
+    # polars types from_arrow `DataFrame | Series`: of an Arrow table it is a DataFrame
+    schema = pl.from_arrow(_reader(relation.limit(0), 1).read_all()).schema  # type: ignore[union-attr]
 
     def source(
         with_columns: list[str] | None, predicate: Any, n_rows: int | None, batch_size: int | None
@@ -55,7 +64,7 @@ def of_relation(relation: Any) -> Any:
             if predicate is not None:
                 frame = frame.filter(predicate)
             if left is not None:
-                frame, left = frame.head(left), left - min(left, frame.height)
+                frame, left = frame.head(left), left - min(left, frame.height)  # type: ignore[union-attr]  # as above
             yield frame
             if left == 0:
                 return

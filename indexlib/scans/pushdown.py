@@ -54,7 +54,7 @@ def files_with_nan(result: LookupResult, columns: list[BoundColumn]) -> frozense
     if not columns or not kept:
         return frozenset()
     stats = result.state.aligned.stats if result.state is not None else None
-    if stats is None:
+    if stats is None or result.state is None:  # (no state: no stats either)
         return frozenset(kept)
     positions = np.asarray(result.kept_positions, dtype=np.int64)
     paths = result.state.live_paths

@@ -21,7 +21,7 @@ with a predicate that holds for at least those rows (query/from_iceberg.py) and 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 from pyiceberg import expressions as ice
@@ -39,9 +39,17 @@ from indexlib.scans.pushdown import files_with_nan
 from indexlib.scans.row_groups import RowGroupScan, task_of
 from indexlib.sources.iceberg import IcebergSource
 
+if TYPE_CHECKING:
+    import duckdb
+    from pyiceberg.schema import Schema
+    from pyiceberg.table import Table
+
 
 def scan(
-    table_or_handle: Any, where: str | Expr | ice.BooleanExpression, *, selected_fields: tuple[str, ...] = ("*",)
+    table_or_handle: IndexHandle | Table,
+    where: str | Expr | ice.BooleanExpression,
+    *,
+    selected_fields: tuple[str, ...] = ("*",),
 ) -> IndexedScan:
     """Look `where` up now (SQL text, a `query.model` tree, or a pyiceberg row filter as `table.scan(row_filter=)`
     takes) and return a scan of the kept files at that snapshot. `table_or_handle`: a pyiceberg Table (its index
@@ -64,7 +72,7 @@ def row_filter(result: LookupResult) -> ice.BooleanExpression:
             f"(pyiceberg would read it as {inclusive}); filter the rows of the kept files yourself"
         )
     floating = {
-        leaf.column.name
+        leaf.column.name  # type: ignore[attr-defined]  # a leaf the condition below found a `column` on
         for leaf in _leaves(bound)
         if isinstance(getattr(getattr(leaf, "column", None), "type", None), (FloatType, DoubleType))
     }
@@ -96,17 +104,26 @@ def sql_semantics(expr: ice.BooleanExpression, floating: set[str]) -> ice.Boolea
         return ice.And(sql_semantics(expr.left, floating), sql_semantics(expr.right, floating))
     if isinstance(expr, ice.Or):
         return ice.Or(sql_semantics(expr.left, floating), sql_semantics(expr.right, floating))
-    zero = (
-        isinstance(expr, ice.SetPredicate) and expr.term.name in floating and any(v.value == 0 for v in expr.literals)
-    )
+    zero = isinstance(expr, ice.SetPredicate) and _name(expr) in floating and any(v.value == 0 for v in expr.literals)
+    # mypy reads pyiceberg's predicates' constructors as pydantic's keyword-only ones, not as their own __init__
+    # (term, literal), apache/iceberg-python#3101: the type: ignores below
     if isinstance(expr, ice.In) and zero:
-        return ice.Or(expr, ice.EqualTo(expr.term.name, 0.0))
+        return ice.Or(expr, ice.EqualTo(_name(expr), 0.0))  # type: ignore[misc, call-arg, arg-type]
     if isinstance(expr, _NEGATIVE):
-        leaf = ice.And(expr, ice.NotEqualTo(expr.term.name, 0.0)) if zero else expr
-        return ice.And(ice.NotNull(expr.term.name), leaf)
-    if isinstance(expr, _ABOVE) and expr.term.name in floating:
-        return ice.Or(expr, ice.IsNaN(expr.term.name))
+        leaf = (
+            ice.And(expr, ice.NotEqualTo(_name(expr), 0.0))  # type: ignore[misc, call-arg, arg-type]
+            if zero
+            else expr
+        )
+        return ice.And(ice.NotNull(_name(expr)), leaf)  # type: ignore[misc, arg-type]
+    if isinstance(expr, _ABOVE) and _name(expr) in floating:
+        return ice.Or(expr, ice.IsNaN(_name(expr)))  # type: ignore[misc, arg-type]
     return expr
+
+
+def _name(predicate: ice.UnboundPredicate) -> str:
+    # pyiceberg types a predicate's term as any `UnboundTerm`; its one kind of unbound term is a `Reference`
+    return cast(ice.Reference, predicate.term).name
 
 
 _PLAIN = {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
@@ -138,13 +155,14 @@ class IndexedScan:
         memory, not by pyarrow's Parquet read (scans/row_groups.py)."""
         schema = self.table.metadata.schema()
         named = extract_field_ids(bind(schema, self.row_filter, case_sensitive=True))
+        # (a field id of the filter bound to `schema` has a name in it)
         return [
-            BoundColumn(field_id, schema.find_column_name(field_id), schema.find_type(field_id))
+            BoundColumn(field_id, cast(str, schema.find_column_name(field_id)), schema.find_type(field_id))
             for field_id in sorted(named)
             if isinstance(schema.find_type(field_id), (FloatType, DoubleType))
         ]
 
-    def projection(self) -> Any:
+    def projection(self) -> Schema:
         schema = self.table.metadata.schema()
         return schema if "*" in self.selected_fields else schema.select(*self.selected_fields)
 
@@ -199,7 +217,9 @@ class IndexedScan:
     def to_pandas(self, **kwargs: Any) -> Any:
         return self.to_arrow().to_pandas(**kwargs)
 
-    def to_duckdb(self, table_name: str, connection: Any = None) -> Any:
+    def to_duckdb(
+        self, table_name: str, connection: duckdb.DuckDBPyConnection | None = None
+    ) -> duckdb.DuckDBPyConnection:
         import duckdb
 
         con = connection or duckdb.connect(database=":memory:")

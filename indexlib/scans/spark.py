@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -82,6 +82,9 @@ from indexlib.sources.base import KeptFile
 from indexlib.sources.delta import DeltaSource
 from indexlib.sources.iceberg import IcebergSource
 
+if TYPE_CHECKING:
+    from indexlib.config import Config
+
 _log = logging.getLogger(__name__)
 PARQUET = "parquet"
 PYICEBERG = "pyiceberg"
@@ -94,7 +97,7 @@ _CONNECTOR_NAMES = {"iceberg": "Iceberg's Spark runtime", "delta": "delta-spark"
 
 
 def dataframe(
-    spark: SparkSession, config_or_handle: Any, table: str | None, where: str, reader: str = AUTO
+    spark: SparkSession, config_or_handle: IndexHandle | Config, table: str | None, where: str, reader: str = AUTO
 ) -> DataFrame:
     """Look `where` (SQL text) up now and return a DataFrame of the matching rows of the kept files at that
     version. `config_or_handle`: an `IndexHandle` (`table` None) or a loaded Config (`table` names the table);
@@ -241,6 +244,7 @@ def _spark_schema(result: LookupResult) -> StructType:
     if isinstance(source, DeltaSource):
         arrow = source.arrow_schema
     else:
+        assert isinstance(source, IcebergSource)
         arrow = schema_to_pyarrow(source.table.metadata.schema(), include_field_ids=False)
     try:
         return from_arrow_schema(arrow)
@@ -549,6 +553,7 @@ def _pyiceberg_frame(
 ) -> DataFrame:
     """The rows of `read.files` read by pyiceberg in Spark tasks; with the exact pyiceberg filter where there is one,
     applied in memory to the files in `nan_files` (scans/row_groups.py)."""
+    assert isinstance(result.source, IcebergSource)  # PYICEBERG reads are Iceberg's (`_routes`)
     table = result.source.table
     pushed: ice.BooleanExpression = ice.AlwaysTrue()
     if read.filtered:
@@ -570,7 +575,7 @@ class _ReadPayload:
     metadata: Any
     io: Any
     row_filter: ice.BooleanExpression
-    tasks: list[FileScanTask]
+    tasks: Sequence[FileScanTask]
     groups: list[tuple[int, ...]]  # positions in `tasks`: one Spark partition each
     schema_json: str
 
@@ -632,6 +637,7 @@ def _row_groups_frame(spark: SparkSession, result: LookupResult, read: Read, sto
     stored columns, by name as Spark's by-name read matches them, rows their deletion vectors delete dropped."""
     files = [_PartFile(k.file.path, selected(k), vector_positions(k), k.file.file_size_in_bytes) for k in read.files]
     slots = 2 * spark.sparkContext.defaultParallelism
+    assert isinstance(result.source, DeltaSource)  # ROW_GROUPS reads are Delta's (`_routes`)
     payload = _PartsPayload(dict(result.source.io_properties), files, _groups(files, slots), stored.json())
     spark.dataSource.register(_RowGroupFiles)
     return spark.read.format(_RowGroupFiles.name()).schema(stored).option("payload", payload.encode()).load()

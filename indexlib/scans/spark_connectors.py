@@ -65,7 +65,9 @@ def has_runtime(spark: SparkSession, connector: str) -> bool:
         found = getattr(found, part)
     if not isinstance(found, JavaClass):  # py4j answers a JavaPackage for a name no loaded jar has
         return False
-    return connector != "delta" or DELTA_EXTENSION in spark.conf.get("spark.sql.extensions", "")
+    return connector != "delta" or (
+        DELTA_EXTENSION in spark.conf.get("spark.sql.extensions", "")  # type: ignore[operator]  # a str default: a str
+    )
 
 
 def connector_frame(spark: SparkSession, result: LookupResult) -> DataFrame:
@@ -79,7 +81,7 @@ def connector_frame(spark: SparkSession, result: LookupResult) -> DataFrame:
 def _iceberg_frame(spark: SparkSession, result: LookupResult) -> DataFrame:
     source = result.source
     assert isinstance(source, IcebergSource)
-    jvm = spark._jvm
+    jvm: Any = spark._jvm  # a live session's py4j view (pyspark types it Optional; py4j is untyped)
     kept = set(result.files)
     location = source.table.metadata_location
     key = (
@@ -108,16 +110,17 @@ def _iceberg_frame(spark: SparkSession, result: LookupResult) -> DataFrame:
 def _singleton(spark: SparkSession, name: str) -> Any:
     """`name.get()`, Iceberg's accessor of a JVM-wide instance, called by reflection: `SparkTableCache` also has an
     instance method `get(String)`, and py4j picks one of two overloads of a name in no fixed order."""
-    gateway = spark.sparkContext._gateway
-    loader = spark._jvm.java.lang.Thread.currentThread().getContextClassLoader()
-    cls = spark._jvm.java.lang.Class.forName(name, True, loader)
-    method = cls.getMethod("get", gateway.new_array(spark._jvm.java.lang.Class, 0))
-    return method.invoke(None, gateway.new_array(spark._jvm.java.lang.Object, 0))
+    gateway: Any = spark.sparkContext._gateway  # as `jvm` in `_iceberg_frame`
+    jvm: Any = spark._jvm
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    cls = jvm.java.lang.Class.forName(name, True, loader)
+    method = cls.getMethod("get", gateway.new_array(jvm.java.lang.Class, 0))
+    return method.invoke(None, gateway.new_array(jvm.java.lang.Object, 0))
 
 
 def _kept_tasks(spark: SparkSession, result: LookupResult, table: Any, kept: set[str]) -> Any:
     """A Java list of the scan tasks (data file and its delete files) of the kept files at the lookup's snapshot."""
-    jvm = spark._jvm
+    jvm: Any = spark._jvm  # as in `_iceberg_frame`
     tasks = jvm.java.util.ArrayList()
     if result.source_version is None:
         return tasks
@@ -139,7 +142,7 @@ def _kept_tasks(spark: SparkSession, result: LookupResult, table: Any, kept: set
 def _delta_frame(spark: SparkSession, result: LookupResult) -> DataFrame:
     source = result.source
     assert isinstance(source, DeltaSource)
-    jvm = spark._jvm
+    jvm: Any = spark._jvm  # as in `_iceberg_frame`
     kept = set(result.files)
     # the log's own spelling of each kept file (a percent-encoded reference), as the JVM's AddFile holds it
     raw = pa.table(source.table.get_add_actions()).column("path").to_pylist()

@@ -67,7 +67,7 @@ _CLOCKED = (exp.CurrentDate, exp.CurrentTimestamp, exp.Anonymous)
 
 
 @lru_cache(maxsize=1024)
-def parsed_where(where: str, dialect: str | None) -> tuple[exp.Expression, bool]:
+def parsed_where(where: str, dialect: str | None) -> tuple[exp.Expr, bool]:
     """`where` read in `dialect` (shared: only ever copied), and whether it may name the current date or time. A
     planner asks the same WHERE texts again and again; sqlglot takes milliseconds to read and write one."""
     tree = sqlglot.parse_one(where, read=dialect)
@@ -81,7 +81,7 @@ def _written(table: str, where: str, dialect: str | None, engine: str, now_text:
     now = dt.datetime.fromisoformat(now_text) if now_text is not None else None
     source_spark, engine_spark = _family(dialect) in _SPARK_FAMILY, _family(engine) in _SPARK_FAMILY
 
-    def rewritten(node: exp.Expression) -> exp.Expression:
+    def rewritten(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.CurrentDate) and now is not None:
             return exp.cast(exp.Literal.string(now.date().isoformat()), "DATE")
         if now is not None and (
@@ -110,7 +110,7 @@ def _family(dialect: str | None) -> str | None:
     return None if dialect is None else dialect.lower()
 
 
-def _isnan_as(node: exp.IsNan, source_spark: bool) -> exp.Expression:
+def _isnan_as(node: exp.IsNan, source_spark: bool) -> exp.Expr:
     """`isnan(c)` with the source dialect's answer for NULL: FALSE (Spark) or NULL (DuckDB, ANSI)."""
     test = exp.IsNan(this=node.this.copy())
     if source_spark:
@@ -118,7 +118,7 @@ def _isnan_as(node: exp.IsNan, source_spark: bool) -> exp.Expression:
     return exp.case().when(exp.Is(this=node.this.copy(), expression=exp.null()), exp.null()).else_(test)
 
 
-def _default_escape(table: str, node: exp.Expression, dialect: str | None) -> str | None:
+def _default_escape(table: str, node: exp.Expr, dialect: str | None) -> str | None:
     family = _family(dialect)
     if family in DEFAULT_LIKE_ESCAPE:
         return DEFAULT_LIKE_ESCAPE[family]
@@ -131,9 +131,7 @@ def _default_escape(table: str, node: exp.Expression, dialect: str | None) -> st
     )
 
 
-def _explicit_escape(
-    table: str, like: exp.Expression, escape: str | None, dialect: str | None, shown: exp.Expression
-) -> exp.Expression:
+def _explicit_escape(table: str, like: exp.Expr, escape: str | None, dialect: str | None, shown: exp.Expr) -> exp.Expr:
     """`like` (its pattern read with `escape`, None: no escape character) as the same match written with
     `ESCAPE '\\'`, which every engine reads alike."""
     pattern = like.expression
@@ -150,7 +148,7 @@ def _explicit_escape(
     return exp.Escape(this=rebuilt, expression=exp.Literal.string(BACKSLASH))
 
 
-def _reescaped(table: str, pattern: str, escape: str | None, dialect: str | None, shown: exp.Expression) -> str:
+def _reescaped(table: str, pattern: str, escape: str | None, dialect: str | None, shown: exp.Expr) -> str:
     """`pattern` read with `escape` (a literal character after it; Spark accepts only `%`, `_` and the escape
     itself there) written with backslash as its escape: literal `%`, `_` and `\\` escaped, wildcards as they are."""
     out: list[str] = []

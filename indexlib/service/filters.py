@@ -132,7 +132,12 @@ def _leaves_of(raw: Any, parsed: BooleanExpression, found: dict[int, BooleanExpr
         _leaves_of(raw.get("right"), parsed.right, found, depth + 1)
     elif kind == "not" and isinstance(parsed, Not):
         _leaves_of(raw.get("child"), parsed.child, found, depth + 1)
-    elif kind in LEAVES and isinstance(parsed, UnboundPredicate) and raw.get("term") == parsed.term.name:
+    elif (
+        kind in LEAVES
+        and isinstance(parsed, UnboundPredicate)
+        and isinstance(parsed.term, Reference)  # (pyiceberg's one kind of unbound term)
+        and raw.get("term") == parsed.term.name
+    ):
         found[id(raw)] = parsed
 
 

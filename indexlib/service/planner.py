@@ -295,7 +295,7 @@ class Planner:
         plan_id = secrets.token_urlsafe(18)
         specs, schema, stats = plan.metadata.specs(), plan.metadata.schema(), plan.stats_fields
         batches = [scan_tasks(c, specs, schema, stats_fields=stats, texts=texts, files=plan.files) for c in chunks]
-        first = PlanCompleted(
+        first = PlanCompleted(  # type: ignore[call-arg]  # by field name: mypy knows the aliases (service/wire.py)
             plan_id=plan_id,
             delete_files=batches[0].delete_files,
             file_scan_tasks=batches[0].file_scan_tasks,

@@ -62,6 +62,9 @@ from pyiceberg.utils.datetime import (
 from indexlib.errors import UserError
 from indexlib.service.filters import Opaque
 
+# pyiceberg's REST models are made here by field name (`populate_by_name`); without pydantic's mypy plugin mypy knows
+# them by their aliases alone ("data-file"): those calls carry a `type: ignore[call-arg]`
+
 
 class Unplannable(UserError):
     """A file the wire format (or this service) cannot carry faithfully: the plan is refused, never altered."""
@@ -244,7 +247,7 @@ def delete_file(delete: DataFile | VectorRef, specs: dict[int, PartitionSpec], s
     without them is refused: Iceberg Java cannot read a vector it has no offset for."""
     if isinstance(delete, VectorRef):
         common = {**_common(delete.delete, specs, schema), "record_count": delete.cardinality}
-        return _PositionDeleteFile(
+        return _PositionDeleteFile(  # type: ignore[call-arg]  # by field name (see the top)
             **common,
             referenced_data_file=delete.referenced_data_file,
             content_offset=delete.content_offset,
@@ -254,7 +257,9 @@ def delete_file(delete: DataFile | VectorRef, specs: dict[int, PartitionSpec], s
         raise Unplannable(f"{delete.file_path}: a deletion vector without its blob's offset (vectors.py)")
     common = _common(delete, specs, schema)
     if delete.content == DataFileContent.EQUALITY_DELETES:
-        return _EqualityDeleteFile(**common, equality_ids=list(delete.equality_ids or []) or None)
+        return _EqualityDeleteFile(  # type: ignore[call-arg]  # by field name
+            **common, equality_ids=list(delete.equality_ids or []) or None
+        )
     return _PositionDeleteFile(**common)
 
 
@@ -287,7 +292,7 @@ def scan_tasks(
             text = texts[id(task.residual)] if texts and id(task.residual) in texts else residual_text(task.residual)
             written[id(task.residual)] = Written(text=text)
         file_tasks.append(
-            RESTFileScanTask(
+            RESTFileScanTask(  # type: ignore[call-arg]  # by field name
                 data_file=made
                 if files and (made := files.get(id(task.data_file))) is not None
                 else data_file(task.data_file, specs, schema, stats_fields),
@@ -295,7 +300,9 @@ def scan_tasks(
                 residual_filter=written[id(task.residual)],
             )
         )
-    return ScanTasks(delete_files=deletes, file_scan_tasks=file_tasks, plan_tasks=list(plan_tasks))
+    return ScanTasks(  # type: ignore[call-arg]  # by field name
+        delete_files=deletes, file_scan_tasks=file_tasks, plan_tasks=list(plan_tasks)
+    )
 
 
 def task_bytes(task: Task, residual_bytes: int) -> int:

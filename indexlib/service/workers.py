@@ -33,7 +33,7 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import wait
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 import anyio
 
@@ -108,7 +108,7 @@ class InProcesses:
         self._listener.stop()
 
 
-def _set(logger: logging.Logger | logging.PlaceHolder) -> bool:
+def _set(logger: logging.Logger | logging.PlaceHolder) -> TypeGuard[logging.Logger]:
     return isinstance(logger, logging.Logger) and logger.level != logging.NOTSET
 
 

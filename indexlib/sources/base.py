@@ -144,7 +144,9 @@ class Source(Protocol):
     name: str
     schema: Schema
     io_properties: dict[str, str]
-    name_mapping_json: str | None
+
+    @property
+    def name_mapping_json(self) -> str | None: ...
 
     def current_version(self) -> int | None: ...
 
@@ -169,7 +171,7 @@ class Source(Protocol):
         """The files live at `version` (None when the source no longer has that version)."""
         ...
 
-    def live_after(self, version: int, known: pa.Table) -> Sequence[DataFileRef] | None:
+    def live_after(self, version: int, known: pa.Table) -> list[DataFileRef] | LiveFiles | None:
         """The live files from `known`, the index's file rows, which are exactly the files live at `version`, and
         the files appended since (`appended_since`); None when the source cannot tell them so (the caller calls
         `live_files`)."""

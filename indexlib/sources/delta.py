@@ -134,7 +134,11 @@ def _name_mapping(schema: Schema, physical: dict[str, str]) -> NameMapping:
     """pyiceberg's name mapping of `schema` with each top-level column under its physical name alone."""
     fields = create_mapping_from_schema(schema)
     return NameMapping(
-        [MappedField(field_id=f.field_id, names=[physical[f.names[0]]], fields=f.fields) for f in fields]
+        [
+            # by field name: mypy knows pyiceberg's models by their aliases alone ("field-id", service/wire.py)
+            MappedField(field_id=f.field_id, names=[physical[f.names[0]]], fields=f.fields)  # type: ignore[call-arg]
+            for f in fields
+        ]
     )
 
 
@@ -325,7 +329,7 @@ class DeltaSource:
         offsets = keep.offsets.to_numpy()
         deleted = np.flatnonzero(~keep.flatten().to_numpy(zero_copy_only=False)) + offsets[0]
         bounds = np.searchsorted(deleted, offsets)  # the deleted positions of vector n: deleted[bounds[n]:bounds[n+1]]
-        out = {}
+        out: dict[str, tuple[DeleteFileRef, ...]] = {}
         for n, i in enumerate(rows):
             positions = (deleted[bounds[n] : bounds[n + 1]] - offsets[n]).astype(np.int64)
             out[keys[i]] = (DeleteFileRef(uris[i], "deletion_vector", "DELTA", len(positions), positions=positions),)

@@ -141,7 +141,8 @@ class IcebergSource:
         try:
             fields = spec.partition_type(self.schema).fields
             return [
-                None if v is None else to_bytes(f.field_type, v) for f, v in zip(fields, ref.partition, strict=True)
+                None if v is None else to_bytes(f.field_type, v)  # type: ignore[arg-type]  # partition types: primitive
+                for f, v in zip(fields, ref.partition, strict=True)
             ]
         except Exception:  # a source column of the spec dropped or retyped: the record stays unknown (kept)
             return None

@@ -16,7 +16,7 @@ A type this module does not know gets counts but no bounds, which the lookup rea
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 import pyarrow as pa
@@ -42,6 +42,9 @@ from pyiceberg.utils.decimal import decimal_required_bytes
 from pyiceberg.utils.truncate import truncate_upper_bound_binary_string, truncate_upper_bound_text_string
 
 from indexlib.statistics.temporal import physical_range
+
+if TYPE_CHECKING:
+    from decimal import Decimal
 
 # Longer string/binary bounds are truncated (lower: prefix; upper: prefix with its last character incremented).
 MAX_BOUND_LENGTH = 256
@@ -70,7 +73,7 @@ class ColumnStats:
     key_hashes: np.ndarray | None = field(default=None, compare=False)
 
 
-def supports_bounds(iceberg_type: IcebergType) -> bool:
+def supports_bounds(iceberg_type: IcebergType) -> TypeGuard[PrimitiveType]:
     return isinstance(iceberg_type, _BOUNDED)
 
 
@@ -100,10 +103,10 @@ def _temporal_min_max(values: pa.Array, iceberg_type: IcebergType) -> tuple[int,
     return int(floor.min()), int(ceiling.max())
 
 
-def _truncated_bounds(low: Any, high: Any, iceberg_type: IcebergType) -> tuple[bytes | None, bytes | None]:
+def _truncated_bounds(low: Any, high: Any, iceberg_type: PrimitiveType) -> tuple[bytes | None, bytes | None]:
     if isinstance(iceberg_type, StringType):
         lower = low[:MAX_BOUND_LENGTH]
-        upper = truncate_upper_bound_text_string(high, MAX_BOUND_LENGTH)
+        upper: str | bytes | None = truncate_upper_bound_text_string(high, MAX_BOUND_LENGTH)
         try:  # incrementing a character can land on a surrogate, which UTF-8 cannot encode: then no bound
             return to_bytes(iceberg_type, lower), to_bytes(iceberg_type, upper) if upper is not None else None
         except UnicodeEncodeError:
@@ -232,7 +235,8 @@ def compute_column_stats(
 
 def parse_type(type_string: str) -> PrimitiveType:
     """The Iceberg type named by `str(iceberg_type)`, as stored with each bound."""
-    return IcebergType.handle_primitive_type(type_string, None)
+    # pydantic's model_validator wraps the classmethod in a descriptor whose type mypy cannot call
+    return IcebergType.handle_primitive_type(type_string, None)  # type: ignore[operator]
 
 
 _FIXED_WIDTH = {  # Iceberg single-value serialisation of fixed-width types: little-endian
@@ -304,7 +308,8 @@ def decode_bound(stored_type: PrimitiveType, current_type: IcebergType, payload:
     if isinstance(stored_type, DecimalType):
         if not 0 < len(payload) <= decimal_required_bytes(stored_type.precision):
             raise ValueError(f"{stored_type} bound of {len(payload)} bytes")
-        value = from_bytes(stored_type, payload)
+        # pyiceberg's from_bytes returns a type variable mypy resolves to str; of a DecimalType, it is a Decimal
+        value: Decimal = from_bytes(stored_type, payload)  # type: ignore[assignment]
         if len(value.as_tuple().digits) > stored_type.precision:
             raise ValueError(f"{stored_type} bound {value} has more than {stored_type.precision} digits")
         return value

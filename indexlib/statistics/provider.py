@@ -12,10 +12,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    from pyiceberg.types import IcebergType
 
 log = logging.getLogger(__name__)
 
@@ -25,9 +28,12 @@ T = TypeVar("T")
 class ColumnRef(Protocol):
     """A column of the table being pruned (a bound column of the query language has these)."""
 
-    field_id: int
-    name: str
-    type: Any  # the pyiceberg type in the table's current schema
+    @property
+    def field_id(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def type(self) -> IcebergType: ...  # the pyiceberg type in the table's current schema
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,12 @@ or under spark-submit on a cluster).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from indexlib.store.table import IndexTable, live_version_of, watermark_of
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,7 @@ class IndexState:
     snapshot_id: int | None = None
 
     @classmethod
-    def read(cls, catalog: Any, namespace: str, source_name: str) -> IndexState:
+    def read(cls, catalog: Catalog, namespace: str, source_name: str) -> IndexState:
         index = IndexTable(catalog, namespace, source_name)
         table = index.load()
         snapshot = table.current_snapshot() if table is not None else None

@@ -13,12 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pyarrow import fs as pafs
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
 from indexlib.errors import UserError
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,7 @@ class ExpiryResult:
     files_too_young: int  # unreferenced files newer than the cutoff, left for a later run
 
 
-def expire_snapshots(table: Any, older_than: datetime, retain_last: int) -> int:
+def expire_snapshots(table: Table, older_than: datetime, retain_last: int) -> int:
     """Expire the snapshots committed before `older_than`, except the newest `retain_last` and the current one
     (pyiceberg keeps branch and tag heads itself). Returns how many were expired."""
     if retain_last < 1:
@@ -47,7 +50,7 @@ def expire_snapshots(table: Any, older_than: datetime, retain_last: int) -> int:
     return len(expired)
 
 
-def referenced_files(table: Any) -> set[str]:
+def referenced_files(table: Table) -> set[str]:
     """Every file the table's metadata names: metadata files (current and logged), every remaining snapshot's
     manifest list, manifests and the data and delete files they hold live (a file a snapshot deleted is named live
     by its parent, while that one remains), statistics files."""
@@ -66,7 +69,7 @@ def referenced_files(table: Any) -> set[str]:
     return {_path_of(location) for location in named | manifests}
 
 
-def delete_orphan_files(table: Any, older_than: datetime) -> tuple[int, int, int]:
+def delete_orphan_files(table: Table, older_than: datetime) -> tuple[int, int, int]:
     """Delete the files under the table's location that `referenced_files` does not name and that were last
     modified before `older_than`. Returns (files deleted, bytes deleted, unreferenced files left as too young)."""
     io = table.io
@@ -91,7 +94,7 @@ def delete_orphan_files(table: Any, older_than: datetime) -> tuple[int, int, int
     return deleted, size, young
 
 
-def expire(table: Any, older_than: datetime, retain_last: int) -> ExpiryResult:
+def expire(table: Table, older_than: datetime, retain_last: int) -> ExpiryResult:
     expired = expire_snapshots(table, older_than, retain_last)
     table = table.refresh()
     deleted, size, young = delete_orphan_files(table, older_than)

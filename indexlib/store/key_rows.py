@@ -17,15 +17,21 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+# mypy takes the pydantic fields of pyiceberg's predicates for their constructor, so it rejects the positional calls
+# pyiceberg documents (apache/iceberg-python#3101): those calls carry a `type: ignore` naming the issue.
 from pyiceberg.expressions import And, EqualTo, In
 
 from indexlib.store.schema import key_rows_id
+
+if TYPE_CHECKING:
+    from pyiceberg.table import FileScanTask, Table
 
 _FOOTERS_KEPT = 256  # data files whose footers are kept in memory (~1 KB per row group each)
 
@@ -57,15 +63,15 @@ class KeyRows:
     """The key rows of one index snapshot; shareable by the snapshots after it (`carried_to`): what was read of
     a data file stays valid, since data files never change. Thread-safe."""
 
-    def __init__(self, table: Any, snapshot_id: int) -> None:
+    def __init__(self, table: Table, snapshot_id: int) -> None:
         self.table = table
         self.snapshot_id = snapshot_id
         self.reads = KeyReads()
         self._lock = threading.RLock()
-        self._tasks: dict[int, list[Any]] = {}
+        self._tasks: dict[int, list[FileScanTask]] = {}
         self._pieces: dict[tuple[str, int], tuple[np.ndarray, pa.Array]] = {}
 
-    def carried_to(self, table: Any, snapshot_id: int) -> KeyRows:
+    def carried_to(self, table: Table, snapshot_id: int) -> KeyRows:
         later = KeyRows(table, snapshot_id)
         later._pieces = self._pieces  # keyed by immutable data file and row group
         return later
@@ -79,13 +85,17 @@ class KeyRows:
                 found += [self._rows_in(task, field_id, hashes) for task in self._tasks_of(field_id)]
         return pa.concat_tables(found)
 
-    def _tasks_of(self, field_id: int) -> list[Any]:
+    def _tasks_of(self, field_id: int) -> list[FileScanTask]:
         if field_id not in self._tasks:
-            scan = self.table.scan(row_filter=EqualTo("field_id", key_rows_id(field_id)), snapshot_id=self.snapshot_id)
+            scan = self.table.scan(
+                # pyiceberg#3101 (see the imports)
+                row_filter=EqualTo("field_id", key_rows_id(field_id)),  # type: ignore[misc, call-arg, arg-type]
+                snapshot_id=self.snapshot_id,
+            )
             self._tasks[field_id] = list(scan.plan_files())
         return self._tasks[field_id]
 
-    def _rows_in(self, task: Any, field_id: int, hashes: np.ndarray) -> pa.Table:
+    def _rows_in(self, task: FileScanTask, field_id: int, hashes: np.ndarray) -> pa.Table:
         path = task.file.file_path
         self.reads.data_files += 1
         if task.delete_files:
@@ -149,7 +159,10 @@ class KeyRows:
             self._pieces[path, group] = (stored[offsets[k] : offsets[k + 1]], piece)
 
     def _through_pyiceberg(self, field_id: int, hashes: np.ndarray) -> pa.Table:
-        row_filter = And(EqualTo("field_id", key_rows_id(field_id)), In("key_hash", hashes.tolist()))
+        row_filter = And(
+            EqualTo("field_id", key_rows_id(field_id)),  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+            In("key_hash", hashes.tolist()),  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+        )
         read = self.table.scan(
             row_filter=row_filter, selected_fields=("key_hash", "file_path"), snapshot_id=self.snapshot_id
         ).to_arrow()

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+# mypy takes the pydantic fields of pyiceberg's predicates for their constructor, so it rejects the positional calls
+# pyiceberg documents (apache/iceberg-python#3101): those calls carry a `type: ignore` naming the issue.
 from pyiceberg.expressions import And, BooleanExpression, EqualTo, In
 
 from indexlib.store.key_rows import KeyReads, KeyRows
@@ -32,6 +35,10 @@ from indexlib.store.schema import (
     rows_of,
 )
 from indexlib.store.table import format_of, live_version_of, watermark_of
+
+if TYPE_CHECKING:
+    from pyiceberg.schema import Schema
+    from pyiceberg.table import Table
 
 FILE_FIELDS = (
     "file_path",
@@ -138,7 +145,7 @@ class IndexRows:
 class IndexSnapshot(IndexRows):
     """One snapshot of a format-4 index table, read as asked and cached (see the module docstring). Thread-safe."""
 
-    def __init__(self, table: Any, snapshot_id: int, watermark: int | None, live_version: int | None) -> None:
+    def __init__(self, table: Table, snapshot_id: int, watermark: int | None, live_version: int | None) -> None:
         self.table = table
         self.snapshot_id = snapshot_id
         self.watermark = watermark
@@ -154,7 +161,7 @@ class IndexSnapshot(IndexRows):
         self._keys = KeyRows(table, snapshot_id)
 
     @staticmethod
-    def of(table: Any) -> IndexRows | None:
+    def of(table: Table) -> IndexRows | None:
         """The index at `table`'s current snapshot (None when it has none)."""
         snapshot = table.current_snapshot()
         if snapshot is None:
@@ -163,10 +170,13 @@ class IndexSnapshot(IndexRows):
             return IndexRows.of_entries(table.scan(snapshot_id=snapshot.snapshot_id).to_arrow(), watermark_of(table))
         return IndexSnapshot(table, snapshot.snapshot_id, watermark_of(table), live_version_of(table))
 
-    def _schema(self) -> Any:
+    def _schema(self) -> Schema:
         """The schema this snapshot's rows were written with, which a scan at it reads: the format-4 upgrade adds
         fields in a commit without a snapshot, so the current schema may have fields the current snapshot has not."""
-        return self.table.schemas().get(self.table.snapshot_by_id(self.snapshot_id).schema_id, self.table.schema())
+        snapshot = self.table.snapshot_by_id(self.snapshot_id)
+        assert snapshot is not None  # `of` and `after_appends` read `snapshot_id` from the table
+        # a snapshot without a schema id (None) reads with the current schema, the `get` default
+        return self.table.schemas().get(snapshot.schema_id, self.table.schema())  # type: ignore[arg-type]
 
     def _scan(
         self, what: str, field_ids: Sequence[int], row_filter: BooleanExpression, fields: Sequence[str]
@@ -195,14 +205,24 @@ class IndexSnapshot(IndexRows):
     def files(self) -> pa.Table:
         with self._lock:
             if self._files is None:
-                self._files = self._scan("files", (), EqualTo("field_id", FILE_ROW), FILE_FIELDS)
+                self._files = self._scan(
+                    "files",
+                    (),
+                    EqualTo("field_id", FILE_ROW),  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+                    FILE_FIELDS,
+                )
             return self._files
 
     def columns(self, field_ids: Sequence[int]) -> pa.Table:
         with self._lock:
             missing = sorted({f for f in field_ids if f not in self._columns})
             if missing:
-                read = self._scan("bounds", missing, In("field_id", missing), BOUND_FIELDS)
+                read = self._scan(
+                    "bounds",
+                    missing,
+                    In("field_id", missing),  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+                    BOUND_FIELDS,
+                )
                 for field_id in missing:
                     self._columns[field_id] = read.filter(pc.equal(read.column("field_id"), field_id))
             parts = [self._columns[f] for f in dict.fromkeys(field_ids)]
@@ -222,10 +242,15 @@ class IndexSnapshot(IndexRows):
 
     def _read_of_files(self, what: str, field_id: int, paths: pa.Array, fields: Sequence[str]) -> pa.Table:
         if len(paths) <= MAX_LISTED_PATHS:
-            row_filter = And(EqualTo("field_id", field_id), In("file_path", paths.to_pylist()))
+            row_filter = And(
+                EqualTo("field_id", field_id),  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+                In("file_path", paths.to_pylist()),  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+            )
             return self._scan(what, (field_id,), row_filter, fields)
         scan = self.table.scan(
-            row_filter=EqualTo("field_id", field_id), selected_fields=tuple(fields), snapshot_id=self.snapshot_id
+            row_filter=EqualTo("field_id", field_id),  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+            selected_fields=tuple(fields),
+            snapshot_id=self.snapshot_id,
         )
         kept = [_empty(fields)]
         for batch in scan.to_arrow_batch_reader():  # streamed: only the asked-for files' rows stay in memory
@@ -236,10 +261,12 @@ class IndexSnapshot(IndexRows):
         self.reads.append((what, (field_id,), read.num_rows))
         return read
 
-    def after_appends(self, table: Any) -> IndexSnapshot:
+    def after_appends(self, table: Table) -> IndexSnapshot:
         """The same index at `table`'s current snapshot, reached by appends only: what this one read, plus the rows
         appended since (read with the same filters, from the appended data files only)."""
-        snapshot_id = table.current_snapshot().snapshot_id
+        current = table.current_snapshot()
+        assert current is not None  # called only when `table` has appends since this snapshot
+        snapshot_id = current.snapshot_id
         later = IndexSnapshot(table, snapshot_id, watermark_of(table), live_version_of(table))
         later._keys = self._keys.carried_to(table, snapshot_id)
 
@@ -257,7 +284,8 @@ class IndexSnapshot(IndexRows):
         def extend(cache: dict[int, pa.Table], fields: Sequence[str]) -> dict[int, pa.Table]:
             if not cache:
                 return {}
-            new = appended(In("field_id", sorted(cache)), fields)
+            # pyiceberg#3101 (see the imports)
+            new = appended(In("field_id", sorted(cache)), fields)  # type: ignore[misc, call-arg, arg-type]
             return {
                 field_id: pa.concat_tables([rows, new.filter(pc.equal(new.column("field_id"), field_id))])
                 for field_id, rows in cache.items()
@@ -265,7 +293,8 @@ class IndexSnapshot(IndexRows):
 
         with self._lock:
             if self._files is not None:
-                later._files = pa.concat_tables([self._files, appended(EqualTo("field_id", FILE_ROW), FILE_FIELDS)])
+                file_rows = EqualTo("field_id", FILE_ROW)  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+                later._files = pa.concat_tables([self._files, appended(file_rows, FILE_FIELDS)])
             later._columns = extend(self._columns, BOUND_FIELDS)
             for what, fields in _PER_FILE.items():
                 grown = extend({field_id: rows for (w, field_id), rows in self._per_file.items() if w == what}, fields)

@@ -19,7 +19,7 @@ import shlex
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,6 +30,9 @@ from pyiceberg.exceptions import (
     NoSuchTableError,
     TableAlreadyExistsError,
 )
+
+# mypy takes the pydantic fields of pyiceberg's predicates for their constructor, so it rejects the positional calls
+# pyiceberg documents (apache/iceberg-python#3101): those calls carry a `type: ignore` naming the issue.
 from pyiceberg.expressions import EqualTo, In
 
 from indexlib.errors import CommitConflict, UserError
@@ -47,6 +50,10 @@ from indexlib.store.schema import (
     one_entry_per_path,
     rows_of,
 )
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.table import Table
 
 log = logging.getLogger(__name__)
 
@@ -110,14 +117,14 @@ T = TypeVar("T")
 class IndexTable:
     """The index of one source table, in the configured catalog under the index namespace."""
 
-    def __init__(self, catalog: Any, namespace: str, source_name: str) -> None:
+    def __init__(self, catalog: Catalog, namespace: str, source_name: str) -> None:
         self.catalog = catalog
         self.source_name = source_name
         self.identifier = f"{namespace}.{index_table_name(source_name)}"
         self.namespace = namespace
-        self._table: Any = None
+        self._table: Table | None = None
 
-    def load(self) -> Any | None:
+    def load(self) -> Table | None:
         """The Iceberg table, or None when this source was never indexed."""
         if self._table is None:
             try:
@@ -127,7 +134,7 @@ class IndexTable:
             self._check_owner(self._table)
         return self._table
 
-    def require(self) -> Any:
+    def require(self) -> Table:
         """The Iceberg table; a one-line error that says how to build it when this source was never indexed (for
         commands that only make sense on an index, unlike a lookup, which keeps every file)."""
         table = self.load()
@@ -137,12 +144,12 @@ class IndexTable:
             )
         return table
 
-    def reload(self) -> Any | None:
+    def reload(self) -> Table | None:
         """The table as the catalog has it now (None when never indexed); later reads use this version."""
         self._table = None
         return self.load()
 
-    def load_or_create(self) -> Any:
+    def load_or_create(self) -> Table:
         table = self.load()
         if table is not None:
             return table
@@ -154,7 +161,7 @@ class IndexTable:
             self._check_owner(self._table)
         return self._table
 
-    def _create(self, identifier: str) -> Any:
+    def _create(self, identifier: str) -> Table:
         return self.catalog.create_table(
             identifier,
             schema=INDEX_SCHEMA,
@@ -168,7 +175,7 @@ class IndexTable:
             },
         )
 
-    def _check_owner(self, table: Any) -> None:
+    def _check_owner(self, table: Table) -> None:
         owner = table.properties.get(SOURCE_PROPERTY)
         if owner != self.source_name:
             raise UserError(
@@ -222,10 +229,14 @@ class IndexTable:
             wanted = sorted(set(paths))
             if not wanted:
                 return ENTRY_ARROW_SCHEMA.empty_table()
-        read = (table.scan(row_filter=In("file_path", wanted)) if wanted is not None else table.scan()).to_arrow()
+        read = (
+            table.scan(row_filter=In("file_path", wanted))  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+            if wanted is not None
+            else table.scan()
+        ).to_arrow()
         return as_entries(read) if format_of(table) < ROWS_FORMAT else entries_of(read)
 
-    def _checked(self, table: Any) -> Any:
+    def _checked(self, table: Table) -> Table:
         """A table writers may commit to: switch on the table properties of our commit protocol (see the module
         docstring) if an older build did not set them. A format-3 table is upgraded first (`upgrade`)."""
         if format_of(table) < FORMAT_VERSION:
@@ -282,7 +293,7 @@ class IndexTable:
         self.reload()
         return True
 
-    def _add_fields(self, table: Any) -> bool:
+    def _add_fields(self, table: Table) -> bool:
         """Format 4 -> 5: the rows keep their shape and gain optional fields, so the upgrade is one metadata
         commit: the new fields and the format property together, or neither (a crash leaves format 4, and the next
         writer upgrades again). Rows written before read the new fields as null (no row-group entries)."""
@@ -292,7 +303,8 @@ class IndexTable:
                     update.union_by_name(INDEX_SCHEMA)
                 transaction.set_properties({FORMAT_PROPERTY: str(FORMAT_VERSION)})
         except CommitFailedException:  # another writer upgraded (or committed) first: its upgrade stands
-            if format_of(self.reload()) < FORMAT_VERSION:
+            # reload() is None only if the table was dropped since the failed commit: format_of then raises
+            if format_of(self.reload()) < FORMAT_VERSION:  # type: ignore[arg-type]
                 raise UserError(
                     f"index table {self.identifier} is being upgraded by another process; run again"
                 ) from None
@@ -301,7 +313,7 @@ class IndexTable:
         self.reload()
         return True
 
-    def _reload(self) -> Any:
+    def _reload(self) -> Table:
         self._table = None
         return self._checked(self.load_or_create())
 
@@ -311,7 +323,7 @@ class IndexTable:
         *,
         live: LiveSet | None = None,
         watermark: int | None = None,
-        expected_watermark: Any = _UNSET,
+        expected_watermark: int | None = _UNSET,
     ) -> CommitResult:
         """Write `entries` (one per file: an entry of the same file with another configuration version is replaced,
         one with the same is kept, an unindexed row never replaces an indexed one) in one commit.
@@ -329,7 +341,7 @@ class IndexTable:
         """
         entries = as_entries(entries)
 
-        def attempt(table: Any) -> CommitResult:
+        def attempt(table: Table) -> CommitResult:
             current = watermark_of(table)
             current_live = live_version_of(table)
             if expected_watermark is not _UNSET and current != expected_watermark:
@@ -373,7 +385,11 @@ class IndexTable:
             properties = _summary(new_watermark, new_live)
             transaction = table.transaction()
             if rebuilt or dropped:
-                transaction.delete(In("file_path", sorted(rebuilt | dropped)), snapshot_properties=properties)
+                transaction.delete(
+                    # pyiceberg#3101 (see the imports)
+                    In("file_path", sorted(rebuilt | dropped)),  # type: ignore[misc, call-arg, arg-type]
+                    snapshot_properties=properties,
+                )
             if add.num_rows or not (rebuilt or dropped):  # an empty append still moves the watermark
                 transaction.append(rows_of(add), snapshot_properties=properties)
             transaction.commit_transaction()
@@ -387,7 +403,7 @@ class IndexTable:
         the watermark and the live version are kept, so `plan` must keep a row for every file of the live
         version. Used by compaction; re-planned like `commit` when it loses a race."""
 
-        def attempt(table: Any) -> pa.Table | None:
+        def attempt(table: Table) -> pa.Table | None:
             if table.current_snapshot() is None:
                 return None
             live_version = live_version_of(table)
@@ -400,7 +416,7 @@ class IndexTable:
 
         return self._retrying(attempt)
 
-    def _retrying(self, attempt: Callable[[Any], T]) -> T:
+    def _retrying(self, attempt: Callable[[Table], T]) -> T:
         """`attempt(the table, reloaded)`, again after a lost race (`_is_retryable`), with jittered exponential
         back-off; `CommitConflict` after COMMIT_ATTEMPTS lost races. Other failures are raised at once."""
 
@@ -427,13 +443,13 @@ class IndexTable:
             ) from last
 
 
-def watermark_of(table: Any) -> int | None:
+def watermark_of(table: Table | None) -> int | None:
     snapshot = table.current_snapshot() if table is not None else None
     value = snapshot.summary[WATERMARK_PROPERTY] if snapshot is not None and snapshot.summary else None
     return int(value) if value is not None else None
 
 
-def live_version_of(table: Any) -> int | None:
+def live_version_of(table: Table | None) -> int | None:
     """The source version whose live files the index's file rows are, exactly (docs/index-table.md); None when the
     current snapshot makes no such claim (an index written before the claim existed, or whose watermark expired)."""
     snapshot = table.current_snapshot() if table is not None else None
@@ -447,17 +463,20 @@ def _summary(watermark: int | None, live_version: int | None) -> dict[str, str]:
     return properties | ({LIVE_PROPERTY: str(live_version)} if live_version is not None else {})
 
 
-def format_of(table: Any) -> int:
+def format_of(table: Table) -> int:
     return int(table.properties.get(FORMAT_PROPERTY, FORMAT_VERSION))
 
 
 _FILE_STATE = pa.schema([("file_path", pa.string()), ("config_version", pa.string()), ("indexed", pa.bool_())])
 
 
-def _file_state(table: Any) -> pa.Table:
+def _file_state(table: Table) -> pa.Table:
     """`file_path`, `config_version` and `indexed` of every file row (format 3: of every entry, all indexed)."""
     if format_of(table) >= ROWS_FORMAT:
-        scan = table.scan(row_filter=EqualTo("field_id", FILE_ROW), selected_fields=tuple(_FILE_STATE.names))
+        scan = table.scan(
+            row_filter=EqualTo("field_id", FILE_ROW),  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+            selected_fields=tuple(_FILE_STATE.names),
+        )
         state = scan.to_arrow()
         return pa.table(
             {
