@@ -5,22 +5,48 @@ relative paths in `warehouse` and in a `sqlite:///` `uri` are resolved against t
 packaged default's against the data location, `data_home()`), so every configuration works from any working
 directory.
 
-The file is checked against a declared schema (`_schema`) before anything is read from it: a misspelt section or
-key is an error naming it and the closest valid one, and an unquoted dotted key where a property is expected (TOML
-reads `s3.secret-access-key = ...` as a nested table, which pyiceberg would never see) is an error showing the
+Each section of the file is a frozen pydantic model (`_BuildSection`, `_SparkSection`, `_LookupSection`,
+`_DeltaSection`, `_AirflowSection` and its `_BuildScheduleSection`s, `ServeSettings`, and `[index]`'s, which
+`_file_model` completes with the settings the index kinds declare), closed (a key it does not declare is an error)
+and strict (`true` is not an integer, nor `"2"`). The file is validated whole before anything is read from it, and
+the first error is one line naming the file and the key as TOML writes it: `_wording` words pydantic's errors, in
+one place. A misspelt section or key names the closest valid one, and an unquoted dotted key where a property is
+expected (TOML reads `s3.secret-access-key = ...` as a nested table, which pyiceberg would never see) shows the
 quoted form. No error shows a value of a property table: those hold credentials.
+
+What the rest of the code reads is `Config` (with `AirflowSettings` and `BuildSchedule`): frozen dataclasses built
+from the validated sections, with paths resolved, durations as timedeltas and the index settings parsed by the index
+kinds (`parse_settings`). `[serve]`'s model is itself the `ServeSettings` the service reads.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import re
 import tomllib
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+import annotated_types
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 from indexlib.errors import UserError
 from indexlib.index_kinds.registry import can_index, parse_settings, setting_names
@@ -40,7 +66,311 @@ DEFAULT_LOCAL_MAX_FILES = 1000  # work at or under both runs without Spark (docs
 DEFAULT_LOCAL_MAX_BYTES = 128 * 1024 * 1024
 DEFAULT_INDEX_NAMESPACE = "skipindex"
 DEFAULT_CATALOG_NAME = "default"
+DEFAULT_SERVE_PORT = 8181  # the port Iceberg REST catalogs conventionally use
+DEFAULT_TOKEN_ENV = "SKIPINDEX_SERVE_TOKEN"
 _PROPERTY_TABLES = ("catalog_properties", "spark_options", "delta_storage_options")  # may hold credentials
+
+
+# ---- the file's sections, as pydantic models -------------------------------------------------------------------------
+# A failed rule of our own is a PydanticCustomError whose message follows the key's dotted path: type "config_rule"
+# after a space (`serve.token must be ...`), "config_reason" after a colon (`lookup.time_zone: unknown time zone`).
+# Validators pass a table on untouched where one value belongs, for the strict type to refuse it as a table.
+
+
+def _rule(message: str, **ctx: Any) -> PydanticCustomError:
+    return PydanticCustomError("config_rule", message, ctx)
+
+
+def _reason(reason: str) -> PydanticCustomError:
+    return PydanticCustomError("config_reason", "{reason}", {"reason": reason})
+
+
+def _text(value: Any) -> Any:
+    """A setting read as text: any single value as its `str()`, as the loader has always read these."""
+    return value if isinstance(value, dict) else str(value)
+
+
+def _property(value: Any) -> str:
+    """A property (`[catalog]`, `[spark.options]`, `[delta.storage_options]`): one value, passed on as text. The
+    errors carry no message of their own: `_wording` words them, never showing the value (a credential)."""
+    if isinstance(value, dict):  # s3.secret-access-key = "..." unquoted: {"s3": {"secret-access-key": "..."}}
+        raise PydanticCustomError("nested_table", "a nested table")
+    if isinstance(value, list):
+        raise PydanticCustomError("array", "an array")
+    return str(value)
+
+
+def _non_empty(value: Any) -> Any:
+    if not isinstance(value, dict) and (not isinstance(value, str) or not value.strip()):
+        raise _rule("must be a non-empty string, got {got}", got=repr(value))
+    return value
+
+
+def _non_empty_unshown(value: Any) -> Any:
+    """As `_non_empty`, the message naming the setting only (`[serve]`'s strings: one is the token)."""
+    if not isinstance(value, dict) and (not isinstance(value, str) or not value.strip()):
+        raise _rule("must be a non-empty string")
+    return value
+
+
+def _uri(value: str) -> str:
+    if "://" not in value:
+        raise _rule("must be a URI (scheme://...), got {got}", got=repr(value))
+    return value
+
+
+def _row_groups_mode(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value == "auto":
+        return "auto"
+    raise ValueError(f'expected true, false or "auto", got {value!r}')
+
+
+def _row_groups(value: Any) -> Any:
+    if isinstance(value, dict):
+        return value
+    try:
+        return _row_groups_mode(value)
+    except ValueError as exc:
+        raise _reason(str(exc)) from None
+
+
+def _time_zone(value: str) -> str:
+    from indexlib.query.sql import Clock
+
+    try:  # fail now, naming the file, rather than at the first lookup
+        Clock.system(value)
+    except UserError as exc:
+        raise _reason(str(exc)) from None
+    return value
+
+
+def _dialect(value: str) -> str:
+    from indexlib.query.sql import check_dialect
+
+    try:
+        check_dialect(value)
+    except UserError as exc:
+        raise _reason(str(exc)) from None
+    return value
+
+
+def _one_value(value: Any) -> Any:
+    if isinstance(value, dict):
+        raise PydanticCustomError("table_for_value", "a table")
+    return value
+
+
+_Text = Annotated[str, BeforeValidator(_text)]
+_Properties = dict[str, Annotated[str, BeforeValidator(_property)]]
+_RowGroups = Annotated[Literal["true", "false", "auto"], BeforeValidator(_row_groups)]
+_IndexValue = Annotated[Any, BeforeValidator(_one_value)]  # an index kind's setting, read by `parse_settings`
+
+
+class _Section(BaseModel):
+    """A table of the file: frozen, closed, strict; no error of pydantic's shows a value (`_wording` words them)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, hide_input_in_errors=True)
+
+
+class _BuildSection(_Section):
+    """`[build]`: how builds and backfills run."""
+
+    split_bytes: int = Field(default=DEFAULT_SPLIT_BYTES, ge=1)  # Spark tasks are planned by bytes (splits.py)
+    open_cost_bytes: int = Field(default=DEFAULT_OPEN_COST_BYTES, ge=0)
+    backfill_files_per_commit: int = Field(default=500, ge=1)
+    # "fail": name the file, commit nothing; "skip": leave it unindexed, report it
+    on_unreadable_file: Annotated[Literal["fail", "skip"], BeforeValidator(_text)] = "fail"
+    index_existing_files: bool = True  # first build: index every live file (False: start now, backfill the rest)
+    local_max_files: int = Field(default=DEFAULT_LOCAL_MAX_FILES, ge=0)  # at or under both: indexed in this process
+    local_max_bytes: int = Field(default=DEFAULT_LOCAL_MAX_BYTES, ge=0)
+
+
+class _SparkSection(_Section):
+    """`[spark]`: the Spark session of local runs."""
+
+    master: _Text = "local[*]"
+    app_name: _Text = "skipindex"
+    options: _Properties = Field(default_factory=dict)
+
+
+class _LookupSection(_Section):
+    """`[lookup]`: how WHERE clauses are read, both checked through indexlib.query.sql when the file loads."""
+
+    time_zone: Annotated[str, BeforeValidator(_text), AfterValidator(_time_zone)] | None = None
+    dialect: Annotated[str, BeforeValidator(_text), AfterValidator(_dialect)] | None = None
+
+
+class _DeltaSection(_Section):
+    """`[delta]`: Delta tables' logs, read by delta-rs."""
+
+    storage_options: _Properties = Field(default_factory=dict)
+
+
+class _BuildScheduleSection(_Section):
+    """`[airflow.builds."<table>"]`: exactly one of a cron expression or preset, a fixed interval in minutes, or the
+    URI of the source table's Airflow Asset."""
+
+    schedule: Annotated[str, BeforeValidator(_non_empty)] | None = None
+    every_minutes: int | None = Field(default=None, ge=1)
+    asset: Annotated[str, BeforeValidator(_non_empty), AfterValidator(_uri)] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _exactly_one(cls, data: Any) -> Any:
+        # counted on the keys given, before their values are checked; an unknown key or a table where a value
+        # belongs is left to the fields' errors, which name it
+        keys = set(data) if isinstance(data, dict) and not any(isinstance(v, dict) for v in data.values()) else None
+        if keys is not None and keys <= set(cls.model_fields) and len(keys) != 1:
+            raise _rule("needs exactly one of {names}", names=", ".join(cls.model_fields))
+        return data
+
+    def schedule_for(self, table: str) -> BuildSchedule:
+        every = None if self.every_minutes is None else timedelta(minutes=self.every_minutes)
+        return BuildSchedule(table, self.schedule, every, self.asset)
+
+
+class _AirflowSection(_Section):
+    """`[airflow]`: what the DAGs in airflow_dags/ run and how."""
+
+    spark_conn_id: _Text | None = None
+    pool: _Text = "default_pool"
+    retries: int = Field(default=2, ge=0)
+    retry_delay_minutes: int = Field(default=5, ge=0)
+    timeout_minutes: int = Field(default=180, ge=1)
+    upkeep_schedule: _Text = "@daily"
+    verify_sample: int = Field(default=20, ge=0)
+    expire_older_than_hours: float = Field(default=72.0, ge=0)
+    builds: dict[str, _BuildScheduleSection] = Field(default_factory=dict)
+
+    def settings(self) -> AirflowSettings:
+        return AirflowSettings(
+            builds=tuple(section.schedule_for(table) for table, section in self.builds.items()),
+            spark_conn_id=self.spark_conn_id,
+            pool=self.pool,
+            retries=self.retries,
+            retry_delay=timedelta(minutes=self.retry_delay_minutes),
+            timeout=timedelta(minutes=self.timeout_minutes),
+            upkeep_schedule=self.upkeep_schedule,
+            verify_sample=self.verify_sample,
+            expire_older_than_hours=float(self.expire_older_than_hours),
+        )
+
+
+_ServeText = Annotated[str, BeforeValidator(_non_empty_unshown)]
+
+
+class ServeSettings(_Section):
+    """`[serve]`: the planning service (`skipindex serve`, docs/how-to/serve.md). The bearer token comes from
+    `token` or, preferably, the environment variable named by `token_env`; it is a secret (never shown)."""
+
+    host: _ServeText = "127.0.0.1"
+    port: int = Field(default=DEFAULT_SERVE_PORT, ge=0, le=65535)
+    token: _ServeText | None = None
+    token_env: _ServeText = DEFAULT_TOKEN_ENV
+    # file scan tasks per response; the rest as plan tasks fetched from `tasks`
+    tasks_per_batch: int = Field(default=1000, ge=1)
+    max_request_bytes: int = Field(default=1024 * 1024, ge=1)  # larger request bodies are refused (413)
+    plans_kept: int = Field(
+        default=256, ge=1
+    )  # plans whose further batches stay fetchable (the oldest forgotten first)
+    # per plan worker: tables whose index handle (and its cache) stays open (LRU)
+    handles_kept: int = Field(default=64, ge=1)
+    max_header_bytes: int = Field(default=16 * 1024, ge=1024)  # a request line and headers longer are refused (431)
+    # a batch of tasks larger than this is split into further batches
+    max_response_bytes: int = Field(default=16 * 1024 * 1024, ge=1)
+    # a connection with no request under way that sends nothing this long is closed
+    idle_timeout_seconds: int = Field(default=5, ge=1)
+    # a request whose head and body have not all arrived by then: 408, closed
+    request_timeout_seconds: int = Field(default=30, ge=1)
+    # ... and at most this many bytes of kept plans (the newest plan always kept)
+    plans_kept_bytes: int = Field(default=512 * 1024 * 1024, ge=1)
+    # processes that plan (0: plans in the service's own process, in threads)
+    plan_workers: int = Field(default=2, ge=0)
+
+    @field_validator("max_response_bytes")
+    @classmethod
+    def _holds_a_task(cls, value: int, info: ValidationInfo) -> int:
+        request = info.data.get("max_request_bytes")  # absent when it failed its own check
+        if request is not None and value < 2 * request:  # one task (a file and the filter as its residual) fits
+            raise _rule(
+                "must be at least twice serve.max_request_bytes ({least}), got {got}", least=2 * request, got=value
+            )
+        return value
+
+    def __repr__(self) -> str:
+        return (
+            f"ServeSettings(host={self.host!r}, port={self.port}, token={'***' if self.token else None}, "
+            f"token_env={self.token_env!r}, tasks_per_batch={self.tasks_per_batch}, "
+            f"max_request_bytes={self.max_request_bytes}, plans_kept={self.plans_kept}, "
+            f"plans_kept_bytes={self.plans_kept_bytes}, handles_kept={self.handles_kept}, "
+            f"plan_workers={self.plan_workers}, max_header_bytes={self.max_header_bytes}, "
+            f"max_response_bytes={self.max_response_bytes}, idle_timeout_seconds={self.idle_timeout_seconds}, "
+            f"request_timeout_seconds={self.request_timeout_seconds})"
+        )
+
+    __str__ = __repr__  # pydantic's own str() would show the token
+
+    def resolve_token(self) -> str:
+        """The token the service requires: `token`, else `$token_env`; refused when neither is set or it is short."""
+        token = self.token if self.token is not None else os.environ.get(self.token_env)
+        if not token:
+            raise UserError(
+                f"skipindex serve needs a bearer token: set ${self.token_env} (or [serve] token_env names another "
+                "variable, or [serve] token); requests without it are refused"
+            )
+        if len(token) < 16:
+            raise UserError("the serve token must be at least 16 characters (e.g. `openssl rand -hex 32`)")
+        return token
+
+
+class _IndexSection(_Section):
+    """`[index]`: where index tables live and whether they hold row groups. `_file_model` adds the index kinds'
+    settings and `tables`, which `parse_settings` reads."""
+
+    namespace: _Text = DEFAULT_INDEX_NAMESPACE
+    row_groups: _RowGroups = "false"
+
+
+class _ConfigFile(_Section):
+    """The whole file, its sections in the order the configuration reference shows them."""
+
+    catalog: _Properties = Field(default_factory=dict)
+    index: _IndexSection = Field(default_factory=_IndexSection)
+    build: _BuildSection = Field(default_factory=_BuildSection)
+    spark: _SparkSection = Field(default_factory=_SparkSection)
+    lookup: _LookupSection = Field(default_factory=_LookupSection)
+    delta: _DeltaSection = Field(default_factory=_DeltaSection)
+    airflow: _AirflowSection = Field(default_factory=_AirflowSection)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
+
+
+@functools.lru_cache(maxsize=8)
+def _file_model(settings: tuple[str, ...]) -> type[_ConfigFile]:
+    """`_ConfigFile` with `[index]`, `[index.tables."<table>"]` and its `columns.<column>` declaring `settings`, the
+    index settings (`setting_names()`: the index kinds, plug-ins among them, declare them; `parse_settings` checks
+    their values). Keyed by the names, so a kind registered later gets a model of its own."""
+    declared: dict[str, Any] = dict.fromkeys(settings, (_IndexValue, None))  # (field type, default) each
+    column = create_model("_IndexColumn", __base__=_Section, **declared)
+    table_fields: dict[str, Any] = {
+        **declared,
+        "row_groups": (_RowGroups | None, None),
+        "columns": (dict[str, column], Field(default_factory=dict)),  # type: ignore[valid-type]
+    }
+    table = create_model("_IndexTable", __base__=_Section, **table_fields)
+    tables = dict[str, table]  # type: ignore[valid-type]
+    index_fields: dict[str, Any] = {**declared, "tables": (tables, Field(default_factory=dict))}
+    index = create_model("_IndexSection", __base__=_IndexSection, **index_fields)
+    return create_model("_ConfigFile", __base__=_ConfigFile, index=(index, Field(default_factory=index)))
+
+
+# the defaults of the settings the dataclasses below hold, so that a Config built in code and a file that leaves the
+# keys out agree
+_BUILD, _SPARK, _AIRFLOW = _BuildSection(), _SparkSection(), _AirflowSection()
+
+
+# ---- what the rest of the code reads ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -60,79 +390,33 @@ class AirflowSettings:
 
     builds: tuple[BuildSchedule, ...] = ()
     spark_conn_id: str | None = None  # set: Spark jobs go through SparkSubmitOperator; unset: in the task's process
-    pool: str = "default_pool"
-    retries: int = 2
-    retry_delay: timedelta = timedelta(minutes=5)
-    timeout: timedelta = timedelta(hours=3)
-    upkeep_schedule: str = "@daily"
-    verify_sample: int = 20
-    expire_older_than_hours: float = 72.0
-
-
-DEFAULT_SERVE_PORT = 8181  # the port Iceberg REST catalogs conventionally use
-DEFAULT_TOKEN_ENV = "SKIPINDEX_SERVE_TOKEN"
-
-
-@dataclass(frozen=True, repr=False)
-class ServeSettings:
-    """`[serve]`: the planning service (`skipindex serve`, docs/how-to/serve.md). The bearer token comes from
-    `token` or, preferably, the environment variable named by `token_env`; it is a secret (never shown)."""
-
-    host: str = "127.0.0.1"
-    port: int = DEFAULT_SERVE_PORT
-    token: str | None = None
-    token_env: str = DEFAULT_TOKEN_ENV
-    tasks_per_batch: int = 1000  # file scan tasks per response; the rest as plan tasks fetched from `tasks`
-    max_request_bytes: int = 1024 * 1024  # larger request bodies are refused (413)
-    plans_kept: int = 256  # plans whose further batches stay fetchable (the oldest forgotten first)
-    plans_kept_bytes: int = 512 * 1024 * 1024  # ... and at most this many bytes of them (the newest plan always kept)
-    handles_kept: int = 64  # per plan worker: tables whose index handle (and its cache) stays open (LRU)
-    plan_workers: int = 2  # processes that plan (0: plans in the service's own process, in threads)
-    max_header_bytes: int = 16 * 1024  # a request line and headers longer than this are refused (431)
-    max_response_bytes: int = 16 * 1024 * 1024  # a batch of tasks larger than this is split into further batches
-    idle_timeout_seconds: int = 5  # a connection with no request under way that sends nothing this long is closed
-    request_timeout_seconds: int = 30  # a request whose head and body have not all arrived by then: 408, closed
-
-    def __repr__(self) -> str:
-        return (
-            f"ServeSettings(host={self.host!r}, port={self.port}, token={'***' if self.token else None}, "
-            f"token_env={self.token_env!r}, tasks_per_batch={self.tasks_per_batch}, "
-            f"max_request_bytes={self.max_request_bytes}, plans_kept={self.plans_kept}, "
-            f"plans_kept_bytes={self.plans_kept_bytes}, handles_kept={self.handles_kept}, "
-            f"plan_workers={self.plan_workers}, max_header_bytes={self.max_header_bytes}, "
-            f"max_response_bytes={self.max_response_bytes}, idle_timeout_seconds={self.idle_timeout_seconds}, "
-            f"request_timeout_seconds={self.request_timeout_seconds})"
-        )
-
-    def resolve_token(self) -> str:
-        """The token the service requires: `token`, else `$token_env`; refused when neither is set or it is short."""
-        token = self.token if self.token is not None else os.environ.get(self.token_env)
-        if not token:
-            raise UserError(
-                f"skipindex serve needs a bearer token: set ${self.token_env} (or [serve] token_env names another "
-                "variable, or [serve] token); requests without it are refused"
-            )
-        if len(token) < 16:
-            raise UserError("the serve token must be at least 16 characters (e.g. `openssl rand -hex 32`)")
-        return token
+    pool: str = _AIRFLOW.pool
+    retries: int = _AIRFLOW.retries
+    retry_delay: timedelta = timedelta(minutes=_AIRFLOW.retry_delay_minutes)
+    timeout: timedelta = timedelta(minutes=_AIRFLOW.timeout_minutes)
+    upkeep_schedule: str = _AIRFLOW.upkeep_schedule
+    verify_sample: int = _AIRFLOW.verify_sample
+    expire_older_than_hours: float = _AIRFLOW.expire_older_than_hours
 
 
 @dataclass(frozen=True, repr=False)
 class Config:
+    """The configuration as the code reads it (`load_config`): the validated file, resolved."""
+
     path: Path
     catalog_name: str
     catalog_properties: dict[str, str]
     index_namespace: str = DEFAULT_INDEX_NAMESPACE
-    spark_master: str = "local[*]"
-    spark_app_name: str = "skipindex"
+    spark_master: str = _SPARK.master
+    spark_app_name: str = _SPARK.app_name
     spark_options: dict[str, str] = field(default_factory=dict)
-    split_bytes: int = DEFAULT_SPLIT_BYTES  # Spark tasks are planned by bytes (indexing/splits.py)
-    open_cost_bytes: int = DEFAULT_OPEN_COST_BYTES
-    index_existing_files: bool = True  # first build: index every live file (False: start now, backfill the rest)
-    on_unreadable_file: str = "fail"  # "fail": name the file, commit nothing; "skip": leave it unindexed, report it
-    backfill_files_per_commit: int = 500
-    local_max_files: int = DEFAULT_LOCAL_MAX_FILES  # at or under both: indexed in this process (indexing/local.py)
-    local_max_bytes: int = DEFAULT_LOCAL_MAX_BYTES
+    split_bytes: int = _BUILD.split_bytes  # Spark tasks are planned by bytes (indexing/splits.py)
+    open_cost_bytes: int = _BUILD.open_cost_bytes
+    index_existing_files: bool = _BUILD.index_existing_files  # first build: index every live file (or backfill)
+    on_unreadable_file: str = _BUILD.on_unreadable_file  # "fail": name it, commit nothing; "skip": report it
+    backfill_files_per_commit: int = _BUILD.backfill_files_per_commit
+    local_max_files: int = _BUILD.local_max_files  # at or under both: indexed in this process (indexing/local.py)
+    local_max_bytes: int = _BUILD.local_max_bytes
     delta_storage_options: dict[str, str] = field(default_factory=dict)  # [delta.storage_options] for delta-rs
     time_zone: str | None = None  # session zone for CURRENT_DATE / NOW(); None: the machine's local zone
     dialect: str | None = None  # sqlglot dialect of WHERE clauses; None: ANSI quoting
@@ -141,7 +425,7 @@ class Config:
     # [index.tables."ns.name"]: table-wide settings, and per column under `columns` (validated at load)
     table_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     airflow: AirflowSettings = AirflowSettings()
-    serve: ServeSettings = ServeSettings()
+    serve: ServeSettings = field(default_factory=ServeSettings)
 
     def __repr__(self) -> str:  # the property tables hold credentials: shown redacted (indexlib/redaction.py)
         shown = []
@@ -248,61 +532,48 @@ def find_config(path: str | Path | None = None) -> Path:
     raise UserError(f"config file not found: {candidates[0][1]} (looked at: {'; '.join(looked)})")
 
 
-# The declared shape of the file. A dict: a table with these keys (`_ANY`: any name, such as a table identifier or a
-# column); `_PROPERTIES`: an open table of single values passed to a library (pyiceberg, Spark, delta-rs), which may
-# hold credentials; None: a value, checked where it is read. Adding a setting is adding its name here.
+# ---- the declared shape, for the docs and for the errors -------------------------------------------------------------
+# `_ANY`: any name, such as a table identifier or a column; `_PROPERTIES`: an open table of single values passed to a
+# library (pyiceberg, Spark, delta-rs), which may hold credentials; None: a value. Adding a setting is adding a field
+# to its section's model (and its line to `SETTING_HELP`).
 _ANY = "*"
 _PROPERTIES = "properties"
-_BUILD_KEYS = (
-    "split_bytes",
-    "open_cost_bytes",
-    "backfill_files_per_commit",
-    "on_unreadable_file",
-    "index_existing_files",
-    "local_max_files",
-    "local_max_bytes",
-)
-_AIRFLOW_KEYS = (
-    "spark_conn_id",
-    "pool",
-    "retries",
-    "retry_delay_minutes",
-    "timeout_minutes",
-    "upkeep_schedule",
-    "verify_sample",
-    "expire_older_than_hours",
-)
-
-_SERVE_KEYS = (
-    *("host", "port", "token", "token_env", "tasks_per_batch", "max_request_bytes", "plans_kept", "handles_kept"),
-    *("max_header_bytes", "max_response_bytes", "idle_timeout_seconds", "request_timeout_seconds"),
-    *("plans_kept_bytes", "plan_workers"),
-)
 
 
 def config_schema() -> dict[str, Any]:
     """The declared shape of the file, as the loader checks it: a dict per table, `"*"` for any name (a table
-    identifier, a column), `"properties"` for an open property table, None for a single value. The docs'
-    configuration reference is generated from it, with `SETTING_HELP` and each index kind's `Setting.help`."""
-    settings = dict.fromkeys(setting_names())  # index settings: declared by the index kinds (registry.py)
-    return {
-        "catalog": _PROPERTIES,
-        "index": {
-            "namespace": None,
-            "row_groups": None,
-            **settings,
-            "tables": {_ANY: {**settings, "row_groups": None, "columns": {_ANY: settings}}},
-        },
-        "build": dict.fromkeys(_BUILD_KEYS),
-        "spark": {"master": None, "app_name": None, "options": _PROPERTIES},
-        "lookup": {"time_zone": None, "dialect": None},
-        "delta": {"storage_options": _PROPERTIES},
-        "airflow": {
-            **dict.fromkeys(_AIRFLOW_KEYS),
-            "builds": {_ANY: {"schedule": None, "every_minutes": None, "asset": None}},
-        },
-        "serve": dict.fromkeys(_SERVE_KEYS),
-    }
+    identifier, a column), `"properties"` for an open property table, None for a single value. Read off the section
+    models; the docs' configuration reference is generated from it, with `SETTING_HELP` and each index kind's
+    `Setting.help`."""
+    return _shape(_file_model(setting_names()))
+
+
+def _shape(annotation: Any) -> Any:
+    if annotation == _Properties:
+        return _PROPERTIES
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return {name: _shape(info.annotation) for name, info in annotation.model_fields.items()}
+    if get_origin(annotation) is dict:
+        return {_ANY: _shape(get_args(annotation)[1])}
+    return None
+
+
+def setting_defaults() -> dict[str, Any]:
+    """The default of each setting of `config_schema()` outside named tables, by dotted key, as the loader fills it
+    in when the file leaves the key out (None: unset). The index kinds' own settings are None here: their defaults
+    are their `Setting.default`."""
+    found: dict[str, Any] = {}
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        for name, info in model.model_fields.items():
+            shape = _shape(info.annotation)
+            if shape is None:
+                found[prefix + name] = info.get_default(call_default_factory=True)
+            elif isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
+                walk(info.annotation, f"{prefix}{name}.")
+
+    walk(_file_model(setting_names()), "")
+    return found
 
 
 # One line per section and setting of `config_schema()` (dotted, `*` for a name), shown by the docs' configuration
@@ -391,58 +662,6 @@ def _dotted(path: tuple[str, ...]) -> str:
     return ".".join(part if _BARE_KEY.fullmatch(part) else f'"{part}"' for part in path)
 
 
-def _check_shape(
-    table: dict[str, Any], schema: dict[str, Any], path: tuple[str, ...], conf_path: Path, named: bool = False
-) -> None:
-    """UserError for the first key `schema` does not declare, a value that should be a table, or a nested table
-    in a property table; messages name keys, never values. `named`: the table's own key is a name (`_ANY`)."""
-    for key, value in table.items():
-        where = (*path, key)
-        expected = schema.get(key, schema.get(_ANY, ...))
-        if expected is ...:
-            raise UserError(f"config file {conf_path}: {_unknown_key(where, value, schema, named)}")
-        if expected is None:
-            if isinstance(value, dict):  # `master.x = ...`, `[build.split_bytes]`: a setting is one value
-                raise UserError(f"config file {conf_path}: {_dotted(where)} must be a single value, not a table")
-            continue
-        if not isinstance(value, dict):
-            raise UserError(f"config file {conf_path}: {_dotted(where)} must be a table, got a {type(value).__name__}")
-        if expected == _PROPERTIES:
-            _check_properties(value, where, conf_path)
-        else:
-            _check_shape(value, expected, where, conf_path, named=key not in schema)
-
-
-def _unknown_key(where: tuple[str, ...], value: Any, schema: dict[str, Any], in_named: bool) -> str:
-    parent, key = where[:-1], where[-1]
-    what = "unknown section" if not parent else "unknown setting"
-    if in_named and isinstance(value, dict):  # [index.tables.db.t]: TOML read the name's dot as a nesting
-        return f'{_dotted(where)}: {what}; a name with a dot is quoted: {_dotted(parent[:-1])}."{parent[-1]}.{key}"'
-    known = [name for name in schema if name != _ANY]
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f"did you mean {_dotted((*parent, close[0]))}?" if close else f"expected one of {', '.join(known)}"
-    return f"{_dotted(where)}: {what} ({hint})"
-
-
-def _check_properties(props: dict[str, Any], where: tuple[str, ...], conf_path: Path) -> None:
-    for key, value in props.items():
-        if isinstance(value, dict):  # s3.secret-access-key = "..." unquoted: {"s3": {"secret-access-key": "..."}}
-            dotted = ".".join((key, *_first_key_path(value)))
-            raise UserError(
-                f"config file {conf_path}: {_dotted(where)}: {dotted} is read by TOML as a nested table, which no "
-                f'library sees; quote the key: "{dotted}" = ...'
-            )
-        if isinstance(value, list):
-            raise UserError(f"config file {conf_path}: {_dotted((*where, key))} must be a single value, not an array")
-
-
-def _first_key_path(table: dict[str, Any]) -> tuple[str, ...]:
-    """The keys down to the first value in a nested table (none for an empty one)."""
-    for key, value in table.items():
-        return (key, *_first_key_path(value)) if isinstance(value, dict) else (key,)
-    return ()
-
-
 def load_config(path: str | Path | None = None) -> Config:
     """The configuration in `path`, or in the first file `find_config` finds; checked whole before it is used."""
     conf_path = find_config(path)
@@ -456,196 +675,179 @@ def load_config(path: str | Path | None = None) -> Config:
             f"config file {conf_path}: build.files_per_task is gone: Spark tasks are planned by bytes now "
             "(build.split_bytes, build.open_cost_bytes; docs/reference/configuration.md)"
         )
-    _check_shape(raw, config_schema(), (), conf_path)
+    model = _file_model(setting_names())
+    try:
+        file, errors = model.model_validate(raw), []
+    except ValidationError as exc:
+        file, errors = None, exc.errors()
 
-    catalog = dict(raw.get("catalog", {}))
-    if not catalog:
+    def fail_on(found: list[ErrorDetails]) -> None:
+        if found:
+            raise UserError(f"config file {conf_path}: {_wording(found[0], model)}")
+
+    # The first error, in the order the checks have always run: the file's shape (an unknown key, a table where a
+    # value belongs or the other way round, a misshapen property), in file order; [catalog]; the values of [build]
+    # and [lookup]; the index settings (`parse_settings`); the values of [index], [airflow] and [serve]. Within a
+    # section, values in the order its model declares them.
+    schema = _shape(model)
+    shape = [error for error in errors if _is_shape(error, schema)]
+    fail_on(sorted(shape, key=lambda error: _position(raw, error["loc"])))
+    if not raw.get("catalog"):
         raise UserError(f"config file {conf_path} has no [catalog] table")
-    name = str(catalog.pop("name", DEFAULT_CATALOG_NAME))
-    props = {key: str(value) for key, value in catalog.items()}
-
+    fail_on([error for error in errors if error["loc"][0] in ("build", "lookup")])
     index = raw.get("index", {})
-    spark = dict(raw.get("spark", {}))
-    split_bytes = _positive_int(build, "split_bytes", DEFAULT_SPLIT_BYTES, conf_path)
-    open_cost_bytes = _positive_int(build, "open_cost_bytes", DEFAULT_OPEN_COST_BYTES, conf_path, least=0)
-    files_per_commit = _positive_int(build, "backfill_files_per_commit", 500, conf_path)
-    local_max_files = _positive_int(build, "local_max_files", DEFAULT_LOCAL_MAX_FILES, conf_path, least=0)
-    local_max_bytes = _positive_int(build, "local_max_bytes", DEFAULT_LOCAL_MAX_BYTES, conf_path, least=0)
-    on_unreadable = str(build.get("on_unreadable_file", "fail"))
-    if on_unreadable not in ("fail", "skip"):
-        raise UserError(
-            f'config file {conf_path}: build.on_unreadable_file must be "fail" or "skip", got {on_unreadable!r}'
-        )
-    existing = build.get("index_existing_files", True)
-    if not isinstance(existing, bool):
-        raise UserError(f"config file {conf_path}: build.index_existing_files must be true or false, got {existing!r}")
-    delta = raw.get("delta", {})
-    lookup = raw.get("lookup", {})
-    time_zone = lookup.get("time_zone")
-    if time_zone is not None:
-        from indexlib.query.sql import Clock
-
-        try:  # fail now, naming the file, rather than at the first lookup
-            Clock.system(str(time_zone))
-        except UserError as exc:
-            raise UserError(f"config file {conf_path}: lookup.time_zone: {exc}") from None
-    dialect = lookup.get("dialect")
-    if dialect is not None:
-        from indexlib.query.sql import check_dialect
-
-        try:
-            check_dialect(str(dialect))
-        except UserError as exc:
-            raise UserError(f"config file {conf_path}: lookup.dialect: {exc}") from None
     defaults, table_settings = _index_settings(index, conf_path)
-    row_groups = _checked_row_groups(index, "index", conf_path)
-    for table_name, raw_table in table_settings.items():
-        _checked_row_groups(raw_table, f'index.tables."{table_name}"', conf_path)
+    fail_on(errors)
+    assert file is not None  # no error: validated
+
+    catalog = dict(file.catalog)
+    name = catalog.pop("name", DEFAULT_CATALOG_NAME)
     return Config(
         path=conf_path,
         catalog_name=name,
         catalog_properties=_resolve_relative(
-            props, data_home() if conf_path == PACKAGED_CONF_PATH else conf_path.parent
+            catalog, data_home() if conf_path == PACKAGED_CONF_PATH else conf_path.parent
         ),
-        index_namespace=str(index.get("namespace", DEFAULT_INDEX_NAMESPACE)),
-        spark_master=str(spark.pop("master", "local[*]")),
-        spark_app_name=str(spark.pop("app_name", "skipindex")),
-        spark_options={key: str(value) for key, value in spark.pop("options", {}).items()},
-        split_bytes=split_bytes,
-        open_cost_bytes=open_cost_bytes,
-        index_existing_files=existing,
-        on_unreadable_file=on_unreadable,
-        backfill_files_per_commit=files_per_commit,
-        local_max_files=local_max_files,
-        local_max_bytes=local_max_bytes,
-        delta_storage_options={key: str(value) for key, value in delta.get("storage_options", {}).items()},
-        time_zone=None if time_zone is None else str(time_zone),
-        dialect=None if dialect is None else str(dialect),
+        index_namespace=file.index.namespace,
+        spark_master=file.spark.master,
+        spark_app_name=file.spark.app_name,
+        spark_options=dict(file.spark.options),
+        split_bytes=file.build.split_bytes,
+        open_cost_bytes=file.build.open_cost_bytes,
+        index_existing_files=file.build.index_existing_files,
+        on_unreadable_file=file.build.on_unreadable_file,
+        backfill_files_per_commit=file.build.backfill_files_per_commit,
+        local_max_files=file.build.local_max_files,
+        local_max_bytes=file.build.local_max_bytes,
+        delta_storage_options=dict(file.delta.storage_options),
+        time_zone=file.lookup.time_zone,
+        dialect=file.lookup.dialect,
         index_defaults=defaults,
-        row_groups=row_groups,
+        row_groups=file.index.row_groups,
         table_settings=table_settings,
-        airflow=_airflow_settings(raw.get("airflow", {}), conf_path),
-        serve=_serve_settings(raw.get("serve", {}), conf_path),
+        airflow=file.airflow.settings(),
+        serve=file.serve,
     )
 
 
-def _serve_settings(raw: dict[str, Any], conf_path: Path) -> ServeSettings:
-    for name in ("host", "token", "token_env"):  # messages name the setting, never the token's value
-        value = raw.get(name)
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise UserError(f"config file {conf_path}: serve.{name} must be a non-empty string")
-    defaults = ServeSettings()
-    port = _positive_int(raw, "port", defaults.port, conf_path, "serve", least=0)
-    if port > 65535:
-        raise UserError(f"config file {conf_path}: serve.port must be at most 65535, got {port}")
-    max_request = _positive_int(raw, "max_request_bytes", defaults.max_request_bytes, conf_path, "serve")
-    max_response = _positive_int(raw, "max_response_bytes", defaults.max_response_bytes, conf_path, "serve")
-    if max_response < 2 * max_request:  # one task (a file and the request's filter as its residual) always fits
-        raise UserError(
-            f"config file {conf_path}: serve.max_response_bytes must be at least twice serve.max_request_bytes "
-            f"({2 * max_request}), got {max_response}"
+# ---- pydantic's errors as one line each ------------------------------------------------------------------------------
+_SHAPE_ERRORS = ("extra_forbidden", "model_type", "dict_type", "nested_table", "array", "table_for_value")
+
+
+def _shape_at(schema: dict[str, Any], loc: tuple[str, ...]) -> tuple[Any, bool]:
+    """The declared shape at `loc`, and whether its last key is a name (`_ANY`) rather than a declared key."""
+    shape: Any = schema
+    named = False
+    for part in loc:
+        named = part not in shape
+        shape = shape.get(part, shape.get(_ANY))
+    return shape, named
+
+
+def _is_shape(error: ErrorDetails, schema: dict[str, Any]) -> bool:
+    """Whether `error` is about the file's shape rather than a value: such errors come first, as the checks ran."""
+    loc = tuple(map(str, error["loc"]))
+    return error["type"] in _SHAPE_ERRORS or (isinstance(error["input"], dict) and _shape_at(schema, loc)[0] is None)
+
+
+def _position(raw: dict[str, Any], loc: tuple[int | str, ...]) -> list[int]:
+    """Where `loc` is in the file, as the index of each of its keys among its table's: sorts in file order."""
+    found: list[int] = []
+    table: Any = raw
+    for part in loc:
+        keys = list(table) if isinstance(table, dict) else []
+        found.append(keys.index(part) if part in keys else len(keys))
+        table = table.get(part) if isinstance(table, dict) else None
+    return found
+
+
+def _wording(error: ErrorDetails, model: type[BaseModel]) -> str:
+    """One pydantic error as the line the loader has always printed after `config file <path>: `: the key as TOML
+    writes it, then what is wrong with it. The one place pydantic's errors are worded; a value of a property table
+    (a credential) is never shown."""
+    loc = tuple(map(str, error["loc"]))
+    kind, value, where = error["type"], error["input"], _dotted(loc)
+    schema = _shape(model)
+    if kind == "extra_forbidden":
+        parent, named = _shape_at(schema, loc[:-1])
+        return _unknown_key(loc, value, parent, named)
+    if kind == "nested_table":
+        dotted = ".".join((loc[-1], *_first_key_path(value)))
+        return (
+            f"{_dotted(loc[:-1])}: {dotted} is read by TOML as a nested table, which no library sees; quote the key: "
+            f'"{dotted}" = ...'
         )
-    return ServeSettings(
-        host=str(raw.get("host", defaults.host)),
-        port=port,
-        token=raw.get("token"),
-        token_env=str(raw.get("token_env", defaults.token_env)),
-        tasks_per_batch=_positive_int(raw, "tasks_per_batch", defaults.tasks_per_batch, conf_path, "serve"),
-        max_request_bytes=max_request,
-        plans_kept=_positive_int(raw, "plans_kept", defaults.plans_kept, conf_path, "serve"),
-        plans_kept_bytes=_positive_int(raw, "plans_kept_bytes", defaults.plans_kept_bytes, conf_path, "serve"),
-        handles_kept=_positive_int(raw, "handles_kept", defaults.handles_kept, conf_path, "serve"),
-        plan_workers=_positive_int(raw, "plan_workers", defaults.plan_workers, conf_path, "serve", least=0),
-        max_header_bytes=_positive_int(raw, "max_header_bytes", defaults.max_header_bytes, conf_path, "serve", 1024),
-        max_response_bytes=max_response,
-        idle_timeout_seconds=_positive_int(
-            raw, "idle_timeout_seconds", defaults.idle_timeout_seconds, conf_path, "serve"
-        ),
-        request_timeout_seconds=_positive_int(
-            raw, "request_timeout_seconds", defaults.request_timeout_seconds, conf_path, "serve"
-        ),
-    )
+    if kind == "array":
+        return f"{where} must be a single value, not an array"
+    if kind in ("model_type", "dict_type"):
+        return f"{where} must be a table, got a {type(value).__name__}"
+    if _is_shape(error, schema):
+        return f"{where} must be a single value, not a table"
+    if kind == "config_rule":
+        return f"{where} {error['msg']}"
+    if kind == "config_reason":
+        return f"{where}: {error['msg']}"
+    info = _field_at(model, loc)
+    annotation = info.annotation if info is not None else None
+    types = get_args(annotation) if isinstance(annotation, UnionType) else (annotation,)
+    least = next((m.ge for m in info.metadata if isinstance(m, annotated_types.Ge)), None) if info else None
+    if kind in ("int_type", "float_type", "greater_than_equal") and least is not None:
+        return f"{where} must be {'a number' if float in types else 'an integer'} >= {least}, got {value!r}"
+    if kind == "less_than_equal":
+        return f"{where} must be at most {error.get('ctx', {}).get('le')}, got {value!r}"
+    if kind == "bool_type":
+        return f"{where} must be true or false, got {value!r}"
+    if kind == "literal_error":
+        choices = " or ".join(f'"{choice}"' for choice in get_args(annotation))
+        return f"{where} must be {choices}, got {value!r}"
+    return f"{where}: {error['msg']}"  # pydantic's own words, which name no value
 
 
-def _positive_int(
-    section: dict[str, Any], name: str, default: int, conf_path: Path, where: str = "build", least: int = 1
-) -> int:
-    value = section.get(name, default)
-    if not isinstance(value, int) or isinstance(value, bool) or value < least:
-        raise UserError(f"config file {conf_path}: {where}.{name} must be an integer >= {least}, got {value!r}")
-    return value
+def _field_at(model: type[BaseModel], loc: tuple[str, ...]) -> FieldInfo | None:
+    """The field of `model` (or of a model within it) that `loc` names."""
+    node: Any = model
+    found = None
+    for part in loc:
+        if isinstance(node, type) and issubclass(node, BaseModel):
+            found = node.model_fields.get(part)
+            node = found.annotation if found is not None else None
+        elif get_origin(node) is dict:  # `part` is a name: a table identifier, a column
+            found, node = None, get_args(node)[1]
+        else:
+            return None
+    return found
 
 
-def _airflow_settings(raw: dict[str, Any], conf_path: Path) -> AirflowSettings:
-    builds = []
-    for table, section in dict(raw.get("builds", {})).items():
-        where = f'airflow.builds."{table}"'
-        if len(section) != 1:
-            raise UserError(f"config file {conf_path}: {where} needs exactly one of schedule, every_minutes, asset")
-        every = section.get("every_minutes")
-        if every is not None:
-            every = timedelta(minutes=_positive_int(section, "every_minutes", 1, conf_path, where))
-        cron, asset = section.get("schedule"), section.get("asset")
-        for name, value in (("schedule", cron), ("asset", asset)):
-            if value is not None and (not isinstance(value, str) or not value.strip()):
-                raise UserError(f"config file {conf_path}: {where}.{name} must be a non-empty string, got {value!r}")
-        if asset is not None and "://" not in asset:
-            raise UserError(f"config file {conf_path}: {where}.asset must be a URI (scheme://...), got {asset!r}")
-        builds.append(BuildSchedule(str(table), cron, every, asset))
-    conn = raw.get("spark_conn_id")
-    older = raw.get("expire_older_than_hours", 72.0)
-    if not isinstance(older, int | float) or isinstance(older, bool) or older < 0:
-        raise UserError(
-            f"config file {conf_path}: airflow.expire_older_than_hours must be a number >= 0, got {older!r}"
-        )
-    return AirflowSettings(
-        builds=tuple(builds),
-        spark_conn_id=None if conn is None else str(conn),
-        pool=str(raw.get("pool", "default_pool")),
-        retries=_positive_int(raw, "retries", 2, conf_path, "airflow", least=0),
-        retry_delay=timedelta(minutes=_positive_int(raw, "retry_delay_minutes", 5, conf_path, "airflow", least=0)),
-        timeout=timedelta(minutes=_positive_int(raw, "timeout_minutes", 180, conf_path, "airflow")),
-        upkeep_schedule=str(raw.get("upkeep_schedule", "@daily")),
-        verify_sample=_positive_int(raw, "verify_sample", 20, conf_path, "airflow", least=0),
-        expire_older_than_hours=float(older),
-    )
+def _unknown_key(where: tuple[str, ...], value: Any, schema: dict[str, Any], in_named: bool) -> str:
+    parent, key = where[:-1], where[-1]
+    what = "unknown section" if not parent else "unknown setting"
+    if in_named and isinstance(value, dict):  # [index.tables.db.t]: TOML read the name's dot as a nesting
+        return f'{_dotted(where)}: {what}; a name with a dot is quoted: {_dotted(parent[:-1])}."{parent[-1]}.{key}"'
+    known = [name for name in schema if name != _ANY]
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean {_dotted((*parent, close[0]))}?" if close else f"expected one of {', '.join(known)}"
+    return f"{_dotted(where)}: {what} ({hint})"
 
 
-def _row_groups_mode(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value == "auto":
-        return "auto"
-    raise ValueError(f'expected true, false or "auto", got {value!r}')
-
-
-def _checked_row_groups(raw: dict[str, Any], where: str, conf_path: Path) -> str:
-    try:
-        return _row_groups_mode(raw.get("row_groups", False))
-    except ValueError as exc:
-        raise UserError(f"config file {conf_path}: {where}.row_groups: {exc}") from None
+def _first_key_path(table: dict[str, Any]) -> tuple[str, ...]:
+    """The keys down to the first value in a nested table (none for an empty one)."""
+    for key, value in table.items():
+        return (key, *_first_key_path(value)) if isinstance(value, dict) else (key,)
+    return ()
 
 
 def _index_settings(index: dict[str, Any], conf_path: Path) -> tuple[IndexSettings, dict[str, dict[str, Any]]]:
-    """Defaults from `[index]`, per-table tables from `[index.tables."ns.name"]`, all validated now."""
-    known = {"namespace", "tables", "row_groups", *setting_names()}
+    """Defaults from `[index]`, per-table tables from `[index.tables."ns.name"]` (tables, as validated), all parsed
+    now by the index kinds."""
     try:
-        defaults = parse_settings(
-            {k: v for k, v in index.items() if k in known - {"namespace", "tables", "row_groups"}},
-            IndexSettings(),
-            "index",
-        )
+        defaults = parse_settings({k: v for k, v in index.items() if k in setting_names()}, IndexSettings(), "index")
         tables = dict(index.get("tables", {}))
         for table, raw in tables.items():
             where = f'index.tables."{table}"'
-            if not isinstance(raw, dict):
-                raise ValueError(f"{where}: expected a table of settings")
             table_wide = parse_settings(
                 {k: v for k, v in raw.items() if k not in ("columns", "row_groups")}, defaults, where
             )
-            for column, column_raw in dict(raw.get("columns", {})).items():
-                if not isinstance(column_raw, dict):
-                    raise ValueError(f"{where}.columns.{column}: expected a table of settings")
+            for column, column_raw in raw.get("columns", {}).items():
                 parse_settings(column_raw, table_wide, f"{where}.columns.{column}")
     except ValueError as exc:
         raise UserError(f"config file {conf_path}: {exc}") from None

@@ -2,9 +2,10 @@
 
 A page holding `<!-- skipindex:cli-reference -->` gets every `skipindex` command with its usage and options, read
 from `indexlib.cli.build_parser()`; one holding `<!-- skipindex:config-reference -->` gets every section and setting
-of `indexlib.config.config_schema()`, each with its default (from the configuration's dataclasses and the index
-kinds' `Setting`s) and its one line of help (`indexlib.config.SETTING_HELP`, `Setting.help`). A setting without help
-fails the build, so a new command or setting cannot ship undocumented.
+of `indexlib.config.config_schema()`, each with its default (`indexlib.config.setting_defaults()`, read off the
+configuration's section models, and the index kinds' `Setting`s) and its one line of help
+(`indexlib.config.SETTING_HELP`, `Setting.help`). A setting without help fails the build, so a new command or setting
+cannot ship undocumented.
 """
 
 from __future__ import annotations
@@ -65,28 +66,14 @@ def cli_reference() -> str:
 
 def _defaults() -> dict[str, Any]:
     """The default of each setting, by dotted key, as the loader fills it in when the file leaves the key out."""
-    from pathlib import Path
-
-    from indexlib.config import AirflowSettings, Config, ServeSettings
+    from indexlib.config import setting_defaults
     from indexlib.index_kinds.registry import declared_settings
 
-    config = Config(path=Path("."), catalog_name="default", catalog_properties={})
-    airflow, serve = AirflowSettings(), ServeSettings()
-    found: dict[str, Any] = {
-        "index.namespace": config.index_namespace,
-        "index.row_groups": {"true": True, "false": False}.get(config.row_groups, config.row_groups),
-        "spark.master": config.spark_master,
-        "spark.app_name": config.spark_app_name,
-        "lookup.time_zone": config.time_zone,
-        "lookup.dialect": config.dialect,
-        "airflow.retry_delay_minutes": airflow.retry_delay.total_seconds() / 60,
-        "airflow.timeout_minutes": airflow.timeout.total_seconds() / 60,
-    }
+    found = setting_defaults()  # read off the configuration's section models
+    row_groups = found["index.row_groups"]  # as the TOML file writes it: true, false or "auto"
+    found["index.row_groups"] = {"true": True, "false": False}.get(row_groups, row_groups)
     for name, setting in declared_settings().items():
         found[f"index.{name}"] = setting.default
-    for section, holder in (("build", config), ("airflow", airflow), ("serve", serve)):
-        for key in vars(type(holder)).get("__dataclass_fields__", {}):
-            found.setdefault(f"{section}.{key}", getattr(holder, key))
     return found
 
 
