@@ -126,59 +126,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _print_explain(result) -> None:  # noqa: ANN001 (LookupResult; imported lazily)
-    summary = result.summary
-    print(f"table      {result.table}")
-    if not result.has_index:
-        from indexlib.store.table import build_hint
-
-        hint = build_hint(result.table)
-        print(f"index      none: {result.table} was never indexed, so the index stages keep every file; {hint}")
-    print(f"where      {result.where}")
-    print(f"parsed     {result.parsed}")
-    print(f"rewritten  {result.predicate}")
-    for note in result.unused or ["(every part of the predicate was used)"]:
-        print(f"unused     {note}")
-    print()
-    print("leaves (what the min/max and index stages read)")
-    for leaf, statistics in result.leaves:
-        print(f"  {leaf}\n      uses {statistics}")
-    for note in result.min_max_only:
-        print(f"  note: {note}")
-    print("partition fields (partition stage)")
-    for line in result.partition_fields or ["(none: no partition field can prune this predicate)"]:
-        print(f"  {line}")
-    print()
-    groups = bool(result.row_groups_total)
-    width = max(12, *(len(stage.name) + 2 for stage in result.stages))
-    header = f"{'stage':<{width}}{'files in':>10}{'files out':>11}"
-    print(header + (f"{'row groups in':>15}{'row groups out':>16}" if groups else ""))
-    for stage in result.stages:
-        line = f"{stage.name:<{width}}{stage.files_in:>10}{stage.files_out:>11}"
-        if stage.row_groups_in is not None:
-            line += f"{stage.row_groups_in:>15}{stage.row_groups_out:>16}"
-        print(line)
-    print()
-    if result.key_reads is not None:
-        read = result.key_reads
-        print(
-            f"key index  read {read.row_groups} row groups ({read.rows} key rows, {read.bytes / 1024:.1f} KiB) of "
-            f"{read.data_files} index data files"
-        )
-    print(
-        f"files kept {summary['files_kept']} of {summary['files_total']} "
-        f"({summary['files_unindexed']} unindexed, {summary['files_all_match']} proven to match on every row)"
-    )
-    if groups:
-        print(
-            f"row groups kept {summary['row_groups_kept']} of {summary['row_groups_total']} in files with row-group "
-            f"entries ({summary['row_groups_all_match']} proven to match on every row)"
-        )
-    for path in result.files:
-        kept = result.row_groups.get(path)
-        print(f"  {path}" + (f"  row groups {', '.join(map(str, kept))}" if kept is not None else ""))
-
-
 def run(args: argparse.Namespace, config: Config | None = None) -> int:
     config = config if config is not None else load_config(args.conf)
     if args.command == "build":
@@ -223,7 +170,7 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
         if args.json:
             print(json.dumps(result.as_json()))
         else:
-            _print_explain(result)
+            print(result.explain())
     elif args.command == "stats":
         from indexlib.report import format_report, table_stats
 

@@ -3,6 +3,7 @@
     handle = IndexHandle.for_iceberg(catalog.load_table("tpch.lineitem"))   # index in the same catalog
     handle = IndexHandle.for_delta("s3://lake/events", index_catalog=catalog)
     handle.lookup("l_orderkey = 42").files
+    handle.scan("l_orderkey = 42").to_arrow()                              # or .to_duckdb(), .to_spark(spark), ...
 
 Each lookup first reads the current state of the source and of its index table (one metadata read each; for Delta,
 the log entries since the version it knows), never the table object the handle was made from. The cache is keyed by
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
     from indexlib.config import Config
+    from indexlib.scans.scan import Scan
 
 
 class IndexHandle:
@@ -148,6 +150,20 @@ class IndexHandle:
         clock = clock or Clock.system(self._time_zone)
         return lookup_in(state, self.name, where, clock, self._dialect, case_sensitive)
 
+    def scan(
+        self, where: str | Expr | BooleanExpression, clock: Clock | None = None, case_sensitive: bool = True
+    ) -> Scan:
+        """`where` looked up now (as `lookup` reads it), as one scan object: its kept files' rows in any engine,
+        `.to_arrow()`, `.to_duckdb()`, `.to_polars()`, `.to_spark(spark)`, `.count()`, ... (`scans/scan.py`), all
+        at the version this lookup answered for. A pyiceberg row filter is applied with pyiceberg's semantics by the
+        Arrow outputs, as `table.scan(row_filter=...)` applies it; SQL text keeps its SQL meaning everywhere."""
+        from indexlib.scans.scan import Scan
+
+        clock = clock or Clock.system(self._time_zone)
+        result = self.lookup(where, clock, case_sensitive)
+        row_filter = where if isinstance(where, BooleanExpression) else None
+        return Scan(result, self._dialect, clock, row_filter)
+
     def current(self) -> TableState:
         """The state at the current state of the source and snapshot of the index, updated from the cached one."""
         with self._lock:
@@ -206,6 +222,14 @@ def _same_layout(before: Source, now: Source) -> bool:
         new.default_spec_id,
         new.partition_specs,
     )
+
+
+def scan(table_or_handle: IndexHandle | Table, where: str | Expr | BooleanExpression) -> Scan:
+    """`handle.scan(where)`; a pyiceberg Table is read through its index in the same catalog (a handle made for this
+    one scan: planner code that scans a table often keeps its `IndexHandle`, and its cache)."""
+    if isinstance(table_or_handle, IndexHandle):
+        return table_or_handle.scan(where)
+    return IndexHandle.for_iceberg(table_or_handle).scan(where)
 
 
 def open_handle(config: Config, table: str) -> IndexHandle:

@@ -50,7 +50,7 @@ from indexlib.store.entries import EntryStatistics
 from indexlib.store.key_rows import KeyReads
 from indexlib.store.row_groups import RowGroupStatistics
 from indexlib.store.snapshot import IndexRows, IndexSnapshot
-from indexlib.store.table import IndexTable
+from indexlib.store.table import IndexTable, build_hint
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,60 @@ class LookupResult:
     def leaves(self) -> list[tuple[str, str]]:
         """(bound leaf, what the stages read for it), per leaf."""
         return self._explanation[2]
+
+    def explain(self) -> str:
+        """What `skipindex explain` prints: the predicate as parsed and rewritten, what each leaf reads, each stage's
+        files (and row groups) in and out, and the kept files."""
+        out: list[str] = []
+        summary = self.summary
+        out.append(f"table      {self.table}")
+        if not self.has_index:
+            hint = build_hint(self.table)
+            out.append(f"index      none: {self.table} was never indexed, so the index stages keep every file; {hint}")
+        out.append(f"where      {self.where}")
+        out.append(f"parsed     {self.parsed}")
+        out.append(f"rewritten  {self.predicate}")
+        for note in self.unused or ["(every part of the predicate was used)"]:
+            out.append(f"unused     {note}")
+        out.append("")
+        out.append("leaves (what the min/max and index stages read)")
+        for leaf, statistics in self.leaves:
+            out.append(f"  {leaf}\n      uses {statistics}")
+        for note in self.min_max_only:
+            out.append(f"  note: {note}")
+        out.append("partition fields (partition stage)")
+        for line in self.partition_fields or ["(none: no partition field can prune this predicate)"]:
+            out.append(f"  {line}")
+        out.append("")
+        groups = bool(self.row_groups_total)
+        width = max(12, *(len(stage.name) + 2 for stage in self.stages))
+        header = f"{'stage':<{width}}{'files in':>10}{'files out':>11}"
+        out.append(header + (f"{'row groups in':>15}{'row groups out':>16}" if groups else ""))
+        for stage in self.stages:
+            line = f"{stage.name:<{width}}{stage.files_in:>10}{stage.files_out:>11}"
+            if stage.row_groups_in is not None:
+                line += f"{stage.row_groups_in:>15}{stage.row_groups_out:>16}"
+            out.append(line)
+        out.append("")
+        if self.key_reads is not None:
+            read = self.key_reads
+            out.append(
+                f"key index  read {read.row_groups} row groups ({read.rows} key rows, {read.bytes / 1024:.1f} KiB) "
+                f"of {read.data_files} index data files"
+            )
+        out.append(
+            f"files kept {summary['files_kept']} of {summary['files_total']} "
+            f"({summary['files_unindexed']} unindexed, {summary['files_all_match']} proven to match on every row)"
+        )
+        if groups:
+            out.append(
+                f"row groups kept {summary['row_groups_kept']} of {summary['row_groups_total']} in files with "
+                f"row-group entries ({summary['row_groups_all_match']} proven to match on every row)"
+            )
+        for path in self.files:
+            kept = self.row_groups.get(path)
+            out.append(f"  {path}" + (f"  row groups {', '.join(map(str, kept))}" if kept is not None else ""))
+        return "\n".join(out)
 
     @property
     def source(self) -> Source | None:

@@ -88,13 +88,13 @@ class _ToIceberg(ExprVisitor[ice.BooleanExpression]):
         return self.unknown if self.strict else self.visit(expr.child)
 
     def visit_is_null(self, expr: IsNull) -> ice.BooleanExpression:
-        return (ice.NotNull if expr.negated else ice.IsNull)(expr.column.name)  # type: ignore[misc]  # pyiceberg#3101
+        return (ice.NotNull if expr.negated else ice.IsNull)(expr.column.name)  # type: ignore[call-arg]  # pyiceberg#3101
 
     def visit_is_nan(self, expr: IsNaN) -> ice.BooleanExpression:
         if expr.negated:  # NOT isnan of a NULL is TRUE in Spark, NULL in DuckDB: neither reading is exact
             return self.unknown
         if isinstance(expr.column.type, (FloatType, DoubleType)):
-            return ice.IsNaN(expr.column.name)  # type: ignore[misc]  # pyiceberg#3101
+            return ice.IsNaN(expr.column.name)  # type: ignore[call-arg]  # pyiceberg#3101
         return ice.AlwaysFalse()
 
     def visit_pattern(self, expr: Pattern) -> ice.BooleanExpression:
@@ -103,12 +103,12 @@ class _ToIceberg(ExprVisitor[ice.BooleanExpression]):
         shape = pattern_shape(expr.kind, expr.pattern, expr.escape)
         # the `type: ignore`s below: pyiceberg#3101 (see the imports)
         if shape.exact == "equal":
-            return ice.EqualTo(expr.column.name, shape.prefix)  # type: ignore[misc, call-arg, arg-type]
+            return ice.EqualTo(expr.column.name, shape.prefix)  # type: ignore[call-arg, arg-type]
         if shape.exact == "prefix" or not self.strict:
             return (
-                ice.StartsWith(expr.column.name, shape.prefix)  # type: ignore[misc, call-arg, arg-type]
+                ice.StartsWith(expr.column.name, shape.prefix)  # type: ignore[call-arg, arg-type]
                 if shape.prefix
-                else ice.NotNull(expr.column.name)  # type: ignore[misc]
+                else ice.NotNull(expr.column.name)  # type: ignore[call-arg]
             )
         return self.unknown
 
@@ -130,11 +130,11 @@ class _ToIceberg(ExprVisitor[ice.BooleanExpression]):
             low, high = expr.values[0], expr.values[-1]
             # the `type: ignore`s below: pyiceberg#3101 (see the imports)
             return ice.And(
-                ice.GreaterThanOrEqual(expr.column.name, low),  # type: ignore[misc, call-arg, arg-type]
-                ice.LessThanOrEqual(expr.column.name, high),  # type: ignore[misc, call-arg, arg-type]
+                ice.GreaterThanOrEqual(expr.column.name, low),  # type: ignore[call-arg, arg-type]
+                ice.LessThanOrEqual(expr.column.name, high),  # type: ignore[call-arg, arg-type]
             )
         members = ice.NotIn if expr.negated else ice.In
-        return members(expr.column.name, expr.values)  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+        return members(expr.column.name, expr.values)  # type: ignore[call-arg, arg-type]  # pyiceberg#3101
 
     def visit_bound_field(self, expr: BoundField) -> ice.BooleanExpression:
         return self.unknown  # month/day/hour of a column: no pyiceberg term (partition intervals decide it: statistics/partition_values.py)

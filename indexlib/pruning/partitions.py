@@ -406,7 +406,7 @@ class _NullGuard(BooleanExpressionVisitor[ice.BooleanExpression]):
 
     def visit_unbound_predicate(self, predicate: ice.UnboundPredicate) -> ice.BooleanExpression:
         if isinstance(predicate, self._NEGATIVE):
-            return ice.And(ice.NotNull(predicate.term), predicate)  # type: ignore[misc]  # pyiceberg#3101
+            return ice.And(ice.NotNull(predicate.term), predicate)  # type: ignore[call-arg]  # pyiceberg#3101
         return predicate
 
     def visit_bound_predicate(self, predicate: ice.BoundPredicate) -> ice.BooleanExpression:

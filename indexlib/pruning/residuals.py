@@ -252,7 +252,7 @@ class _Reader:
                 return _constant(outcome, node)
             kept = [literal for j in outcome[1:] for literal in by_value[values[j]]]
             # In of none is FALSE, of one `=` (rule 5 only); pyiceberg#3101 (see the imports)
-            return type(node)(node.term, kept)  # type: ignore[misc, call-arg, arg-type]
+            return type(node)(node.term, kept)  # type: ignore[call-arg, arg-type]
 
         return _Leaf(outcomes, rebuild)
 

@@ -2,7 +2,7 @@
 the lookup answered for, reading only those files.
 
     handle = IndexHandle.for_iceberg(catalog.load_table("db.t"))    # or IndexHandle.for_delta(path, ...)
-    rel = indexlib.scans.duckdb.relation(handle, "k = 42")          # a duckdb.DuckDBPyRelation
+    rel = handle.scan("k = 42").to_duckdb()                         # a duckdb.DuckDBPyRelation
     rel.aggregate("count(*)").fetchall()
 
 Which path reads which file (docs/how-to/read-rows.md):
@@ -50,7 +50,7 @@ from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.transforms import IdentityTransform
 
 from indexlib.errors import UnsupportedFeature, UserError
-from indexlib.handle import IndexHandle
+from indexlib.handle import scan as scan_of
 from indexlib.lookup import LookupResult
 from indexlib.query.sql import Clock
 from indexlib.scans.pushdown import nan_prone
@@ -63,17 +63,30 @@ from indexlib.sources.iceberg import IcebergSource
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
+    from indexlib.handle import IndexHandle
+    from indexlib.scans.scan import Scan
+
 
 def relation(
     table_or_handle: IndexHandle | Table, where: str, *, connection: duckdb.DuckDBPyConnection | None = None
 ) -> duckdb.DuckDBPyRelation:
     """Look `where` (SQL text in the handle's dialect) up now and return a relation over the kept files at that
-    version, in `connection` (default: a cursor of this module's in-memory database). `table_or_handle`: an `IndexHandle` (Iceberg or
-    Delta; `open_handle(config, table)` makes one from a configuration) or a pyiceberg Table (its index in the
-    same catalog)."""
-    handle = table_or_handle if isinstance(table_or_handle, IndexHandle) else IndexHandle.for_iceberg(table_or_handle)
-    clock = Clock.system(handle.time_zone)
-    return relation_of(handle.lookup(where, clock), dialect=handle.dialect, clock=clock, connection=connection)
+    version, in `connection` (default: a cursor of this module's in-memory database). `table_or_handle`: an
+    `IndexHandle` (Iceberg or Delta; `open_handle(config, table)` makes one from a configuration) or a pyiceberg
+    Table (its index in the same catalog). The same as `handle.scan(where).to_duckdb(connection)`."""
+    return scan_of(table_or_handle, where).to_duckdb(connection)
+
+
+def to_duckdb(scan: Scan, connection: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyRelation:
+    """The scan target "duckdb" (`scans/scan.py`): the relation over the scan's kept files."""
+    return relation_of(scan.result, dialect=scan.dialect, clock=scan.clock, connection=connection)
+
+
+def record_batches(relation: duckdb.DuckDBPyRelation, batch_size: int) -> pa.RecordBatchReader:
+    """The relation's rows as a stream of Arrow record batches of at most `batch_size` rows."""
+    if hasattr(relation, "to_arrow_reader"):  # duckdb >= 1.4
+        return relation.to_arrow_reader(batch_size)
+    return relation.fetch_record_batch(batch_size)
 
 
 def relation_of(

@@ -1,6 +1,6 @@
 """A Polars `LazyFrame` over a lookup's kept files, with the rows of the DuckDB relation (scans/duckdb.py).
 
-    lf = indexlib.scans.polars.lazy_frame(handle, "k = 42")     # an IndexHandle, or a pyiceberg Table
+    lf = handle.scan("k = 42").to_polars()     # or indexlib.scans.polars.lazy_frame(handle_or_table, "k = 42")
     lf.select("id", "name").collect()
 
 The lookup runs now (the frame is pinned to the version it answered for); rows are read when the frame is collected,
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from indexlib.errors import UserError
+from indexlib.handle import scan as scan_of
 from indexlib.scans import duckdb as duckdb_scan
 
 try:
@@ -31,22 +32,34 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
     from indexlib.handle import IndexHandle
+    from indexlib.scans.scan import Scan
 
 
 def lazy_frame(
     table_or_handle: IndexHandle | Table, where: str, *, connection: duckdb.DuckDBPyConnection | None = None
 ) -> pl.LazyFrame:
     """Look `where` up now and return a `polars.LazyFrame` of the matching rows of the kept files (arguments as
-    `scans.duckdb.relation`)."""
+    `scans.duckdb.relation`). The same as `handle.scan(where).to_polars(connection)`."""
+    _check_installed()
+    return scan_of(table_or_handle, where).to_polars(connection)
+
+
+def to_polars(scan: Scan, connection: duckdb.DuckDBPyConnection | None = None) -> pl.LazyFrame:
+    """The scan target "polars" (`scans/scan.py`): a LazyFrame over the scan's DuckDB relation."""
+    _check_installed()
+    return of_relation(duckdb_scan.to_duckdb(scan, connection))
+
+
+def _check_installed() -> None:
     if pl is None:
         raise UserError("the Polars scan needs polars installed (pip install 'skipindex[polars]')")
-    return of_relation(duckdb_scan.relation(table_or_handle, where, connection=connection))
 
 
 def of_relation(relation: duckdb.DuckDBPyRelation) -> pl.LazyFrame:
     """A LazyFrame reading a DuckDB relation when collected."""
     # polars types from_arrow `DataFrame | Series`: of an Arrow table it is a DataFrame
-    schema = pl.from_arrow(_reader(relation.limit(0), 1).read_all()).schema  # type: ignore[union-attr]
+    empty = duckdb_scan.record_batches(relation.limit(0), 1).read_all()
+    schema = pl.from_arrow(empty).schema  # type: ignore[union-attr]
 
     def source(
         with_columns: list[str] | None, predicate: Any, n_rows: int | None, batch_size: int | None
@@ -59,7 +72,7 @@ def of_relation(relation: duckdb.DuckDBPyRelation) -> pl.LazyFrame:
         if n_rows is not None and predicate is None:
             rel = rel.limit(n_rows)
         left = n_rows
-        for batch in _reader(rel, batch_size or 100_000):
+        for batch in duckdb_scan.record_batches(rel, batch_size or 100_000):
             frame = pl.from_arrow(pa.Table.from_batches([batch]))
             if predicate is not None:
                 frame = frame.filter(predicate)
@@ -70,9 +83,3 @@ def of_relation(relation: duckdb.DuckDBPyRelation) -> pl.LazyFrame:
                 return
 
     return register_io_source(source, schema=schema, explain_name="skipindex kept files")
-
-
-def _reader(relation: Any, batch_size: int) -> pa.RecordBatchReader:
-    if hasattr(relation, "to_arrow_reader"):  # duckdb >= 1.4
-        return relation.to_arrow_reader(batch_size)
-    return relation.fetch_record_batch(batch_size)

@@ -108,16 +108,16 @@ def sql_semantics(expr: ice.BooleanExpression, floating: set[str]) -> ice.Boolea
     # mypy reads pyiceberg's predicates' constructors as pydantic's keyword-only ones, not as their own __init__
     # (term, literal), apache/iceberg-python#3101: the type: ignores below
     if isinstance(expr, ice.In) and zero:
-        return ice.Or(expr, ice.EqualTo(_name(expr), 0.0))  # type: ignore[misc, call-arg, arg-type]
+        return ice.Or(expr, ice.EqualTo(_name(expr), 0.0))  # type: ignore[call-arg, arg-type]
     if isinstance(expr, _NEGATIVE):
         leaf = (
-            ice.And(expr, ice.NotEqualTo(_name(expr), 0.0))  # type: ignore[misc, call-arg, arg-type]
+            ice.And(expr, ice.NotEqualTo(_name(expr), 0.0))  # type: ignore[call-arg, arg-type]
             if zero
             else expr
         )
-        return ice.And(ice.NotNull(_name(expr)), leaf)  # type: ignore[misc, arg-type]
+        return ice.And(ice.NotNull(_name(expr)), leaf)  # type: ignore[call-arg, arg-type]
     if isinstance(expr, _ABOVE) and _name(expr) in floating:
-        return ice.Or(expr, ice.IsNaN(_name(expr)))  # type: ignore[misc, arg-type]
+        return ice.Or(expr, ice.IsNaN(_name(expr)))  # type: ignore[call-arg, arg-type]
     return expr
 
 

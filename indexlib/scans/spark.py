@@ -1,7 +1,8 @@
 """A Spark DataFrame over a lookup's kept files: the rows the unpruned query returns at the version the lookup
 answered for.
 
-    from indexlib.scans.spark import dataframe
+    df = handle.scan("l_orderkey = 42").to_spark(spark)     # or to_spark(spark, reader="files")
+    from indexlib.scans.spark import dataframe               # the same, from a handle or a configuration:
     df = dataframe(spark, handle, None, "l_orderkey = 42")   # or dataframe(spark, config, "db.lineitem", where)
 
 Two readers (`reader_of` says which one a lookup gets, and why; `reader=` chooses):
@@ -84,6 +85,7 @@ from indexlib.sources.iceberg import IcebergSource
 
 if TYPE_CHECKING:
     from indexlib.config import Config
+    from indexlib.scans.scan import Scan
 
 _log = logging.getLogger(__name__)
 PARQUET = "parquet"
@@ -111,8 +113,13 @@ def dataframe(
             raise UserError("dataframe(spark, config, table, where): name the table")
         handle = open_handle(config_or_handle, table)
     _check_reader(reader)
-    clock = Clock.system(handle.time_zone)
-    return from_lookup(spark, handle.lookup(where, clock), handle.dialect, clock, reader)
+    return handle.scan(where).to_spark(spark, reader)
+
+
+def to_spark(scan: Scan, spark: SparkSession, reader: str = AUTO) -> DataFrame:
+    """The scan target "spark" (`scans/scan.py`): the DataFrame of the scan's kept files (`reader` as `dataframe`)."""
+    _check_reader(reader)
+    return from_lookup(spark, scan.result, scan.dialect, scan.clock, reader)
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,7 @@ class KeyRows:
         if field_id not in self._tasks:
             scan = self.table.scan(
                 # pyiceberg#3101 (see the imports)
-                row_filter=EqualTo("field_id", key_rows_id(field_id)),  # type: ignore[misc, call-arg, arg-type]
+                row_filter=EqualTo("field_id", key_rows_id(field_id)),  # type: ignore[call-arg, arg-type]
                 snapshot_id=self.snapshot_id,
             )
             self._tasks[field_id] = list(scan.plan_files())
@@ -160,8 +160,8 @@ class KeyRows:
 
     def _through_pyiceberg(self, field_id: int, hashes: np.ndarray) -> pa.Table:
         row_filter = And(
-            EqualTo("field_id", key_rows_id(field_id)),  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
-            In("key_hash", hashes.tolist()),  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+            EqualTo("field_id", key_rows_id(field_id)),  # type: ignore[call-arg, arg-type]  # pyiceberg#3101
+            In("key_hash", hashes.tolist()),  # type: ignore[call-arg, arg-type]  # pyiceberg#3101
         )
         read = self.table.scan(
             row_filter=row_filter, selected_fields=("key_hash", "file_path"), snapshot_id=self.snapshot_id

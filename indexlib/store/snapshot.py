@@ -208,7 +208,7 @@ class IndexSnapshot(IndexRows):
                 self._files = self._scan(
                     "files",
                     (),
-                    EqualTo("field_id", FILE_ROW),  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+                    EqualTo("field_id", FILE_ROW),  # type: ignore[call-arg, arg-type]  # pyiceberg#3101
                     FILE_FIELDS,
                 )
             return self._files
@@ -220,7 +220,7 @@ class IndexSnapshot(IndexRows):
                 read = self._scan(
                     "bounds",
                     missing,
-                    In("field_id", missing),  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+                    In("field_id", missing),  # type: ignore[call-arg, arg-type]  # pyiceberg#3101
                     BOUND_FIELDS,
                 )
                 for field_id in missing:
@@ -243,12 +243,12 @@ class IndexSnapshot(IndexRows):
     def _read_of_files(self, what: str, field_id: int, paths: pa.Array, fields: Sequence[str]) -> pa.Table:
         if len(paths) <= MAX_LISTED_PATHS:
             row_filter = And(
-                EqualTo("field_id", field_id),  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
-                In("file_path", paths.to_pylist()),  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+                EqualTo("field_id", field_id),  # type: ignore[call-arg, arg-type]  # pyiceberg#3101
+                In("file_path", paths.to_pylist()),  # type: ignore[call-arg, arg-type]  # pyiceberg#3101
             )
             return self._scan(what, (field_id,), row_filter, fields)
         scan = self.table.scan(
-            row_filter=EqualTo("field_id", field_id),  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+            row_filter=EqualTo("field_id", field_id),  # type: ignore[call-arg, arg-type]  # pyiceberg#3101
             selected_fields=tuple(fields),
             snapshot_id=self.snapshot_id,
         )
@@ -285,7 +285,7 @@ class IndexSnapshot(IndexRows):
             if not cache:
                 return {}
             # pyiceberg#3101 (see the imports)
-            new = appended(In("field_id", sorted(cache)), fields)  # type: ignore[misc, call-arg, arg-type]
+            new = appended(In("field_id", sorted(cache)), fields)  # type: ignore[call-arg, arg-type]
             return {
                 field_id: pa.concat_tables([rows, new.filter(pc.equal(new.column("field_id"), field_id))])
                 for field_id, rows in cache.items()
@@ -293,7 +293,7 @@ class IndexSnapshot(IndexRows):
 
         with self._lock:
             if self._files is not None:
-                file_rows = EqualTo("field_id", FILE_ROW)  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+                file_rows = EqualTo("field_id", FILE_ROW)  # type: ignore[call-arg, arg-type]  # pyiceberg#3101
                 later._files = pa.concat_tables([self._files, appended(file_rows, FILE_FIELDS)])
             later._columns = extend(self._columns, BOUND_FIELDS)
             for what, fields in _PER_FILE.items():

@@ -230,7 +230,7 @@ class IndexTable:
             if not wanted:
                 return ENTRY_ARROW_SCHEMA.empty_table()
         read = (
-            table.scan(row_filter=In("file_path", wanted))  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+            table.scan(row_filter=In("file_path", wanted))  # type: ignore[call-arg, arg-type]  # pyiceberg#3101
             if wanted is not None
             else table.scan()
         ).to_arrow()
@@ -387,7 +387,7 @@ class IndexTable:
             if rebuilt or dropped:
                 transaction.delete(
                     # pyiceberg#3101 (see the imports)
-                    In("file_path", sorted(rebuilt | dropped)),  # type: ignore[misc, call-arg, arg-type]
+                    In("file_path", sorted(rebuilt | dropped)),  # type: ignore[call-arg, arg-type]
                     snapshot_properties=properties,
                 )
             if add.num_rows or not (rebuilt or dropped):  # an empty append still moves the watermark
@@ -474,7 +474,7 @@ def _file_state(table: Table) -> pa.Table:
     """`file_path`, `config_version` and `indexed` of every file row (format 3: of every entry, all indexed)."""
     if format_of(table) >= ROWS_FORMAT:
         scan = table.scan(
-            row_filter=EqualTo("field_id", FILE_ROW),  # type: ignore[misc, call-arg, arg-type]  # pyiceberg#3101
+            row_filter=EqualTo("field_id", FILE_ROW),  # type: ignore[call-arg, arg-type]  # pyiceberg#3101
             selected_fields=tuple(_FILE_STATE.names),
         )
         state = scan.to_arrow()

@@ -1,0 +1,124 @@
+"""One read through the index, as pyiceberg users know a scan: a lookup made once, then its kept files' rows in
+whichever engine the caller reads with.
+
+    scan = handle.scan("l_orderkey IN (1, 2, 3)")       # or indexlib.handle.scan(table, where): a pyiceberg Table
+    scan.to_arrow()          # .to_arrow_batch_reader() .to_pandas() .to_duckdb() .to_polars() .to_spark(spark)
+    scan.count(); scan.plan_files(); print(scan.explain())
+
+The lookup is made when the scan is (`IndexHandle.scan`), so every output of one scan reads the same files at the
+same source version, whatever was committed since, and CURRENT_DATE in the WHERE means what it meant when the lookup
+pruned (the scan keeps the lookup's clock and dialect).
+
+Each engine is a scan target: a function `(scan, **options)` returning that engine's object, registered under the
+entry-point group `skipindex.scan_targets` (pyproject.toml), as the index kinds are. `to_duckdb()` is
+`to("duckdb")`, and a new engine is one module and one registration: `scan.to("<its name>")`. Targets are loaded by
+name, so this module imports no engine (the handle, which makes scans, imports none either); the built-in ones are
+also found without package metadata (a checkout on sys.path, not installed), and a registered target of the same
+name replaces a built-in one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from importlib import import_module
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any
+
+from pyiceberg.expressions import BooleanExpression
+
+from indexlib.errors import UserError
+from indexlib.lookup import LookupResult
+from indexlib.query.sql import Clock
+from indexlib.sources.base import KeptFile
+
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+ENTRY_POINT_GROUP = "skipindex.scan_targets"
+BUILT_IN = {
+    "arrow": "indexlib.scans.arrow:to_arrow",
+    "arrow_batch_reader": "indexlib.scans.arrow:to_arrow_batch_reader",
+    "count": "indexlib.scans.arrow:count",
+    "duckdb": "indexlib.scans.duckdb:to_duckdb",
+    "polars": "indexlib.scans.polars:to_polars",
+    "spark": "indexlib.scans.spark:to_spark",
+}
+
+Target = Callable[..., Any]  # (scan, **options) -> the engine's object
+
+
+@cache
+def targets() -> dict[str, Target]:
+    """Every scan target by name: the built-in ones, then the entry-point group's (which win on a shared name).
+    Loaded once, on the first scan that is read."""
+    found = {name: _load(target) for name, target in BUILT_IN.items()}
+    found.update({point.name: point.load() for point in entry_points(group=ENTRY_POINT_GROUP)})
+    return found
+
+
+def _load(target: str) -> Target:
+    module, name = target.split(":")
+    loaded: Target = getattr(import_module(module), name)
+    return loaded
+
+
+@dataclass(frozen=True)
+class Scan:
+    """A lookup's answer and what its rows are read with (module docstring). Made by `IndexHandle.scan`.
+
+    `dialect` and `clock` are those the lookup read the WHERE with; `row_filter` is the pyiceberg row filter the
+    scan was asked with, if it was (then the Arrow outputs apply it with pyiceberg's own semantics, as
+    `table.scan(row_filter=...)` does; otherwise the WHERE keeps its SQL meaning in every engine)."""
+
+    result: LookupResult
+    dialect: str | None
+    clock: Clock
+    row_filter: BooleanExpression | None = None
+
+    def plan_files(self) -> list[KeptFile]:
+        """The kept files, each with its delete files, its row groups to read and whether every row matches."""
+        return self.result.kept_files
+
+    def explain(self) -> str:
+        """What `skipindex explain` prints for this lookup: the predicate, each stage's files in and out."""
+        return self.result.explain()
+
+    def to(self, target: str, **options: Any) -> Any:
+        """The rows in the engine registered as `target` (`targets()`), with that target's `options`."""
+        found = targets().get(target)
+        if found is None:
+            known = ", ".join(sorted(targets()))
+            raise UserError(f"table {self.result.table}: no scan target {target!r} (registered: {known})")
+        return found(self, **options)
+
+    def to_arrow(self) -> pa.Table:
+        return self.to("arrow")
+
+    def to_arrow_batch_reader(self) -> pa.RecordBatchReader:
+        return self.to("arrow_batch_reader")
+
+    def to_pandas(self, **kwargs: Any) -> pd.DataFrame:
+        return self.to_arrow().to_pandas(**kwargs)
+
+    def to_duckdb(self, connection: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyRelation:
+        """A DuckDB relation over the kept files, read when it is (unlike pyiceberg's `to_duckdb`, which registers
+        the rows read into Arrow as a table of a connection)."""
+        return self.to("duckdb", connection=connection)
+
+    def to_polars(self, connection: duckdb.DuckDBPyConnection | None = None) -> pl.LazyFrame:
+        """A LazyFrame reading the DuckDB relation when collected."""
+        return self.to("polars", connection=connection)
+
+    def to_spark(self, spark: SparkSession, reader: str = "auto") -> DataFrame:
+        """A Spark DataFrame of the rows (`reader`: "auto", "connector" or "files", as `scans.spark` says)."""
+        return self.to("spark", spark=spark, reader=reader)
+
+    def count(self) -> int:
+        """The matching rows; files proven all-match without deletes are counted from metadata."""
+        return int(self.to("count"))
