@@ -151,18 +151,24 @@ class IndexHandle:
         return lookup_in(state, self.name, where, clock, self._dialect, case_sensitive)
 
     def scan(
-        self, where: str | Expr | BooleanExpression, clock: Clock | None = None, case_sensitive: bool = True
+        self,
+        where: str | Expr | BooleanExpression,
+        clock: Clock | None = None,
+        case_sensitive: bool = True,
+        *,
+        selected_fields: tuple[str, ...] = ("*",),
     ) -> Scan:
         """`where` looked up now (as `lookup` reads it), as one scan object: its kept files' rows in any engine,
         `.to_arrow()`, `.to_duckdb()`, `.to_polars()`, `.to_spark(spark)`, `.count()`, ... (`scans/scan.py`), all
-        at the version this lookup answered for. A pyiceberg row filter is applied with pyiceberg's semantics by the
-        Arrow outputs, as `table.scan(row_filter=...)` applies it; SQL text keeps its SQL meaning everywhere."""
+        at the version this lookup answered for, with the top-level columns `selected_fields` names (default:
+        all). A pyiceberg row filter is applied with pyiceberg's semantics by the Arrow outputs, as
+        `table.scan(row_filter=...)` applies it; SQL text keeps its SQL meaning everywhere."""
         from indexlib.scans.scan import Scan
 
         clock = clock or Clock.system(self._time_zone)
         result = self.lookup(where, clock, case_sensitive)
         row_filter = where if isinstance(where, BooleanExpression) else None
-        return Scan(result, self._dialect, clock, row_filter)
+        return Scan(result, self._dialect, clock, row_filter, tuple(selected_fields))
 
     def current(self) -> TableState:
         """The state at the current state of the source and snapshot of the index, updated from the cached one."""
@@ -224,12 +230,16 @@ def _same_layout(before: Source, now: Source) -> bool:
     )
 
 
-def scan(table_or_handle: IndexHandle | Table, where: str | Expr | BooleanExpression) -> Scan:
-    """`handle.scan(where)`; a pyiceberg Table is read through its index in the same catalog (a handle made for this
-    one scan: planner code that scans a table often keeps its `IndexHandle`, and its cache)."""
-    if isinstance(table_or_handle, IndexHandle):
-        return table_or_handle.scan(where)
-    return IndexHandle.for_iceberg(table_or_handle).scan(where)
+def scan(
+    table_or_handle: IndexHandle | Table,
+    where: str | Expr | BooleanExpression,
+    *,
+    selected_fields: tuple[str, ...] = ("*",),
+) -> Scan:
+    """`handle.scan(where, selected_fields=...)`; a pyiceberg Table is read through its index in the same catalog (a
+    handle made for this one scan: planner code that scans a table often keeps its `IndexHandle`, and its cache)."""
+    handle = table_or_handle if isinstance(table_or_handle, IndexHandle) else IndexHandle.for_iceberg(table_or_handle)
+    return handle.scan(where, selected_fields=selected_fields)
 
 
 def open_handle(config: Config, table: str) -> IndexHandle:

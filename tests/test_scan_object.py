@@ -88,6 +88,24 @@ def test_the_old_functions_are_thin_aliases_of_the_scans_outputs(request, table)
     assert rows(scan(handle, where).to_arrow()) == rows(handle.scan(where).to_arrow()), "scan(handle, where)"
 
 
+@pytest.mark.parametrize("table", ["iceberg", "delta"])
+def test_selected_fields_are_every_outputs_columns_in_the_tables_order(request, table) -> None:
+    handle, read_whole = request.getfixturevalue(table)
+    where = WHERES[0]
+    found = handle.scan(where, selected_fields=("k", "id"))
+    expected = unpruned(read_whole(found.result.source_version), where).select(["id", "k"])
+    assert expected.num_rows > 0, "the rule needs rows"
+    for output, got in outputs(found).items():
+        assert got == rows(expected), f"{table}: {output} holds id and k alone, in the table's order"
+    assert found.count() == expected.num_rows, "count() is not changed by the columns"
+
+
+def test_a_column_the_table_lacks_is_refused_when_the_scan_is_made(iceberg) -> None:
+    handle, _ = iceberg
+    with pytest.raises(UserError, match=r"^table db\.t has no top-level column 'nope' to select$"):
+        handle.scan(WHERES[0], selected_fields=("id", "nope"))
+
+
 def test_scan_of_a_pyiceberg_table_reads_its_index_in_the_same_catalog(config, catalog) -> None:
     lake = make_lake(config, catalog)
     got = scan(lake, "id >= 100 AND id < 250")
@@ -179,3 +197,6 @@ def test_to_spark_holds_the_rows_of_the_unpruned_query(spark, iceberg) -> None:
         expected = unpruned(read_whole(found.result.source_version), where)
         got = Counter(tuple(row.asDict().items()) for row in frame.collect())
         assert got == rows(expected), f"{where}: the DataFrame's rows"
+        projected = handle.scan(where, selected_fields=("k", "id")).to_spark(spark)
+        got = Counter(tuple(row.asDict().items()) for row in projected.collect())
+        assert got == rows(expected.select(["id", "k"])), f"{where}: the DataFrame holds id and k alone"

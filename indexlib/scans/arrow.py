@@ -23,7 +23,7 @@ def _pyiceberg(scan: Scan) -> IndexedScan | None:
     """pyiceberg's reader of the scan, for an Iceberg table (None: another format)."""
     if not isinstance(scan.result.source, IcebergSource):
         return None
-    return IndexedScan(scan.result, pyiceberg_filter=scan.row_filter)
+    return IndexedScan(scan.result, scan.selected_fields, pyiceberg_filter=scan.row_filter)
 
 
 def _relation(scan: Scan) -> duckdb.DuckDBPyRelation:

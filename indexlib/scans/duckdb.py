@@ -78,8 +78,10 @@ def relation(
 
 
 def to_duckdb(scan: Scan, connection: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyRelation:
-    """The scan target "duckdb" (`scans/scan.py`): the relation over the scan's kept files."""
-    return relation_of(scan.result, dialect=scan.dialect, clock=scan.clock, connection=connection)
+    """The scan target "duckdb" (`scans/scan.py`): the relation over the scan's kept files, with its columns."""
+    found = relation_of(scan.result, dialect=scan.dialect, clock=scan.clock, connection=connection)
+    columns = scan.columns()
+    return found if columns is None else found.project(", ".join(map(quote_name, columns)))
 
 
 def record_batches(relation: duckdb.DuckDBPyRelation, batch_size: int) -> pa.RecordBatchReader:

@@ -2,6 +2,7 @@
 whichever engine the caller reads with.
 
     scan = handle.scan("l_orderkey IN (1, 2, 3)")       # or indexlib.handle.scan(table, where): a pyiceberg Table
+    scan = handle.scan(where, selected_fields=("l_orderkey", "l_comment"))   # only these columns, in every output
     scan.to_arrow()          # .to_arrow_batch_reader() .to_pandas() .to_duckdb() .to_polars() .to_spark(spark)
     scan.count(); scan.plan_files(); print(scan.explain())
 
@@ -80,6 +81,24 @@ class Scan:
     dialect: str | None
     clock: Clock
     row_filter: BooleanExpression | None = None
+    selected_fields: tuple[str, ...] = ("*",)
+
+    def __post_init__(self) -> None:
+        self.columns()  # an unknown column is refused when the scan is made, not when it is read
+
+    def columns(self) -> list[str] | None:
+        """The top-level columns `selected_fields` names, in the table's order (as pyiceberg's `select` orders
+        them), or None for every column ("*"). UserError naming the table and the column for one it lacks."""
+        if "*" in self.selected_fields:
+            return None
+        source = self.result.source
+        if source is None:
+            raise UserError(f"table {self.result.table}: the lookup holds no source state to read rows from")
+        names = [field.name for field in source.schema.fields]
+        for name in self.selected_fields:
+            if name not in names:
+                raise UserError(f"table {self.result.table} has no top-level column {name!r} to select")
+        return [name for name in names if name in self.selected_fields]
 
     def plan_files(self) -> list[KeptFile]:
         """The kept files, each with its delete files, its row groups to read and whether every row matches."""

@@ -117,9 +117,12 @@ def dataframe(
 
 
 def to_spark(scan: Scan, spark: SparkSession, reader: str = AUTO) -> DataFrame:
-    """The scan target "spark" (`scans/scan.py`): the DataFrame of the scan's kept files (`reader` as `dataframe`)."""
+    """The scan target "spark" (`scans/scan.py`): the DataFrame of the scan's kept files, with its columns (`reader`
+    as `dataframe`)."""
     _check_reader(reader)
-    return from_lookup(spark, scan.result, scan.dialect, scan.clock, reader)
+    frame = from_lookup(spark, scan.result, scan.dialect, scan.clock, reader)
+    columns = scan.columns()
+    return frame if columns is None else frame.select(*(F.col("`" + c.replace("`", "``") + "`") for c in columns))
 
 
 @dataclass(frozen=True)
