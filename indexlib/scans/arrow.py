@@ -1,7 +1,9 @@
 """The Arrow scan targets (`scans/scan.py`): a scan's rows as an Arrow table or a stream of record batches, and their
 count. An Iceberg table is read by pyiceberg's own reader (`scans/pyiceberg.py`: field-id mapping, deletes and
-deletion vectors applied by pyiceberg), so the rows are those of `table.scan(row_filter=...)`; a Delta table, which
-pyiceberg cannot read, by the DuckDB relation (`scans/duckdb.py`), fetched into Arrow.
+deletion vectors applied by pyiceberg), so the rows are those of `table.scan(row_filter=...)`, where the WHERE has an
+exact pyiceberg row filter; a WHERE without one (a LIKE that is not a prefix, a FLOAT comparison, `month(ts) = 3`:
+the pyiceberg scan refuses it) and a Delta table, which pyiceberg cannot read, by the DuckDB relation
+(`scans/duckdb.py`), which applies the WHERE with its SQL meaning, fetched into Arrow.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from indexlib.errors import UnsupportedFeature
 from indexlib.scans.pyiceberg import IndexedScan
 from indexlib.sources.iceberg import IcebergSource
 
@@ -20,10 +23,13 @@ if TYPE_CHECKING:
 
 
 def _pyiceberg(scan: Scan) -> IndexedScan | None:
-    """pyiceberg's reader of the scan, for an Iceberg table (None: another format)."""
+    """pyiceberg's reader of the scan, for an Iceberg table whose WHERE it can apply exactly (None: read by DuckDB)."""
     if not isinstance(scan.result.source, IcebergSource):
         return None
-    return IndexedScan(scan.result, scan.selected_fields, pyiceberg_filter=scan.row_filter)
+    try:
+        return IndexedScan(scan.result, scan.selected_fields, pyiceberg_filter=scan.row_filter)
+    except UnsupportedFeature:  # SQL text with no exact pyiceberg row filter (a given pyiceberg filter never is)
+        return None
 
 
 def _relation(scan: Scan) -> duckdb.DuckDBPyRelation:
