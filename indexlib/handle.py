@@ -2,19 +2,21 @@
 
     handle = IndexHandle.for_iceberg(catalog.load_table("tpch.lineitem"))   # index in the same catalog
     handle = IndexHandle.for_delta("s3://lake/events", index_catalog=catalog)
+    handle = IndexHandle.for_table(config, "db.events")                   # any format, named as the CLI names it
     handle.lookup("l_orderkey = 42").files
     handle.scan("l_orderkey = 42").to_arrow()                              # or .to_duckdb(), .to_spark(spark), ...
 
-Each lookup first reads the current state of the source and of its index table (one metadata read each; for Delta,
-the log entries since the version it knows), never the table object the handle was made from. The cache is keyed by
+Each lookup first reads the current state of the source (`Source.refreshed`: for Iceberg one catalog and one
+metadata read; for Delta the log entries since the version it knows) and of its index table, never the table object
+the handle was made from. The cache is keyed by
 everything an answer depends on: the source's state (Iceberg: its metadata location, which changes with a rename or
 a new partition spec as well as with a snapshot; Delta: its version) and the index's snapshot. While neither moved,
 it answers from what it has: the live files, the index rows earlier lookups read (file rows, the bounds of the
 columns asked about, the payloads of the files that reached the payload stages) and the statistics decoded from
 them. When one moved it reads only what changed where the history allows: an Iceberg source whose new snapshots are
 all appends, under the same schema and partition specs, adds the files of those snapshots' manifests to its list
-(anything else, such as a delete, a compaction, a rollback or a schema change, takes the live files as a one-off
-lookup does); an index table that only had appends reads just the appended rows of what it had read (any other
+(`Source.keeps_layout`; anything else, such as a delete, a compaction, a rollback or a schema change, takes the
+live files as a one-off lookup does); an index table that only had appends reads just the appended rows of what it had read (any other
 commit starts a fresh read). A live list is a fact about one source snapshot (however it was read: from the index's
 file rows under their live-version claim, or from the source's plan, docs/index-table.md), so a new index snapshot
 alone does not replace it.
@@ -27,7 +29,6 @@ a lookup then works on the state it got, which no one modifies, so concurrent lo
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pyiceberg.expressions import BooleanExpression
@@ -39,6 +40,7 @@ from indexlib.query.sql import Clock, check_dialect
 from indexlib.sources.base import DataFileRef, LiveFiles, Source
 from indexlib.sources.delta import DeltaSource
 from indexlib.sources.iceberg import IcebergSource, only_appends_since
+from indexlib.sources.registry import open_source
 from indexlib.store.snapshot import IndexRows, IndexSnapshot
 from indexlib.store.table import IndexTable
 
@@ -55,17 +57,17 @@ class IndexHandle:
 
     def __init__(
         self,
-        load_source: Callable[[], Source],
+        source: Source,
         index: IndexTable,
-        name: str,
         *,
         time_zone: str | None = None,
         dialect: str | None = None,
     ) -> None:
-        """Prefer `for_iceberg` / `for_delta`. `load_source()` returns the source at its current snapshot."""
+        """Prefer `for_iceberg` / `for_delta` / `for_table`. `source`: the table as opened now; before every lookup
+        the handle asks it for its current state (`Source.refreshed`)."""
         check_dialect(dialect)
-        self.name = name
-        self._load_source = load_source
+        self.name = source.name
+        self._source = source
         self._index = index
         self._time_zone = time_zone
         self._dialect = dialect
@@ -75,6 +77,34 @@ class IndexHandle:
         # source's appends since its watermark), incremental reads of the source's appends, fresh reads of the index,
         # reads of appended index rows (for monitoring, and the tests)
         self.reads = {"source_plans": 0, "source_appends": 0, "index_full": 0, "index_appends": 0}
+
+    @classmethod
+    def for_source(
+        cls,
+        source: Source,
+        *,
+        index_catalog: Catalog,
+        index_namespace: str = DEFAULT_INDEX_NAMESPACE,
+        time_zone: str | None = None,
+        dialect: str | None = None,
+    ) -> IndexHandle:
+        """A source table of any format (`sources/registry.py` opens one by name); its index lives in
+        `index_catalog` (a pyiceberg Catalog)."""
+        index = IndexTable(index_catalog, index_namespace, source.name)
+        return cls(source, index, time_zone=time_zone, dialect=dialect)
+
+    @classmethod
+    def for_table(cls, config: Config, table: str) -> IndexHandle:
+        """The table `table` named as the CLI names it (any registered format), with the index, catalog, time
+        zone and dialect of a loaded TOML configuration."""
+        catalog = config.load_catalog()
+        return cls.for_source(
+            open_source(config, table, catalog),
+            index_catalog=catalog,
+            index_namespace=config.index_namespace,
+            time_zone=config.time_zone,
+            dialect=config.dialect,
+        )
 
     @classmethod
     def for_iceberg(
@@ -88,15 +118,14 @@ class IndexHandle:
     ) -> IndexHandle:
         """A pyiceberg `Table` (its catalog and name: every lookup loads the table as the catalog has it then);
         its index lives in `index_catalog` (default: the table's own catalog)."""
-        catalog = table.catalog
-        name = ".".join(table.name())
-        index_catalog = index_catalog if index_catalog is not None else catalog
-
-        def load_source() -> Source:
-            return IcebergSource(catalog, name, catalog.load_table(name))
-
-        index = IndexTable(index_catalog, index_namespace, name)
-        return cls(load_source, index, name, time_zone=time_zone, dialect=dialect)
+        source = IcebergSource(table.catalog, ".".join(table.name()), table)
+        return cls.for_source(
+            source,
+            index_catalog=index_catalog if index_catalog is not None else table.catalog,
+            index_namespace=index_namespace,
+            time_zone=time_zone,
+            dialect=dialect,
+        )
 
     @classmethod
     def for_delta(
@@ -110,20 +139,13 @@ class IndexHandle:
         dialect: str | None = None,
     ) -> IndexHandle:
         """A Delta table by path or URI; its index lives in `index_catalog` (a pyiceberg Catalog)."""
-        source = DeltaSource(path, storage_options)
-        last = [source]
-
-        def load_source() -> Source:
-            previous = last[0]
-            version = previous.current_version()
-            previous.table.update_incremental()  # reads only the log entries after the version it has
-            if previous.current_version() == version:
-                return previous
-            last[0] = DeltaSource(previous.name, storage_options, table=previous.table)
-            return last[0]
-
-        index = IndexTable(index_catalog, index_namespace, source.name)
-        return cls(load_source, index, source.name, time_zone=time_zone, dialect=dialect)
+        return cls.for_source(
+            DeltaSource(path, storage_options),
+            index_catalog=index_catalog,
+            index_namespace=index_namespace,
+            time_zone=time_zone,
+            dialect=dialect,
+        )
 
     @property
     def time_zone(self) -> str | None:
@@ -173,7 +195,7 @@ class IndexHandle:
     def current(self) -> TableState:
         """The state at the current state of the source and snapshot of the index, updated from the cached one."""
         with self._lock:
-            source = self._load_source()
+            source = self._source = self._source.refreshed()
             index_table = self._index.reload()
             source_key = source.state_key
             index_snapshot = index_table.current_snapshot() if index_table is not None else None
@@ -192,7 +214,7 @@ class IndexHandle:
         if (
             cached is not None
             and cached.source_version is not None
-            and _same_layout(cached.source, source)
+            and source.keeps_layout(cached.source)
             and (added := source.appended_since(cached.source_version)) is not None
         ):
             self.reads["source_appends"] += 1
@@ -217,19 +239,6 @@ class IndexHandle:
         return IndexSnapshot.of(table)
 
 
-def _same_layout(before: Source, now: Source) -> bool:
-    """The same Iceberg schema and partition specs: the live files listed under `before` (their partitions decoded
-    with its schema) stay valid under `now`. Delta tables never reuse a list: delta-rs has the live files at hand."""
-    if not (isinstance(before, IcebergSource) and isinstance(now, IcebergSource)):
-        return False
-    old, new = before.table.metadata, now.table.metadata
-    return (old.current_schema_id, old.default_spec_id, old.partition_specs) == (
-        new.current_schema_id,
-        new.default_spec_id,
-        new.partition_specs,
-    )
-
-
 def scan(
     table_or_handle: IndexHandle | Table,
     where: str | Expr | BooleanExpression,
@@ -243,19 +252,5 @@ def scan(
 
 
 def open_handle(config: Config, table: str) -> IndexHandle:
-    """A handle from a loaded TOML configuration (what the CLI would read), for tests and tools."""
-    from indexlib.sources.delta import is_delta_name
-
-    if is_delta_name(table):
-        return IndexHandle.for_delta(
-            table,
-            index_catalog=config.load_catalog(),
-            index_namespace=config.index_namespace,
-            storage_options=config.delta_storage_options,
-            time_zone=config.time_zone,
-            dialect=config.dialect,
-        )
-    loaded = IcebergSource(config.load_catalog(), table).table  # unknown table: the usual one-line error
-    return IndexHandle.for_iceberg(
-        loaded, index_namespace=config.index_namespace, time_zone=config.time_zone, dialect=config.dialect
-    )
+    """A handle from a loaded TOML configuration (what the CLI would read): `IndexHandle.for_table`."""
+    return IndexHandle.for_table(config, table)

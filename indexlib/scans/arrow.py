@@ -2,7 +2,7 @@
 count. An Iceberg table is read by pyiceberg's own reader (`scans/pyiceberg.py`: field-id mapping, deletes and
 deletion vectors applied by pyiceberg), so the rows are those of `table.scan(row_filter=...)`, where the WHERE has an
 exact pyiceberg row filter; a WHERE without one (a LIKE that is not a prefix, a FLOAT comparison, `month(ts) = 3`:
-the pyiceberg scan refuses it) and a Delta table, which pyiceberg cannot read, by the DuckDB relation
+the pyiceberg scan refuses it) and a table of another format (Delta), which pyiceberg cannot read, by the DuckDB relation
 (`scans/duckdb.py`), which applies the WHERE with its SQL meaning, fetched into Arrow.
 """
 
@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from indexlib.errors import UnsupportedFeature
 from indexlib.scans.pyiceberg import IndexedScan
-from indexlib.sources.iceberg import IcebergSource
+from indexlib.sources.base import FileReads
 
 if TYPE_CHECKING:
     import duckdb
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 def _pyiceberg(scan: Scan) -> IndexedScan | None:
     """pyiceberg's reader of the scan, for an Iceberg table whose WHERE it can apply exactly (None: read by DuckDB)."""
-    if not isinstance(scan.result.source, IcebergSource):
+    source = scan.result.source
+    if source is None or source.reads is not FileReads.ICEBERG:
         return None
     try:
         return IndexedScan(scan.result, scan.selected_fields, pyiceberg_filter=scan.row_filter)

@@ -17,11 +17,12 @@ Which path reads which file (docs/how-to/read-rows.md):
   nested, uuid or fixed columns, a file that leaves an identity-partition column out (Iceberg allows it; pyiceberg
   fills it in from the partition), and a file without field ids the name mapping does not map one to one (`_Layouts`).
   Equality delete files are refused with one line (the lookup's `kept_files`).
-- Delta: DuckDB's `read_parquet` over the kept files (`union_by_name`: a column added later is NULL in older
-  files; no Hive partitioning guessed from directory names), joined by file name to each file's partition values
-  from its add action (`file.partition`), typed by the table's schema. Deletion vectors (any storage delta-rs
-  reads) are read by delta-rs for the kept files (`kept_files`), and their deleted positions anti-joined on (file,
-  row number), all-match files included.
+- Files read by name (`FileReads.PARQUET_BY_NAME`: Delta): DuckDB's `read_parquet` over the kept files
+  (`union_by_name`: a column added later is NULL in older files; no Hive partitioning guessed from directory names),
+  each column by its physical name, joined by file name to each file's partition values (`file.partition`: Delta's
+  from its add action), typed by the table's schema. Deleted positions (Delta's deletion vectors, any storage
+  delta-rs reads, read for the kept files by `kept_files`) are anti-joined on (file, row number), all-match files
+  included.
 
 The filter is the user's WHERE transpiled to DuckDB's dialect with sqlglot (read in `[lookup] dialect`), with
 CURRENT_DATE / CURRENT_TIMESTAMP / NOW() fixed to the clock the lookup pruned with; files the lookup proved all-match
@@ -56,9 +57,7 @@ from indexlib.query.sql import Clock
 from indexlib.scans.pushdown import nan_prone
 from indexlib.scans.row_groups import RowGroupScan, selected, stored_rows, task_of, vector_positions
 from indexlib.scans.where import where_sql
-from indexlib.sources.base import KeptFile
-from indexlib.sources.delta import DeltaSource, physical_name
-from indexlib.sources.iceberg import IcebergSource
+from indexlib.sources.base import FileReads, IcebergFiles, KeptFile, ParquetByName
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -108,11 +107,9 @@ def relation_of(
         raise UserError(f"table {result.table}: the lookup holds no source state to read rows from")
     filter_sql = residual_sql(result, dialect, clock)
     nan_files = nan_prone(result, dialect)
-    if isinstance(source, IcebergSource):
-        return _iceberg(con, result, source, filter_sql, nan_files)
-    if isinstance(source, DeltaSource):
-        return _delta(con, result, source, filter_sql, nan_files)
-    raise UserError(f"table {result.table}: no DuckDB reader for {type(source).__name__}")
+    if source.reads is FileReads.ICEBERG:
+        return _iceberg(con, result, cast(IcebergFiles, source), filter_sql, nan_files)
+    return _by_name(con, result, cast(ParquetByName, source), filter_sql, nan_files)
 
 
 _DATABASE: list[duckdb.DuckDBPyConnection] = []
@@ -176,7 +173,7 @@ def _duckdb_type(field_type: it.IcebergType) -> str | None:
 def _iceberg(
     con: duckdb.DuckDBPyConnection,
     result: LookupResult,
-    source: IcebergSource,
+    source: IcebergFiles,
     filter_sql: str,
     nan_files: frozenset[str],
 ) -> duckdb.DuckDBPyRelation:
@@ -497,22 +494,22 @@ def _through_pyiceberg(table: Any, schema: Any, kept: list[KeptFile]) -> pa.Tabl
     return RowGroupScan(table.metadata, table.io, schema, ice.AlwaysTrue()).to_table([task_of(k) for k in kept])
 
 
-# Delta ------------------------------------------------------------------------------------------------------------
+# Parquet by name (Delta) ------------------------------------------------------------------------------------------
 
 
-def _delta(
+def _by_name(
     con: duckdb.DuckDBPyConnection,
     result: LookupResult,
-    source: DeltaSource,
+    source: ParquetByName,
     filter_sql: str,
     nan_files: frozenset[str],
 ) -> duckdb.DuckDBPyRelation:
     """DuckDB reads the kept files itself (`union_by_name`: a column added later is NULL in older files; no Hive
-    guessing from directory names), drops the rows their deletion vectors delete (an anti-join on file and row
-    number, as for Iceberg position deletes) and joins each file's partition values, typed, from its add action.
-    DuckDB's file name column is named `_FILE_COLUMN` (a data column may be named `filename`); where a data column
-    is named `file_row_number` or `file_row_group_number`, DuckDB's own are hidden by it: such tables' files with
-    deletion vectors are read by pyarrow (`row_groups.stored_rows`), and their files are read whole."""
+    guessing from directory names), drops the rows their deleted positions name (an anti-join on file and row
+    number, as for Iceberg position deletes) and joins each file's partition values, typed (Delta's from its add
+    action). DuckDB's file name column is named `_FILE_COLUMN` (a data column may be named `filename`); where a data
+    column is named `file_row_number` or `file_row_group_number`, DuckDB's own are hidden by it: such tables' files
+    with deleted positions are read by pyarrow (`row_groups.stored_rows`), and their files are read whole."""
     schema = source.arrow_schema
     physical = source.physical_names  # a column's name in the files (column mapping), by its name in the table
     partitions = set(source.partition_columns)
@@ -520,7 +517,7 @@ def _delta(
     names = {n.lower() for n in [*schema.names, *data]}
     if _FILE_COLUMN in names:
         raise UnsupportedFeature(
-            f"Delta table {source.name}: a column named {_FILE_COLUMN} hides the DuckDB scan's file name"
+            f"table {source.name}: a column named {_FILE_COLUMN} hides the DuckDB scan's file name"
         )
     kept = result.kept_files  # each file's deletion vector, read by delta-rs for the kept files alone
     source.check_read_by_name([k.file.path for k in kept])
@@ -531,9 +528,7 @@ def _delta(
     columns = ", ".join(
         f"v.{quote_name(name)} AS {quote_name(name)}"
         if name in partitions
-        else f"{_as_named(f'f.{quote_name(physical[name])}', schema.field(name).type)} AS {quote_name(name)}"
-        if source.column_mapping != "none"
-        else f"f.{quote_name(name)} AS {quote_name(name)}"
+        else f"{_as_named(f'f.{quote_name(physical[name])}', schema.field(name).type, source.physical_schema.field(physical[name]).type)} AS {quote_name(name)}"
         for name in schema.names
     )
     by_row_groups = _by_row_groups if "file_row_group_number" not in names else _whole
@@ -580,41 +575,36 @@ def _delta(
     return _union(parts)
 
 
-_FILE_COLUMN = "__skipindex_file"  # DuckDB's file name column in Delta reads (`read_parquet(filename = ...)`)
+_FILE_COLUMN = "__skipindex_file"  # DuckDB's file name column in reads by name (`read_parquet(filename = ...)`)
 
 
-def _as_named(value: str, kind: pa.DataType, depth: int = 0) -> str:
-    """SQL for `value`, read as the files store it (`physical_type(kind)`), with every struct field under its name in
-    the table (`kind`): a mapped struct's fields are named by their physical names in the files. A NULL struct stays
-    NULL; lists and maps are rebuilt element by element."""
+def _as_named(value: str, kind: pa.DataType, stored: pa.DataType, depth: int = 0) -> str:
+    """SQL for `value`, read as the files store it (`stored`: the same type with every struct field under its
+    physical name), with every struct field under its name in the table (`kind`). A NULL struct stays NULL; lists
+    and maps are rebuilt element by element; a value whose names are the same in both is taken as it is."""
+    if kind.equals(stored):
+        return value
     if pa.types.is_struct(kind):
         fields = ", ".join(
             f"{quote_name(child.name)} := "
-            f"{_as_named(f'struct_extract({value}, {_string(physical_name(child))})', child.type, depth + 1)}"
-            for child in kind
+            f"{_as_named(f'struct_extract({value}, {_string(held.name)})', child.type, held.type, depth + 1)}"
+            for child, held in zip(kind, stored, strict=True)
         )
         return f"CASE WHEN {value} IS NULL THEN NULL ELSE struct_pack({fields}) END"
-    if (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and _holds_struct(kind):
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         element = f"x{depth}"
-        return f"list_transform({value}, lambda {element}: {_as_named(element, kind.value_type, depth + 1)})"
-    if pa.types.is_map(kind) and _holds_struct(kind):
+        inner = _as_named(element, kind.value_type, stored.value_type, depth + 1)
+        return f"list_transform({value}, lambda {element}: {inner})"
+    if pa.types.is_map(kind):
         entry = f"e{depth}"
-        key = _as_named(f"{entry}.key", kind.key_type, depth + 1)
-        item = _as_named(f"{entry}.value", kind.item_type, depth + 1)
+        key = _as_named(f"{entry}.key", kind.key_type, stored.key_type, depth + 1)
+        item = _as_named(f"{entry}.value", kind.item_type, stored.item_type, depth + 1)
         return f"map_from_entries(list_transform(map_entries({value}), lambda {entry}: struct_pack(key := {key}, value := {item})))"
     return value
 
 
-def _holds_struct(kind: pa.DataType) -> bool:
-    if pa.types.is_struct(kind):
-        return True
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        return _holds_struct(kind.value_type)
-    return pa.types.is_map(kind) and (_holds_struct(kind.key_type) or _holds_struct(kind.item_type))
-
-
-def _read_by_pyarrow(source: DeltaSource, kept: list[KeptFile], stored: pa.Schema) -> pa.Table:
-    """The kept row groups of Delta files with their deletion vectors applied, read by pyarrow, with the file name
+def _read_by_pyarrow(source: ParquetByName, kept: list[KeptFile], stored: pa.Schema) -> pa.Table:
+    """The kept row groups of files read by name with their deleted positions applied, read by pyarrow, with the file name
     column: for tables whose data columns hide DuckDB's row numbers."""
     tables = [
         table.append_column(_FILE_COLUMN, pa.array([k.file.path] * table.num_rows, pa.string()))

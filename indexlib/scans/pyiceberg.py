@@ -37,7 +37,7 @@ from indexlib.pruning.iceberg_filter import to_iceberg_filter, to_strict_iceberg
 from indexlib.query.model import BoundColumn, Expr
 from indexlib.scans.pushdown import files_with_nan
 from indexlib.scans.row_groups import RowGroupScan, task_of
-from indexlib.sources.iceberg import IcebergSource
+from indexlib.sources.base import FileReads, IcebergFiles
 
 if TYPE_CHECKING:
     import duckdb
@@ -141,11 +141,13 @@ class IndexedScan:
     ) -> None:
         """`pyiceberg_filter`: the pyiceberg filter the lookup was asked with, applied to the rows as given (pyiceberg's
         own semantics); default: the lookup's SQL predicate translated exactly."""
-        if not isinstance(result.source, IcebergSource):
+        if result.source is None or result.source.reads is not FileReads.ICEBERG:
             raise UserError(f"table {result.table}: the pyiceberg scan reads Iceberg tables only")
         self.result = result
         self.snapshot_id = result.source_version
-        self.table = result.source.table  # the metadata the lookup loaded: the scan stays at that snapshot
+        self.table = cast(
+            IcebergFiles, result.source
+        ).table  # the metadata the lookup loaded: the scan stays at that snapshot
         self.row_filter = pyiceberg_filter if pyiceberg_filter is not None else row_filter(result)
         self.selected_fields = selected_fields
         self.nan_files = files_with_nan(result, self._floating_columns())

@@ -7,7 +7,8 @@ answered for.
 
 Two readers (`reader_of` says which one a lookup gets, and why; `reader=` chooses):
 - CONNECTOR: the format's own Spark reader (Iceberg's runtime, delta-spark) over exactly the kept files
-  (scans/spark_connectors.py), so every delete and mapping is applied by the format's own code. The default
+  (scans/spark_connectors.py), so every delete and mapping is applied by the format's own code; formats without one
+  there (a format plug-in's) are read by the jar-free reads. The default
   (AUTO) where the session has the runtime, unless the lookup kept some file in part (its row groups: the reads
   below read only those), an Iceberg table has over CONNECTOR_MAX_LIVE_FILES live files (the handover's cost) or,
   for Delta, a kept file may hold NaN where the WHERE looks (below);
@@ -21,9 +22,10 @@ The jar-free reads choose one of two ways per kept file (`routes` says which and
   (`add_files`), through the table's name mapping (`schema.name-mapping.default`): each current column read from the
   file column of its field under the stored name and type, cast where the type was promoted (int -> long, float ->
   double), NULL where the file predates the column (`layout_of` says where that is not certain: such files go
-  through pyiceberg); one read per layout. And every Delta file (its partition values added as typed literal
-  columns, one read per partition; rows its deletion vector deletes, read by delta-rs on the driver, dropped by an
-  anti-join on Spark's own `_metadata.file_path` and `_metadata.row_index`, `_delta_vectors`). Files that may hold
+  through pyiceberg); one read per layout. And every file read by name (`FileReads.PARQUET_BY_NAME`: Delta; its
+  partition values added as typed literal columns, one read per partition; its deleted positions, for Delta read by
+  delta-rs on the driver, dropped by an anti-join on Spark's own `_metadata.file_path` and `_metadata.row_index`,
+  `_delta_vectors`). Files that may hold
   NaN in a floating-point column the WHERE names (scans/pushdown.py) are not read by it when filtered: it would
   skip their row groups by statistics that leave NaN out;
 - otherwise (Iceberg delete files, NaN-prone files, footers `layout_of` cannot map exactly) pyiceberg's own reader,
@@ -31,9 +33,9 @@ The jar-free reads choose one of two ways per kept file (`routes` says which and
   Spark tasks through PySpark's Python data source API (`_PyicebergFiles`): pyiceberg applies the field-id mapping,
   identity partition values and position deletes / deletion vectors, so no deleted row is returned; of a file kept
   in part, only its kept row groups (scans/row_groups.py);
-- Delta files kept in part: their kept row groups read with pyarrow inside Spark tasks (`_RowGroupFiles`), columns
-  matched by name as Spark's read matches them, the rows their deletion vectors delete dropped by whole-file
-  position, partition values added as for plain reads.
+- files read by name kept in part (Delta): their kept row groups read with pyarrow inside Spark tasks
+  (`_RowGroupFiles`), columns matched by name as Spark's read matches them, their deleted positions dropped by
+  whole-file position, partition values added as for plain reads.
 
 The filter is the user's WHERE, transpiled by sqlglot from the handle's dialect to Spark SQL, applied by Spark;
 files the lookup proved all-match are read without it. The pyiceberg reads also push the filter down when it has an
@@ -52,7 +54,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import reduce
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -79,9 +81,7 @@ from indexlib.scans.pyiceberg import row_filter
 from indexlib.scans.row_groups import RowGroupScan, selected, stored_rows, task_of, vector_positions
 from indexlib.scans.spark_connectors import connector_frame, format_of, has_runtime
 from indexlib.scans.where import where_sql
-from indexlib.sources.base import KeptFile
-from indexlib.sources.delta import DeltaSource
-from indexlib.sources.iceberg import IcebergSource
+from indexlib.sources.base import FileReads, IcebergFiles, KeptFile, ParquetByName
 
 if TYPE_CHECKING:
     from indexlib.config import Config
@@ -137,9 +137,13 @@ def reader_of(spark: SparkSession, result: LookupResult, dialect: str | None = N
     """The reader `from_lookup` reads `result` with (`reader`: what was asked; `dialect`: the lookup's)."""
     _check_reader(reader)
     connector = format_of(result)
-    name = _CONNECTOR_NAMES[connector]
     if reader == FILES:
         return Reader(FILES, "asked for")
+    if connector not in _CONNECTOR_NAMES:
+        if reader == CONNECTOR:
+            raise UserError(f"table {result.table}: reader 'connector': no Spark connector reads {connector} tables")
+        return Reader(FILES, f"no Spark connector reads {connector} tables")
+    name = _CONNECTOR_NAMES[connector]
     if not has_runtime(spark, connector):
         if reader == CONNECTOR:
             raise UserError(
@@ -197,11 +201,12 @@ def plan(result: LookupResult, nan_files: frozenset[str] = frozenset()) -> list[
     hold NaN where the WHERE looks (scans/pushdown.py): when filtered, they are not read by Spark's Parquet reader,
     which would skip their row groups by statistics that leave NaN out."""
     found = _routes(result, nan_files)
-    delta = isinstance(result.source, DeltaSource)  # Delta's (column, value) pairs; Iceberg files store theirs
+    # files read by name carry (column, value) partition pairs; Iceberg files store theirs
+    by_name = result.source is not None and result.source.reads is FileReads.PARQUET_BY_NAME
     groups: dict[tuple[str, bool, tuple[tuple[str, Any], ...], Layout | None], list[KeptFile]] = {}
     for k in result.kept_files:
         route = found[k.file.path]
-        key = (route.how, not k.all_match, tuple(k.file.partition or ()) if delta else (), route.layout)
+        key = (route.how, not k.all_match, tuple(k.file.partition or ()) if by_name else (), route.layout)
         groups.setdefault(key, []).append(k)
     return [Read(how, filtered, tuple(files), part, layout) for (how, filtered, part, layout), files in groups.items()]
 
@@ -251,11 +256,12 @@ def _connector_read(
 
 def _spark_schema(result: LookupResult) -> StructType:
     source = result.source
-    if isinstance(source, DeltaSource):
-        arrow = source.arrow_schema
+    if source is None:
+        raise UserError(f"table {result.table}: the lookup holds no source state to read rows from")
+    if source.reads is FileReads.PARQUET_BY_NAME:
+        arrow = cast(ParquetByName, source).arrow_schema
     else:
-        assert isinstance(source, IcebergSource)
-        arrow = schema_to_pyarrow(source.table.metadata.schema(), include_field_ids=False)
+        arrow = schema_to_pyarrow(cast(IcebergFiles, source).table.metadata.schema(), include_field_ids=False)
     try:
         return from_arrow_schema(arrow)
     except (TypeError, ValueError) as exc:
@@ -269,8 +275,7 @@ def _read(
         return _pyiceberg_frame(spark, result, read, schema, nan_files)
     if read.layout is not None:
         return _parquet_frame(spark, read, schema)
-    source = result.source
-    assert isinstance(source, DeltaSource)
+    source = cast(ParquetByName, result.source)  # reads without a layout are by name (`_routes`)
     source.check_read_by_name([k.file.path for k in read.files])
     columns = [f for f in schema.fields if f.name not in dict(read.partition)]
     # each column as the files store it (column mapping: physical names, nested ones too), then named as the table
@@ -333,7 +338,7 @@ def routes(result: LookupResult, dialect: str | None = None) -> dict[str, Route]
 def _routes(result: LookupResult, nan_files: frozenset[str]) -> dict[str, Route]:
     source = result.source
     kept = result.kept_files
-    if isinstance(source, DeltaSource):
+    if source is not None and source.reads is FileReads.PARQUET_BY_NAME:
         return {
             k.file.path: Route(ROW_GROUPS, "row groups")
             if selected(k) is not None
@@ -342,8 +347,6 @@ def _routes(result: LookupResult, nan_files: frozenset[str]) -> dict[str, Route]
             else Route(PARQUET, "by name")
             for k in kept
         }
-    if not isinstance(source, IcebergSource):
-        raise UserError(f"table {result.table}: the Spark scan reads Iceberg and Delta tables only")
     found: dict[str, Route] = {}
     candidates = []
     for k in kept:
@@ -355,11 +358,11 @@ def _routes(result: LookupResult, nan_files: frozenset[str]) -> dict[str, Route]
             found[k.file.path] = Route(PYICEBERG, "NaN-prone")
         else:
             candidates.append(k)
-    found.update(_layouts(source, candidates))
+    found.update(_layouts(cast(IcebergFiles, source), candidates))
     return {k.file.path: found[k.file.path] for k in kept}
 
 
-def _layouts(source: IcebergSource, kept: Sequence[KeptFile]) -> dict[str, Route]:
+def _layouts(source: IcebergFiles, kept: Sequence[KeptFile]) -> dict[str, Route]:
     """The routes of `kept` (files without delete files, read whole): Spark's Parquet reader with the file's layout
     where it reads what pyiceberg's reader does, pyiceberg otherwise (`layout_of`)."""
     if not kept:
@@ -563,8 +566,7 @@ def _pyiceberg_frame(
 ) -> DataFrame:
     """The rows of `read.files` read by pyiceberg in Spark tasks; with the exact pyiceberg filter where there is one,
     applied in memory to the files in `nan_files` (scans/row_groups.py)."""
-    assert isinstance(result.source, IcebergSource)  # PYICEBERG reads are Iceberg's (`_routes`)
-    table = result.source.table
+    table = cast(IcebergFiles, result.source).table  # PYICEBERG reads are Iceberg's (`_routes`)
     pushed: ice.BooleanExpression = ice.AlwaysTrue()
     if read.filtered:
         try:
@@ -647,8 +649,8 @@ def _row_groups_frame(spark: SparkSession, result: LookupResult, read: Read, sto
     stored columns, by name as Spark's by-name read matches them, rows their deletion vectors delete dropped."""
     files = [_PartFile(k.file.path, selected(k), vector_positions(k), k.file.file_size_in_bytes) for k in read.files]
     slots = 2 * spark.sparkContext.defaultParallelism
-    assert isinstance(result.source, DeltaSource)  # ROW_GROUPS reads are Delta's (`_routes`)
-    payload = _PartsPayload(dict(result.source.io_properties), files, _groups(files, slots), stored.json())
+    source = cast(ParquetByName, result.source)  # ROW_GROUPS reads are by name (`_routes`)
+    payload = _PartsPayload(dict(source.io_properties), files, _groups(files, slots), stored.json())
     spark.dataSource.register(_RowGroupFiles)
     return spark.read.format(_RowGroupFiles.name()).schema(stored).option("payload", payload.encode()).load()
 

@@ -47,12 +47,10 @@ _staged_lock = threading.Lock()
 
 
 def format_of(result: LookupResult) -> str:
-    """The connector that reads `result`'s table: "iceberg" or "delta"."""
-    if isinstance(result.source, DeltaSource):
-        return "delta"
-    if isinstance(result.source, IcebergSource):
-        return "iceberg"
-    raise UserError(f"table {result.table}: the Spark scan reads Iceberg and Delta tables only")
+    """The format of `result`'s table ("iceberg", "delta", ...: `Source.format`), which names its connector."""
+    if result.source is None:
+        raise UserError(f"table {result.table}: the lookup holds no source state to read rows from")
+    return result.source.format
 
 
 def has_runtime(spark: SparkSession, connector: str) -> bool:
@@ -60,6 +58,8 @@ def has_runtime(spark: SparkSession, connector: str) -> bool:
     classes, and for delta-spark the session has its extension (its reads refuse to run without it)."""
     from py4j.java_gateway import JavaClass
 
+    if connector not in _RUNTIME_CLASS:
+        return False
     found: Any = spark._jvm
     for part in _RUNTIME_CLASS[connector].split("."):
         found = getattr(found, part)
@@ -73,9 +73,10 @@ def has_runtime(spark: SparkSession, connector: str) -> bool:
 def connector_frame(spark: SparkSession, result: LookupResult) -> DataFrame:
     """The rows of `result`'s kept files at its version, every row of them (deleted rows dropped), unfiltered, in
     the table's columns, read by the format's own Spark reader (module docstring)."""
-    if format_of(result) == "iceberg":
-        return _iceberg_frame(spark, result)
-    return _delta_frame(spark, result)
+    connector = format_of(result)
+    if connector not in _FRAMES:
+        raise UserError(f"table {result.table}: no Spark connector reads {connector} tables")
+    return _FRAMES[connector](spark, result)
 
 
 def _iceberg_frame(spark: SparkSession, result: LookupResult) -> DataFrame:
@@ -160,3 +161,6 @@ def _delta_frame(spark: SparkSession, result: LookupResult) -> DataFrame:
     files = jvm.scala.jdk.javaapi.CollectionConverters.asScala(adds).toSeq()
     frame = DataFrame(log.createDataFrame(snapshot, files, False, getattr(log, "createDataFrame$default$4")()), spark)
     return frame.select(*[F.col(f"`{name}`") for name in source.arrow_schema.names])
+
+
+_FRAMES = {"iceberg": _iceberg_frame, "delta": _delta_frame}  # the connectors' readers, by the format they read

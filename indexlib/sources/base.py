@@ -1,8 +1,10 @@
-"""Source tables behind one interface: what is live now, what changed since a watermark, and what the files'
-partition values say (facts only: the partition stage in pruning/partitions.py reasons about them).
+"""Source tables behind one interface: what is live now, what changed since a watermark, what the files'
+partition values say (facts only: the partition stage in pruning/partitions.py reasons about them), and how every
+engine reads a kept file (`FileReads`).
 
-Iceberg tables (through pyiceberg, iceberg.py) are named by their identifier in the configured catalog; Delta tables
-(through delta-rs, delta.py) by their path or URI; registry.py opens either by name.
+Each table format is one module with one `SourceFormat` (registry.py finds it by the name the user gives): Iceberg
+tables (through pyiceberg, iceberg.py) by their identifier in the configured catalog, Delta tables (through delta-rs,
+delta.py) by their path or URI, and any format registered under the entry-point group `skipindex.formats`.
 """
 
 from __future__ import annotations
@@ -10,11 +12,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, overload
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import pyarrow as pa
 from pyiceberg.schema import Schema
 from pyiceberg.types import NestedField
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
 
 
 @dataclass(frozen=True)
@@ -140,10 +146,40 @@ def pick(files: Sequence[DataFileRef], positions: list[int]) -> list[DataFileRef
     return files.pick(positions) if isinstance(files, LiveFiles) else [files[i] for i in positions]
 
 
+class FileReads(Enum):
+    """How every engine reads a kept file of a source: a closed set, each engine having one reader per member, so a
+    new format whose files one of them describes is one module and no engine change.
+
+    - ICEBERG: the source is `IcebergFiles`: its pyiceberg `table` (at the version the lookup answered for) says
+      how each file's columns map to the current schema (Parquet field ids, or the table's name mapping), and the
+      kept files' `deletes` are Iceberg delete files (position deletes, deletion vectors) that pyiceberg's reader
+      applies;
+    - PARQUET_BY_NAME: the source is `ParquetByName`: Parquet files whose columns are found by their physical
+      names, a column missing from a file being NULL in it; the columns a file does not store are its partition
+      values (`DataFileRef.partition`, (column, value) pairs); its deleted rows, if any, are positions
+      (`DeleteFileRef.positions`).
+    """
+
+    ICEBERG = "iceberg"
+    PARQUET_BY_NAME = "parquet by name"
+
+
 class Source(Protocol):
     name: str
     schema: Schema
     io_properties: dict[str, str]
+    format: str  # the name of its `SourceFormat` (registry.py), e.g. "iceberg", "delta"
+    reads: FileReads
+
+    def refreshed(self) -> Source:
+        """The source at its current version, read afresh (or `self`, when the source can tell nothing changed):
+        what a long-lived handle asks before every lookup."""
+        ...
+
+    def keeps_layout(self, earlier: Source) -> bool:
+        """Whether the live files listed under `earlier` (their partitions decoded with its schema) stay valid under
+        this state of the same table, so a handle may add `appended_since` to them (False: list them afresh)."""
+        ...
 
     @property
     def name_mapping_json(self) -> str | None: ...
@@ -189,6 +225,27 @@ class Source(Protocol):
     @property
     def partitioning(self) -> IcebergPartitioning | IdentityPartitioning:
         """What the files' `partition` says, for the partition stage (pruning/partitions.py)."""
+        ...
+
+
+class IcebergFiles(Source, Protocol):
+    """A source whose files engines read as Iceberg's (`FileReads.ICEBERG`): its loaded pyiceberg table."""
+
+    table: Table
+
+
+class ParquetByName(Source, Protocol):
+    """A source whose files engines read by column name (`FileReads.PARQUET_BY_NAME`)."""
+
+    arrow_schema: pa.Schema  # the columns as the table names and types them now, partition columns included
+    # the same columns as the files store them: each under its physical name, struct fields too (a format that
+    # renames columns without rewriting files, such as Delta's column mapping, keeps a stable name in the files)
+    physical_schema: pa.Schema
+    physical_names: dict[str, str]  # a top-level column's name in the files, by its name in the table
+    partition_columns: list[str]  # columns the files do not store: each file's value is in `DataFileRef.partition`
+
+    def check_read_by_name(self, paths: Sequence[str]) -> None:
+        """Raise `UnsupportedFeature` (one line) for a file a reader by name would read wrong."""
         ...
 
 

@@ -34,7 +34,7 @@ import os
 import threading
 from collections.abc import Sequence
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 import numpy as np
@@ -45,7 +45,11 @@ from pyiceberg.table.name_mapping import MappedField, NameMapping, create_mappin
 from pyiceberg.types import NestedField
 
 from indexlib.errors import UnsupportedFeature, UserError
-from indexlib.sources.base import DataFileRef, DeleteFileRef, IdentityPartitioning
+from indexlib.sources.base import DataFileRef, DeleteFileRef, FileReads, IdentityPartitioning, Source
+from indexlib.sources.registry import SourceFormat
+
+if TYPE_CHECKING:
+    from indexlib.config import Config
 
 # pyiceberg FileIO reads the data files in Spark tasks; these [catalog] keys configure its storage access.
 _FILE_IO_PREFIXES = ("s3.", "gcs.", "adls.", "hdfs.", "oss.", "py-io-impl")
@@ -167,6 +171,9 @@ def normalize_delta_name(name: str) -> str:
 class DeltaSource:
     """A Delta table; the watermark is a table version."""
 
+    format = "delta"
+    reads = FileReads.PARQUET_BY_NAME
+
     def __init__(
         self,
         name: str,
@@ -238,6 +245,19 @@ class DeltaSource:
                         "cannot read it (the Spark scan's delta-spark reader can)"
                     )
             self._read_by_name.add(path)
+
+    def refreshed(self) -> DeltaSource:
+        """The table at its latest version: delta-rs reads only the log entries after the version it has (`self`
+        when there are none; the loaded table object is shared with the new source)."""
+        version = self.current_version()
+        self.table.update_incremental()
+        if self.current_version() == version:
+            return self
+        return DeltaSource(self.name, self.storage_options, self.io_properties, table=self.table)
+
+    def keeps_layout(self, earlier: Source) -> bool:
+        """False: delta-rs has the live files at hand, so a list is never carried over (`appended_since`)."""
+        return False
 
     @cached_property
     def root(self) -> str:
@@ -375,3 +395,10 @@ class DeltaSource:
     def partitioning(self) -> IdentityPartitioning:
         by_name = {f.name: f for f in self.schema.fields}
         return IdentityPartitioning(tuple(by_name[c] for c in self.partition_columns if c in by_name))
+
+
+def _open(config: Config, name: str, catalog: Any) -> DeltaSource:
+    return DeltaSource(name, config.delta_storage_options, config.catalog_properties)
+
+
+FORMAT = SourceFormat("delta", recognises=is_delta_name, open=_open)

@@ -14,11 +14,14 @@ from pyiceberg.table.snapshots import Operation, ancestors_of
 from pyiceberg.typedef import Record
 
 from indexlib.errors import UserError
-from indexlib.sources.base import DataFileRef, DeleteFileRef, IcebergPartitioning, LiveFiles
+from indexlib.sources.base import DataFileRef, DeleteFileRef, FileReads, IcebergPartitioning, LiveFiles, Source
 from indexlib.sources.iceberg_deletes import SnapshotDeletes
+from indexlib.sources.registry import SourceFormat
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
+
+    from indexlib.config import Config
 
 
 def _ref(data_file: Any) -> DataFileRef:
@@ -54,6 +57,8 @@ class IcebergSource:
     """
 
     table: Table
+    format = "iceberg"
+    reads = FileReads.ICEBERG
 
     def __init__(self, catalog: Any, name: str, table: Table | None = None) -> None:
         """The table `name` of `catalog`, or the already loaded `table` (a planner's handle reuses its own)."""
@@ -62,11 +67,28 @@ class IcebergSource:
                 table = catalog.load_table(name)
             except (NoSuchTableError, NoSuchNamespaceError, ValueError):
                 raise UserError(f"unknown table {name!r} in catalog {catalog.name!r}") from None
+        self.catalog = catalog
         self.table = table
         self.name = name
         self.schema = self.table.schema()
         self.io_properties = dict(self.table.io.properties)
         self.name_mapping_json = self.table.properties.get("schema.name-mapping.default")
+
+    def refreshed(self) -> IcebergSource:
+        """The table as the catalog has it now (one catalog read and one metadata read)."""
+        return IcebergSource(self.catalog, self.name, self.catalog.load_table(self.name))
+
+    def keeps_layout(self, earlier: Source) -> bool:
+        """The same schema and partition specs: files listed under `earlier` (their partitions decoded with its
+        schema) stay valid."""
+        if not isinstance(earlier, IcebergSource):
+            return False
+        old, new = earlier.table.metadata, self.table.metadata
+        return (old.current_schema_id, old.default_spec_id, old.partition_specs) == (
+            new.current_schema_id,
+            new.default_spec_id,
+            new.partition_specs,
+        )
 
     @property
     def partition_specs(self) -> dict[int, PartitionSpec]:
@@ -200,3 +222,10 @@ class IcebergSource:
         if spec is None or spec.is_unpartitioned() or ref.partition is None:
             return "(unpartitioned)"
         return spec.partition_to_path(ref.partition, self.schema)
+
+
+def _open(config: Config, name: str, catalog: Any) -> IcebergSource:
+    return IcebergSource(catalog if catalog is not None else config.load_catalog(), name)
+
+
+FORMAT = SourceFormat("iceberg", recognises=lambda name: "." in name, open=_open)
