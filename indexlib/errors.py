@@ -31,9 +31,9 @@ class UserError(SkipIndexError):
 
 
 class UnsupportedFeature(UserError):
-    """The table uses something this reader cannot read exactly (equality delete files, deletion vectors of a
-    table delta-rs cannot list, a LIKE no engine here evaluates as asked): refused rather than answered wrongly.
-    The fix is on the table (compact it) or the choice of reader, which the message names."""
+    """The table uses something this reader cannot read exactly (an equality delete on a nested column, deletion
+    vectors of a table delta-rs cannot list, a LIKE no engine here evaluates as asked): refused rather than answered
+    wrongly. The fix is on the table (compact it) or the choice of reader, which the message names."""
 
     exit_code = 3
     http_status = 501

@@ -5,6 +5,7 @@ table, a real locked database, a table with a real equality delete file.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownExcept
 
 import indexlib.store.table as store_table
 from indexlib.cli import CommandFailed, main, run_or_raise
-from indexlib.errors import CommitConflict, UnsupportedFeature, UserError
+from indexlib.errors import CommitConflict, UserError
 from indexlib.indexing.build import build_index
 from indexlib.store.table import IndexTable
 
@@ -118,19 +119,16 @@ def test_races_lost_on_every_attempt_end_in_a_retryable_commit_conflict(indexed,
     assert (raised.value.exit_code, raised.value.retryable, raised.value.http_status) == (75, True, 409)
 
 
-def test_a_table_with_equality_deletes_is_an_unsupported_feature_exit_code_3(
-    conf_path, config, catalog, capsys
-) -> None:
+def test_a_table_with_equality_deletes_is_explained_like_any_other(conf_path, config, catalog, capsys) -> None:
+    """Equality delete files are matched to the data files they apply to, not refused (exit code 3 before): the
+    live files are listed from the snapshot's manifests, which pyiceberg's planning refuses to plan."""
     table = catalog.create_table("db.upserts", schema=SCHEMA)
     table.append(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "tag": ["a", "b", "c"]}, schema=SCHEMA))
     commit_equality_delete(table, 2)
-    code = main(["explain", "--conf", str(conf_path), "--table", "db.upserts", "--where", "id = 2"])
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert code == UnsupportedFeature.exit_code == 3, "a table feature no reader here handles: exit code 3"
-    assert len(lines) == 1 and "db.upserts" in lines[0] and "equality delete file" in lines[0], lines
-    with pytest.raises(CommandFailed, match="equality delete file") as failed:
-        run_or_raise(["explain", "--conf", str(conf_path), "--table", "db.upserts", "--where", "id = 2"])
-    assert not failed.value.retryable, "the same table fails the same way: a scheduler need not retry"
+    build_index(config, "db.upserts")
+    code = main(["explain", "--conf", str(conf_path), "--table", "db.upserts", "--where", "id = 2", "--json"])
+    assert code == 0, capsys.readouterr().err
+    assert len(json.loads(capsys.readouterr().out)["files"]) == 1, "the file that held id 2 is kept (unknown: keep)"
 
 
 def test_bad_input_is_exit_code_2_and_not_retryable(conf_path, indexed, capsys) -> None:
@@ -149,8 +147,7 @@ def test_equality_deletes_older_than_every_data_file_delete_nothing_and_are_not_
     commit_equality_delete(table, 2)
     table = catalog.load_table("db.rewritten")
     table.append(pa.table({"id": pa.array([5], pa.int64()), "tag": ["e"]}, schema=SCHEMA))
-    with pytest.raises(UnsupportedFeature):
-        build_index(config, "db.rewritten")  # the first file predates the delete: refused
+    assert build_index(config, "db.rewritten").files_indexed == 2, "the first file predates the delete"
     with table.transaction() as transaction:  # every data file rewritten after the delete
         transaction.overwrite(pa.table({"id": pa.array([1, 5], pa.int64()), "tag": ["a", "e"]}, schema=SCHEMA))
     table = catalog.load_table("db.rewritten")

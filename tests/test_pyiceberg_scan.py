@@ -12,16 +12,17 @@ Real SQLite catalog, real Parquet files, the index built by the real build (in t
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from iceberg_tables import COLUMNS, WORDS, batch, commit_equality_delete, make_lake, predicate, rows
 from pyiceberg import expressions as ice
 
-from indexlib.errors import UserError
 from indexlib.handle import IndexHandle
 from indexlib.indexing.build import build_index
 from indexlib.query.from_iceberg import from_iceberg
@@ -87,12 +88,17 @@ def test_a_scan_stays_at_the_snapshot_its_lookup_answered_for(lake) -> None:
     )
 
 
-def test_equality_delete_files_are_refused_never_read(lake) -> None:
+def test_equality_delete_files_are_applied_where_pyiceberg_refuses_them(lake) -> None:
+    before = lake.scan(row_filter="id >= 100 AND id < 110").to_arrow()
     commit_equality_delete(lake, 105)
     with pytest.raises(ValueError, match="equality deletes"):
         lake.scan(row_filter="id = 105").to_arrow()  # pyiceberg itself cannot apply them
-    with pytest.raises(UserError, match="equality delete file"):
-        scan(lake, "id = 105").to_arrow()
+    assert 105 in before.column("id").to_pylist(), "the rule needs rows of the deleted key"
+    expected = before.filter(pc.not_equal(before.column("id"), 105))
+    got = scan(lake, "id >= 100 AND id < 110")
+    assert rows(got.to_arrow()) == rows(expected), "every row whose id equals the delete's is dropped, only those"
+    assert got.count() == expected.num_rows, "count() reads the files an equality delete applies to"
+    assert rows(scan(lake, "id = 105").to_arrow_batch_reader().read_all()) == Counter(), "the batch stream too"
 
 
 @st.composite

@@ -303,17 +303,27 @@ def test_bad_requests_tokens_and_sizes(server):
     assert _status(f"{server.url}/health") == 200
 
 
-def test_a_table_with_equality_deletes_is_refused_with_501_never_planned_without_them(server, lake):
-    """Equality delete files, which no reader here applies yet: the plan is refused (501 NotImplementedException,
-    pyiceberg's NotImplementedError) rather than answered with tasks that would return the rows they delete."""
+def test_a_plan_names_the_equality_deletes_that_apply_to_each_task(server, lake):
+    """Equality delete files are planned as Iceberg plans them: each task names those that apply to its data file
+    (a later data sequence number, the same partition or an unpartitioned spec), with their equality field ids,
+    for the engine to apply (Iceberg Java does); a client that cannot apply them refuses them itself (pyiceberg's
+    NotImplementedError), never reads the rows they delete."""
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
     table = lake[1].create_table("db.upserts", schema=schema)
     table.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}, schema=schema))
     commit_equality_delete(table, 2)
-    plan = "/v1/namespaces/db/tables/upserts/plan"
-    message = error_of(*call(server, "POST", plan, {}), 501, "NotImplementedException")
-    assert "db.upserts" in message and "equality delete file" in message, message
-    with pytest.raises(NotImplementedError, match="equality delete file"):
+    table = lake[1].load_table("db.upserts")
+    table.append(pa.table({"id": pa.array([2], pa.int64())}, schema=schema))  # after the delete: not deleted
+    status, payload = call(server, "POST", "/v1/namespaces/db/tables/upserts/plan", {})
+    assert status == 200, payload
+    plan = strictly(PLANNING, payload)
+    deletes = [d for d in plan.delete_files or [] if d.content == "equality-deletes"]
+    assert len(deletes) == 1 and deletes[0].equality_ids == [1], "the equality delete, with its field ids"
+    by_records = {t.data_file.record_count: t.delete_file_references or [] for t in plan.file_scan_tasks or []}
+    assert set(by_records) == {3, 1}, "two data files"
+    assert by_records[3] == [plan.delete_files.index(deletes[0])], "the delete applies to the older file"
+    assert by_records[1] == [], "not to the file written after it"
+    with pytest.raises(NotImplementedError, match="equality deletes"):
         list(client(server).load_table("db.upserts").scan().plan_files())
 
 

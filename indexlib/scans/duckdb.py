@@ -16,7 +16,7 @@ Which path reads which file (docs/how-to/read-rows.md):
   filters), unioned in: files with deletion vectors (Puffin blobs DuckDB cannot read), every file of a table with
   nested, uuid or fixed columns, a file that leaves an identity-partition column out (Iceberg allows it; pyiceberg
   fills it in from the partition), and a file without field ids the name mapping does not map one to one (`_Layouts`).
-  Equality delete files are refused with one line (the lookup's `kept_files`).
+  Files with equality delete files go that way too: their rows are dropped after pyiceberg's read (scans/equality.py).
 - Files read by name (`FileReads.PARQUET_BY_NAME`: Delta): DuckDB's `read_parquet` over the kept files
   (`union_by_name`: a column added later is NULL in older files; no Hive partitioning guessed from directory names),
   each column by its physical name, joined by file name to each file's partition values (`file.partition`: Delta's
@@ -187,7 +187,7 @@ def _iceberg(
         for name, kind in types.items()
     )
     named = ", ".join(f"d.{quote_name(name)}" for name in types)
-    kept = result.kept_files  # raises the one-line error for equality delete files
+    kept = result.kept_files  # with the delete files of each, equality deletes included
     layouts = _Layouts(con, table, schema, types)
     # DuckDB's own columns of a read: a table column of the same name would be shadowed, so such tables' files
     # with deletes or kept row groups go through pyiceberg

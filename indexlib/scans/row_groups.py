@@ -33,9 +33,11 @@ from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import extract_field_ids
 from pyiceberg.io import pyarrow as pyiceberg_arrow
 from pyiceberg.io.pyarrow import ArrowScan
+from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask
 from pyiceberg.types import DoubleType, FloatType
 
+from indexlib.scans.equality import EqualityDeletes, is_equality
 from indexlib.sources.base import KeptFile
 from indexlib.sources.iceberg_deletes import data_file_of
 
@@ -154,25 +156,61 @@ def _limited_reader(groups: tuple[int, ...], made: list[Any], deletes: _ShiftedD
 class RowGroupScan(ArrowScan):
     """pyiceberg's `ArrowScan`, reading a `RowGroupTask` with `row_groups` set from those row groups alone; other
     tasks as `ArrowScan` does. A task that is `nan_prone` (any task not a `RowGroupTask`) is filtered in memory when
-    the filter names a FLOAT or DOUBLE column (module docstring). Used without `limit`."""
+    the filter names a FLOAT or DOUBLE column (module docstring). Equality delete files among a task's delete files
+    (which pyiceberg's reader would read as position deletes) are taken out before pyiceberg sees the task and
+    applied to its rows here (scans/equality.py), the read widened to the columns they compare. Used without
+    `limit`."""
+
+    def __init__(
+        self, table_metadata: Any, io: Any, projected_schema: Any, row_filter: BooleanExpression, **options: Any
+    ) -> None:
+        super().__init__(table_metadata, io, projected_schema, row_filter, **options)
+        self._row_filter = row_filter
+        self._equality: dict[str, EqualityDeletes] = {}
+
+    def to_record_batches(self, tasks: Iterable[FileScanTask]) -> Iterator[pa.RecordBatch]:
+        plain = []
+        for task in tasks:
+            equality = [d for d in task.delete_files if is_equality(d)]
+            if equality:
+                schema = self._table_metadata.schema()
+                self._equality[task.file.file_path] = EqualityDeletes(self._io, schema, equality)
+                task = _without(task, set(equality))
+            plain.append(task)
+        return super().to_record_batches(plain)
 
     def _record_batches_from_scan_tasks_and_deletes(
         self, tasks: Iterable[FileScanTask], deletes_per_file: dict[str, list[pa.ChunkedArray]]
+    ) -> Iterator[pa.RecordBatch]:
+        for task in tasks:
+            equality = self._equality.get(task.file.file_path)
+            if equality is None:
+                yield from self._read_task(task, deletes_per_file)
+                continue
+            projected, schema = self._projected_schema, self._table_metadata.schema()
+            missing = [schema.find_field(i) for i in equality.field_ids if i not in projected.field_ids]
+            widened = Schema(*projected.fields, *missing)
+            read = RowGroupScan(self._table_metadata, self._io, widened, self._row_filter)
+            names = [field.name for field in projected.fields]
+            for batch in read._read_task(task, deletes_per_file):
+                yield equality.drop(batch).select(names)
+
+    def _read_task(
+        self, task: FileScanTask, deletes_per_file: dict[str, list[pa.ChunkedArray]]
     ) -> Iterator[pa.RecordBatch]:
         schema = self._table_metadata.schema()
         floating = any(
             isinstance(schema.find_type(field_id), (FloatType, DoubleType))
             for field_id in extract_field_ids(self._bound_row_filter)
         )
-        for task in tasks:
-            in_memory = floating and getattr(task, "nan_prone", True)
-            deletes = deletes_per_file.get(task.file.file_path)
-            groups = getattr(task, "row_groups", None)
-            if groups is None:
-                given = {task.file.file_path: deletes or [NO_POSITIONS]} if in_memory else deletes_per_file
-                yield from super()._record_batches_from_scan_tasks_and_deletes([task], given)
-            else:
-                yield from self._row_groups(task, groups, deletes, in_memory)
+        in_memory = floating and getattr(task, "nan_prone", True)
+        deletes = deletes_per_file.get(task.file.file_path)
+        groups = getattr(task, "row_groups", None)
+        if groups is None:
+            given = {task.file.file_path: deletes or [NO_POSITIONS]} if in_memory else deletes_per_file
+            yield from super()._record_batches_from_scan_tasks_and_deletes([task], given)
+        else:
+            yield from self._row_groups(task, groups, deletes, in_memory)
 
     def _row_groups(
         self, task: FileScanTask, groups: tuple[int, ...], deletes: list[pa.ChunkedArray] | None, in_memory: bool
@@ -204,6 +242,17 @@ class RowGroupScan(ArrowScan):
         if first is not None:
             yield first
             yield from batches
+
+
+def _without(task: FileScanTask, taken: set[Any]) -> FileScanTask:
+    """The task without the delete files `taken` (the same row groups and NaN handling)."""
+    return RowGroupTask(
+        task.file,
+        set(task.delete_files) - taken,
+        task.residual,
+        getattr(task, "row_groups", None),
+        getattr(task, "nan_prone", True),
+    )
 
 
 def vector_positions(kept: KeptFile) -> np.ndarray:

@@ -114,8 +114,8 @@ class IcebergSource:
     def live_files(self) -> list[DataFileRef]:
         if self.current_version() is None:
             return []
-        self.deletes.refuse_equality()  # pyiceberg's planning would fail on them
-        return [_ref(task.file) for task in self.table.scan().plan_files()]
+        listed = self.deletes.live_data_files()  # with equality deletes, which pyiceberg's planning refuses
+        return listed if listed is not None else [_ref(task.file) for task in self.table.scan().plan_files()]
 
     @property
     def state_key(self) -> object:
@@ -214,8 +214,12 @@ class IcebergSource:
         """The files live at that snapshot (None when it expired)."""
         if self.table.snapshot_by_id(snapshot_id) is None:
             return None
-        SnapshotDeletes(self.table, self.name, snapshot_id).refuse_equality()
-        return [_ref(task.file) for task in self.table.scan(snapshot_id=snapshot_id).plan_files()]
+        listed = SnapshotDeletes(self.table, self.name, snapshot_id).live_data_files()
+        return (
+            listed
+            if listed is not None
+            else [_ref(t.file) for t in self.table.scan(snapshot_id=snapshot_id).plan_files()]
+        )
 
     def partition_label(self, ref: DataFileRef) -> str:
         spec = self.partition_specs.get(ref.spec_id)
