@@ -70,6 +70,7 @@ bench: $(STAMP) $(JARS_STAMP)
 	$(BIN)/python benchmarks/bench_lookup_scale.py --files 10000 100000 --row-groups 8 --runs 5
 	$(BIN)/python benchmarks/bench_serve.py
 	$(BIN)/python benchmarks/bench_spark_sql.py
+	$(BIN)/python benchmarks/bench_equality_deletes.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check indexlib jobs tests benchmarks airflow_dags docs/hooks
