@@ -58,7 +58,8 @@ def test_a_row_is_deleted_when_every_compared_column_equals_a_delete_rows_null_a
     assert got == _brute_force(data, deletes), "NULL = NULL, NaN = NaN, every column equal"
 
 
-OTHER_NAN = struct.unpack("<d", bytes.fromhex("010000000000f8ff"))[0]  # a NaN with a sign and payload (Java may write one)
+# a NaN with a sign and a payload (Java may write one)
+OTHER_NAN = struct.unpack("<d", bytes.fromhex("010000000000f8ff"))[0]
 
 CASES = [
     ("NULL equals NULL", [(None,), (1,)], [(None,)], [True, False]),
