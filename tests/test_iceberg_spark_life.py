@@ -5,13 +5,12 @@ A hypothesis `RuleBasedStateMachine` creates a table of format version 2 or 3 (m
 MERGE: position delete files on 2, deletion vectors on 3), partitioned or not, in a JDBC (SQLite) catalog that
 pyiceberg reads too, and runs: inserts, DELETE, UPDATE, MERGE, a rename of the string column (to a name with a
 space, and back), int -> long and float -> double promotions, a partition field added, the upgrade from version 2 to
-3 (vectors beside the older position deletes), compaction by Spark (`rewrite_data_files`, `rewrite_position_delete_files`)
-and index builds. After every step, one handle held since the start answers fixed WHEREs through every scan
+3 (vectors beside the older position deletes), compaction by Spark (`rewrite_data_files`, `rewrite_position_delete_files`),
+equality deletes as Flink's upserts and CDC pipelines write them (Iceberg Java's own writer, committed by a
+`RowDelta`: tests/equality_deletes.py), on `id` or on `k` (NULL included), in one partition of the current spec or,
+unpartitioned, everywhere, and index builds. After every step, one handle held since the start answers fixed WHEREs through every scan
 (pyiceberg, DuckDB, Polars, jar-free Spark, Spark's Iceberg reader over the kept files); each must return exactly
 Spark's own rows (the pyiceberg scan may refuse, in one line, a WHERE it has no exact row filter for).
-
-Equality deletes are not in the history: Spark writes none, and no reader here applies them yet (they are refused,
-tests/test_error_kinds.py).
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from equality_deletes import write_equality_deletes
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -63,11 +63,12 @@ class SparkIcebergLife(RuleBasedStateMachine):
         self.promoted: set[str] = set()
         self.version = 2
         self.partitioned_by_id = False
+        self.partitioned = False
         self.steps: list[str] = []
 
     @initialize(version=st.sampled_from([2, 3]), partitioned=st.booleans())
     def create(self, version: int, partitioned: bool) -> None:
-        self.name, self.version = f"db.life_{next(_TABLES)}", version
+        self.name, self.version, self.partitioned = f"db.life_{next(_TABLES)}", version, partitioned
         self.spark.sql(
             f"CREATE TABLE {self.t} (id BIGINT, g INT, k INT, f FLOAT, name STRING) USING iceberg "
             + ("PARTITIONED BY (g) " if partitioned else "")
@@ -113,6 +114,18 @@ class SparkIcebergLife(RuleBasedStateMachine):
         )
         self.next_id += 30
         self.steps.append("merge")
+
+    @rule(column=st.sampled_from(["id", "k"]), value=st.integers(0, 4), where=st.integers(0, 5))
+    def equality_delete(self, column: str, value: int, where: int) -> None:
+        """On `id`: the ids with id % 10 = value; on `k`: k = value, or k IS NULL for 0. Written in the current spec's
+        partition that `where` picks (g = where % 2, id_bucket = where % 3), or everywhere when it is unpartitioned."""
+        rows = [{"id": i} for i in range(value, self.next_id, 10)] if column == "id" else [{"k": value or None}]
+        partition = {"g": where % 2} if self.partitioned else {}
+        if self.partitioned_by_id:
+            partition["id_bucket"] = where % 3
+        write_equality_deletes(self.spark, self.t, rows, [column], partition or None)
+        scope = f" in {partition}" if partition else ""
+        self.steps.append(f"equality delete on {column} ({len(rows)} rows{scope})")
 
     @rule()
     def rename(self) -> None:
