@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +30,7 @@ from indexlib.errors import UnsupportedFeature
 
 _VALUE, _NULL, _NAN = 0, 1, 2
 _ROW = "__skipindex_row"
-_CACHE: OrderedDict[str, pa.Table] = OrderedDict()
+_CACHE: OrderedDict[str, _Prepared] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 CACHED_ROWS = 5_000_000  # delete rows held across reads
 
@@ -60,26 +60,78 @@ class EqualityDeletes:
         """Every column the deletes compare: a read must hold them."""
         return list(dict.fromkeys(i for d in self._files for i in d.equality_ids))
 
-    def drop(self, batch: pa.RecordBatch | pa.Table) -> pa.RecordBatch | pa.Table:
-        """`batch` (columns under their current names, `field_ids` among them) without the deleted rows."""
-        deleted = np.zeros(batch.num_rows, dtype=bool)
-        if not batch.num_rows:
-            return batch
-        data = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+    def drop(self, table: pa.Table) -> pa.Table:
+        """`table` (columns under their current names, `field_ids` among them) without the deleted rows."""
+        if not table.num_rows:
+            return table
+        deleted = np.zeros(table.num_rows, dtype=bool)
         for delete_file in self._files:
-            names = [self._schema.find_column_name(i) for i in delete_file.equality_ids]
-            rows = _rows_of(self._io, delete_file, names, self._schema)
-            deleted |= _matched(data.select(names), rows.rename_columns(names))
-        return batch.filter(pa.array(~deleted)) if deleted.any() else batch
+            names = [cast(str, self._schema.find_column_name(i)) for i in delete_file.equality_ids]
+            deleted |= _prepared(self._io, delete_file, names).matched(table.select(names))
+        return table.filter(pa.array(~deleted)) if deleted.any() else table
 
 
-def _rows_of(io: Any, delete_file: Any, names: list[str | None], schema: Schema) -> pa.Table:
-    """The delete file's rows of its equality columns, in `equality_ids` order (cached per process)."""
+class _Prepared:
+    """A delete file's rows made ready to match: per NULL/NaN pattern of its columns (`_codes`), the distinct rows
+    of that pattern in the columns that hold values (the hash side of the join; a pattern whose every column is NULL
+    or NaN has none)."""
+
+    def __init__(self, rows: pa.Table) -> None:
+        self.width = rows.num_columns
+        self.rows = rows.num_rows
+        codes = _codes(rows)
+        self.patterns: list[tuple[int, list[int], pa.Table | None]] = []
+        for code in np.unique(codes).tolist():
+            valued = [n for n, state in enumerate(_decode(code, self.width)) if state == _VALUE]
+            if not valued:
+                self.patterns.append((code, valued, None))
+                continue
+            chosen = rows.filter(pa.array(codes == code)).select(valued)
+            keys = [f"c{n}" for n in valued]
+            self.patterns.append((code, valued, chosen.rename_columns(keys).group_by(keys).aggregate([])))
+
+    def matched(self, data: pa.Table) -> np.ndarray:
+        """Which rows of `data` (the compared columns, in order) equal one of the delete rows."""
+        found = np.zeros(data.num_rows, dtype=bool)
+        codes = _codes(data)
+        for code, valued, distinct in self.patterns:
+            here = codes == code
+            if not here.any():
+                continue
+            if distinct is None:  # every compared column NULL or NaN in both
+                found |= here
+                continue
+            keys = [f"c{n}" for n in valued]
+            left = pa.table(
+                [data.column(n) for n in valued] + [pa.array(np.arange(data.num_rows), pa.int64())],
+                names=[*keys, _ROW],
+            )
+            left = left if here.all() else left.filter(pa.array(here))
+            right = pa.table([distinct.column(k).cast(left.column(k).type) for k in keys], names=keys)
+            hits = left.join(right, keys, join_type="left semi")
+            found[hits.column(_ROW).to_numpy()] = True
+        return found
+
+
+def _prepared(io: Any, delete_file: Any, names: list[str]) -> _Prepared:
+    """The delete file's rows of its equality columns, prepared (cached per process, by path)."""
     path = delete_file.file_path
     with _CACHE_LOCK:
         if path in _CACHE:
             _CACHE.move_to_end(path)
             return _CACHE[path]
+    prepared = _Prepared(_rows_of(io, delete_file, names))
+    with _CACHE_LOCK:
+        _CACHE[path] = prepared
+        while sum(p.rows for p in _CACHE.values()) > CACHED_ROWS and len(_CACHE) > 1:
+            _CACHE.popitem(last=False)
+    return prepared
+
+
+def _rows_of(io: Any, delete_file: Any, names: list[str]) -> pa.Table:
+    """The delete file's rows of its equality columns, in `equality_ids` order: by Parquet field id, or by the
+    columns' current `names` in a file without field ids."""
+    path = delete_file.file_path
     with io.new_input(path).open() as stream:
         parquet = pq.ParquetFile(stream)
         stored = parquet.schema_arrow
@@ -97,45 +149,25 @@ def _rows_of(io: Any, delete_file: Any, names: list[str | None], schema: Schema)
                 )
             columns.append(column)
         table = parquet.read(columns=list(dict.fromkeys(columns)))
-    rows = pa.table([table.column(c) for c in columns], names=[str(i) for i in delete_file.equality_ids])
-    with _CACHE_LOCK:
-        _CACHE[path] = rows
-        while sum(t.num_rows for t in _CACHE.values()) > CACHED_ROWS and len(_CACHE) > 1:
-            _CACHE.popitem(last=False)
-    return rows
+    return pa.table([table.column(c) for c in columns], names=[str(i) for i in delete_file.equality_ids])
 
 
-def _states(table: pa.Table) -> np.ndarray:
-    """Per row and column: _VALUE, _NULL or _NAN (rows x columns)."""
-    states = np.zeros((table.num_rows, table.num_columns), dtype=np.int8)
+def _codes(table: pa.Table) -> np.ndarray:
+    """Per row, which of its columns are NULL or NaN, as one number: the sum over columns n of 3**n times the
+    column's state (_VALUE, _NULL or _NAN)."""
+    codes = np.zeros(table.num_rows, dtype=np.int64)
     for n, column in enumerate(table.columns):
-        nulls = column.is_null().to_numpy(zero_copy_only=False)
-        states[nulls, n] = _NULL
+        states = np.where(column.is_null().to_numpy(zero_copy_only=False), _NULL, _VALUE)
         if pa.types.is_floating(column.type):
-            nans = pc.fill_null(pc.is_nan(column), False).to_numpy(zero_copy_only=False)
-            states[nans, n] = _NAN
-    return states
+            states = np.where(pc.fill_null(pc.is_nan(column), False).to_numpy(zero_copy_only=False), _NAN, states)
+        codes += states * 3**n
+    return codes
+
+
+def _decode(code: int, width: int) -> list[int]:
+    return [(code // 3**n) % 3 for n in range(width)]
 
 
 def _matched(data: pa.Table, deletes: pa.Table) -> np.ndarray:
-    """Which rows of `data` equal some row of `deletes` (same columns, in order), NULL = NULL and NaN = NaN."""
-    found = np.zeros(data.num_rows, dtype=bool)
-    if not deletes.num_rows:
-        return found
-    deletes = pa.table(
-        [d.cast(c.type) for d, c in zip(deletes.columns, data.columns, strict=True)], names=data.column_names
-    )
-    data_states, delete_states = _states(data), _states(deletes)
-    for pattern in np.unique(delete_states, axis=0):
-        here = np.flatnonzero((data_states == pattern).all(axis=1))
-        if not len(here):
-            continue
-        valued = [name for name, state in zip(data.column_names, pattern, strict=True) if state == _VALUE]
-        if not valued:  # every compared column NULL or NaN in both
-            found[here] = True
-            continue
-        wanted = deletes.filter(pa.array((delete_states == pattern).all(axis=1))).select(valued)
-        left = data.take(pa.array(here)).select(valued).append_column(_ROW, pa.array(here, pa.int64()))
-        hits = left.join(wanted.group_by(valued).aggregate([]), valued, join_type="left semi")
-        found[hits.column(_ROW).to_numpy()] = True
-    return found
+    """Which rows of `data` equal some row of `deletes` (the same columns, in order), NULL = NULL and NaN = NaN."""
+    return _Prepared(deletes).matched(data)

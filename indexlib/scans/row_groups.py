@@ -192,8 +192,10 @@ class RowGroupScan(ArrowScan):
             widened = Schema(*projected.fields, *missing)
             read = RowGroupScan(self._table_metadata, self._io, widened, self._row_filter)
             names = [field.name for field in projected.fields]
-            for batch in read._read_task(task, deletes_per_file):
-                yield equality.drop(batch).select(names)
+            batches = list(read._read_task(task, deletes_per_file))  # ArrowScan holds a task's batches anyway
+            if batches:  # one join per file, not per batch
+                rows = pa.concat_tables([pa.Table.from_batches([b]) for b in batches], promote_options="permissive")
+                yield from equality.drop(rows).select(names).to_batches()
 
     def _read_task(
         self, task: FileScanTask, deletes_per_file: dict[str, list[pa.ChunkedArray]]
