@@ -10,7 +10,7 @@ and the first lookup of a fresh handle (the snapshot's data manifests are read f
 
     python benchmarks/bench_equality_deletes.py [--files 20] [--rows 500000] [--deletes 0 1000 100000]
 
-The delete files are committed by the tests' own helper (tests/iceberg_tables.py `commit_delete_files`, the
+The delete files are committed by the tests' own helper (tests/iceberg_tables.py `commit_equality_deletes`, the
 manifest a writer commits), with Parquet field ids as Iceberg writers write them. Prints a Markdown table for
 docs/benchmarks.md: best of 3; compare within one run.
 """
@@ -21,15 +21,11 @@ import argparse
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
-from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.schema import Schema
-from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 from timing import best_of
 
@@ -38,7 +34,7 @@ from indexlib.handle import IndexHandle
 from indexlib.indexing.build import build_index
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from iceberg_tables import commit_delete_files  # noqa: E402  (the tests' commit of delete files)
+from iceberg_tables import commit_equality_deletes  # noqa: E402  (the tests' commit of delete files)
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),
@@ -60,20 +56,8 @@ def _file(start: int, rows: int) -> pa.Table:
 
 def _commit_equality_deletes(table, ids: np.ndarray) -> None:
     """One equality delete file on `id` holding `ids`, written with field ids as Iceberg writers write them."""
-    path = f"{table.metadata.location}/data/{uuid.uuid4()}-eq-deletes.parquet"
     field = pa.field("id", pa.int64(), metadata={b"PARQUET:field_id": b"1"})
-    pq.write_table(pa.table([pa.array(ids, pa.int64())], schema=pa.schema([field])), path)
-    delete = DataFile.from_args(
-        content=DataFileContent.EQUALITY_DELETES,
-        file_path=path,
-        file_format=FileFormat.PARQUET,
-        partition=Record(),
-        record_count=len(ids),
-        file_size_in_bytes=table.io.new_input(path).__len__(),
-        equality_ids=[1],
-    )
-    delete.spec_id = 0
-    commit_delete_files(table, [delete])
+    commit_equality_deletes(table, pa.table([pa.array(ids, pa.int64())], schema=pa.schema([field])), [1])
 
 
 def main(files: int, rows: int, deletes: list[int]) -> None:

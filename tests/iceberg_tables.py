@@ -218,17 +218,24 @@ def make_lake(config: Any, catalog: Any, imported: bool = False, row_group_rows:
 
 
 def commit_equality_delete(table: Any, id_value: int) -> None:
-    """An equality delete file (id = `id_value`) in a snapshot of its own, as Flink or Spark would commit one."""
+    """An equality delete file (id = `id_value`) in a snapshot of its own, as Flink or Spark would commit one (its
+    Parquet file without field ids: read by the column's current name)."""
+    commit_equality_deletes(table, pa.table({"id": pa.array([id_value], pa.int64())}), [1])
+
+
+def commit_equality_deletes(table: Any, rows: pa.Table, equality_ids: list[int]) -> None:
+    """One equality delete file of `rows` (the compared columns, in `equality_ids` order; give them Parquet field
+    ids in their metadata, as Iceberg's writers do, or not) committed in a snapshot of its own, unpartitioned."""
     path = f"{table.metadata.location}/data/{uuid.uuid4()}-eq-deletes.parquet"
-    pq.write_table(pa.table({"id": pa.array([id_value], pa.int64())}), path)
+    pq.write_table(rows, path)
     delete = DataFile.from_args(
         content=DataFileContent.EQUALITY_DELETES,
         file_path=path,
         file_format=FileFormat.PARQUET,
         partition=Record(),
-        record_count=1,
+        record_count=rows.num_rows,
         file_size_in_bytes=table.io.new_input(path).__len__(),
-        equality_ids=[1],
+        equality_ids=equality_ids,
     )
     delete.spec_id = 0
     commit_delete_files(table, [delete])

@@ -1,6 +1,7 @@
 """Which rows an Iceberg equality delete deletes (indexlib/scans/equality.py), against brute force: a data row is
 deleted when, for some delete row, every compared column holds the same value, NULL equal to NULL and NaN equal to
-NaN (Iceberg's equality, as its Java readers apply it), in any number of columns and types.
+NaN (Iceberg's equality, as its Java readers apply it: `Double.compare`, so -0.0 is not 0.0), in any number of columns
+and types.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from indexlib.scans.equality import _matched
 
 TYPES = {
     "int": (pa.int64(), st.integers(-3, 3)),
-    "float": (pa.float64(), st.sampled_from([0.5, 1.5, -2.0, math.nan])),
+    "float": (pa.float64(), st.sampled_from([0.5, 1.5, -2.0, 0.0, -0.0, math.nan])),
     "str": (pa.string(), st.sampled_from(["a", "b", "", "a%"])),
 }
 
@@ -26,8 +27,9 @@ TYPES = {
 def _same(a: object, b: object) -> bool:
     if a is None or b is None:
         return a is None and b is None
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
+    if isinstance(a, float) and isinstance(b, float):  # Java's Double.compare: NaN = NaN, -0.0 != 0.0
+        both_nan = math.isnan(a) and math.isnan(b)
+        return both_nan or (a == b and math.copysign(1, a) == math.copysign(1, b))
     return a == b
 
 
@@ -66,6 +68,7 @@ CASES = [
     ("NaN equals NaN", [(math.nan,), (0.5,)], [(math.nan,)], [True, False]),
     ("NaN equals NaN whatever its bits", [(OTHER_NAN,), (0.5,)], [(math.nan,)], [True, False]),
     ("a NULL is not any value", [(None,)], [(1,)], [False]),
+    ("-0.0 is not 0.0 (Java's Double.compare)", [(-0.0,), (0.0,)], [(0.0,)], [False, True]),
     ("all columns must equal", [(1, "a"), (1, "b")], [(1, "a")], [True, False]),
     ("a NULL in one column of two", [(1, None), (1, "a")], [(1, None)], [True, False]),
 ]

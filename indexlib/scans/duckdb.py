@@ -16,7 +16,10 @@ Which path reads which file (docs/how-to/read-rows.md):
   filters), unioned in: files with deletion vectors (Puffin blobs DuckDB cannot read), every file of a table with
   nested, uuid or fixed columns, a file that leaves an identity-partition column out (Iceberg allows it; pyiceberg
   fills it in from the partition), and a file without field ids the name mapping does not map one to one (`_Layouts`).
-  Files with equality delete files go that way too: their rows are dropped after pyiceberg's read (scans/equality.py).
+  Equality delete files go that way too where DuckDB cannot apply them exactly (`_NativeDeletes`: a compared
+  column that is FLOAT or DOUBLE, nested, or a delete file without Parquet field ids): their rows are dropped after
+  pyiceberg's read (scans/equality.py). The others DuckDB applies itself: an anti-join `IS NOT DISTINCT FROM` the
+  delete file's rows, read by field id, per group of files the same equality deletes apply to.
 - Files read by name (`FileReads.PARQUET_BY_NAME`: Delta): DuckDB's `read_parquet` over the kept files
   (`union_by_name`: a column added later is NULL in older files; no Hive partitioning guessed from directory names),
   each column by its physical name, joined by file name to each file's partition values (`file.partition`: Delta's
@@ -57,7 +60,7 @@ from indexlib.query.sql import Clock
 from indexlib.scans.pushdown import nan_prone
 from indexlib.scans.row_groups import RowGroupScan, selected, stored_rows, task_of, vector_positions
 from indexlib.scans.where import where_sql
-from indexlib.sources.base import FileReads, IcebergFiles, KeptFile, ParquetByName
+from indexlib.sources.base import DeleteFileRef, FileReads, IcebergFiles, KeptFile, ParquetByName
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -195,24 +198,28 @@ def _iceberg(
     parts = []
     for all_match in (False, True):
         group = [k for k in kept if k.all_match is all_match]
+        native_deletes = _NativeDeletes(con, schema, types)
         candidates = [
             k
             for k in group
             if native_ok
             and (virtual_ok or (not k.deletes and selected(k) is None))
-            and (not k.deletes or _native_deletes(k))
+            and (not k.deletes or native_deletes.applies(k))
         ]
         reads = layouts.native_reads(candidates)
         read_natively = {id(k) for files in reads.values() for k in files}
         through = [k for k in group if id(k) not in read_natively]
         where = "" if all_match else f" WHERE {filter_sql}"
         for projection, mapped in reads.items():
-            for (row_groups, prone), files in _by_read(mapped, nan_files).items():
-                deleted = _deleted_positions(con, files)
-                read = layouts.read_sql(files, projection, positions=deleted is not None, row_groups=row_groups)
-                if deleted:
-                    read += f" ANTI JOIN ({deleted}) x ON d.filename = x.file_path AND d.file_row_number = x.pos"
-                parts.append(_filtered(con, f"SELECT {named} FROM {read}", "" if all_match else filter_sql, prone))
+            for (row_groups, prone), by_read in _by_read(mapped, nan_files).items():
+                for equality, files in _by_equality_deletes(by_read).items():
+                    deleted = _deleted_positions(con, files)
+                    read = layouts.read_sql(files, projection, positions=deleted is not None, row_groups=row_groups)
+                    if deleted:
+                        read += f" ANTI JOIN ({deleted}) x ON d.filename = x.file_path AND d.file_row_number = x.pos"
+                    read += "".join(native_deletes.anti_join(d, n) for n, d in enumerate(equality))
+                    filtered = "" if all_match else filter_sql
+                    parts.append(_filtered(con, f"SELECT {named} FROM {read}", filtered, prone))
         if through:
             arrow = _through_pyiceberg(table, schema, through)
             parts.append(  # duckdb types query() `| None` (for statements without rows): a SELECT gives a relation
@@ -457,16 +464,62 @@ def _row_groups_sql(row_groups: tuple[int, ...] | None) -> str:
     return f" WHERE file_row_group_number IN ({', '.join(map(str, row_groups))})"
 
 
-def _native_deletes(kept: KeptFile) -> bool:
-    """Position delete files in Parquet DuckDB applies itself (an anti-join on file and row position); deletion
-    vectors (Puffin blobs) and other formats go through pyiceberg."""
-    return all(d.kind == "position" and d.file_format.upper() == "PARQUET" for d in kept.deletes)
+class _NativeDeletes:
+    """Which delete files DuckDB applies itself, and how. Position delete files in Parquet: an anti-join on file and
+    row position (`_deleted_positions`). Equality delete files in Parquet whose compared columns are top-level
+    columns DuckDB reads, stored with Parquet field ids (as Iceberg's writers store them), none FLOAT or DOUBLE: an
+    anti-join on those columns `IS NOT DISTINCT FROM` the delete file's rows read by field id (NULL equals NULL, as
+    in Iceberg; DuckDB's `0.0 = -0.0`, which Iceberg's Java readers do not hold, is why floating-point columns go
+    through pyiceberg, scans/equality.py). Deletion vectors (Puffin blobs) and everything else go through
+    pyiceberg."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, schema: Any, types: dict[str, str | None]) -> None:
+        self._con, self._schema, self._types = con, schema, types
+        self._top = {field.field_id: field.name for field in schema.fields}
+
+    def applies(self, kept: KeptFile) -> bool:
+        equality = [d for d in kept.deletes if d.kind == "equality"]
+        if not all(d.kind in ("position", "equality") and d.file_format.upper() == "PARQUET" for d in kept.deletes):
+            return False
+        if not equality:
+            return True
+        footers = _footer_columns(self._con, [_local(d.path) for d in equality])
+        for d in equality:
+            footer = footers[_local(d.path)]
+            ids = list(d.data_file.equality_ids or [])
+            if footer is None or footer.nested or not ids or not set(ids) <= {i for _, i, _ in footer.columns}:
+                return False
+            if any(i not in self._top or self._types[self._top[i]] in (None, "FLOAT", "DOUBLE") for i in ids):
+                return False
+        return True
+
+    def anti_join(self, delete: DeleteFileRef, n: int) -> str:
+        """The ANTI JOIN dropping the rows of `d` (the read) that equal one of the equality delete file's rows."""
+        ids = list(delete.data_file.equality_ids)
+        names = [self._top[i] for i in ids]
+        mapping = ", ".join(
+            f"{i}: {{name: {_string(f'c{j}')}, type: {_string(str(self._types[name]))}, default_value: NULL}}"
+            for j, (i, name) in enumerate(zip(ids, names, strict=True))
+        )
+        rows = f"SELECT DISTINCT * FROM read_parquet([{_string(_local(delete.path))}], schema = MAP {{{mapping}}})"
+        same = " AND ".join(f"d.{quote_name(name)} IS NOT DISTINCT FROM e{n}.c{j}" for j, name in enumerate(names))
+        return f" ANTI JOIN ({rows}) e{n} ON {same}"
+
+
+def _by_equality_deletes(kept: list[KeptFile]) -> dict[tuple[DeleteFileRef, ...], list[KeptFile]]:
+    """The files by the equality delete files that apply to them: one read per distinct set."""
+    groups: dict[tuple[DeleteFileRef, ...], list[KeptFile]] = {}
+    for k in kept:
+        groups.setdefault(tuple(d for d in k.deletes if d.kind == "equality"), []).append(k)
+    return groups
 
 
 def _deleted_positions(con: duckdb.DuckDBPyConnection, kept: list[KeptFile]) -> str | None:
-    """SQL for the (file_path, pos) rows deleted from `kept`: only the rows each delete file holds for a data file
-    it applies to (pyiceberg's DeleteFileIndex matched them by partition and sequence number)."""
-    pairs = [(_local(d.path), k.file.path, _local(k.file.path)) for k in kept for d in k.deletes]
+    """SQL for the (file_path, pos) rows deleted from `kept`: only the rows each position delete file holds for a
+    data file it applies to (pyiceberg's DeleteFileIndex matched them by partition and sequence number)."""
+    pairs = [
+        (_local(d.path), k.file.path, _local(k.file.path)) for k in kept for d in k.deletes if d.kind == "position"
+    ]
     if not pairs:
         return None
     applies = _register(
