@@ -476,22 +476,25 @@ class _NativeDeletes:
     def __init__(self, con: duckdb.DuckDBPyConnection, schema: Any, types: dict[str, str | None]) -> None:
         self._con, self._schema, self._types = con, schema, types
         self._top = {field.field_id: field.name for field in schema.fields}
+        self._known: dict[str, bool] = {}  # by equality delete file: DuckDB applies it (decided once per call)
 
     def applies(self, kept: KeptFile) -> bool:
-        equality = [d for d in kept.deletes if d.kind == "equality"]
         if not all(d.kind in ("position", "equality") and d.file_format.upper() == "PARQUET" for d in kept.deletes):
             return False
-        if not equality:
-            return True
-        footers = _footer_columns(self._con, [_local(d.path) for d in equality])
-        for d in equality:
-            footer = footers[_local(d.path)]
-            ids = list(d.data_file.equality_ids or [])
-            if footer is None or footer.nested or not ids or not set(ids) <= {i for _, i, _ in footer.columns}:
-                return False
-            if any(i not in self._top or self._types[self._top[i]] in (None, "FLOAT", "DOUBLE") for i in ids):
-                return False
-        return True
+        return all(self._applies_equality(d) for d in kept.deletes if d.kind == "equality")
+
+    def _applies_equality(self, delete: DeleteFileRef) -> bool:
+        if delete.path not in self._known:
+            footer = _footer_columns(self._con, [_local(delete.path)])[_local(delete.path)]
+            ids = list(delete.data_file.equality_ids or [])
+            self._known[delete.path] = not (
+                footer is None
+                or footer.nested
+                or not ids
+                or not set(ids) <= {i for _, i, _ in footer.columns}
+                or any(i not in self._top or self._types[self._top[i]] in (None, "FLOAT", "DOUBLE") for i in ids)
+            )
+        return self._known[delete.path]
 
     def anti_join(self, delete: DeleteFileRef, n: int) -> str:
         """The ANTI JOIN dropping the rows of `d` (the read) that equal one of the equality delete file's rows."""

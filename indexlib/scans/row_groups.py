@@ -190,7 +190,9 @@ class RowGroupScan(ArrowScan):
             projected, schema = self._projected_schema, self._table_metadata.schema()
             missing = [schema.find_field(i) for i in equality.field_ids if i not in projected.field_ids]
             widened = Schema(*projected.fields, *missing)
-            read = RowGroupScan(self._table_metadata, self._io, widened, self._row_filter)
+            read = RowGroupScan(
+                self._table_metadata, self._io, widened, self._row_filter, case_sensitive=self._case_sensitive
+            )
             names = [field.name for field in projected.fields]
             batches = list(read._read_task(task, deletes_per_file))  # ArrowScan holds a task's batches anyway
             if batches:  # one join per file, not per batch

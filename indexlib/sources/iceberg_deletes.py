@@ -19,6 +19,7 @@ pyiceberg's planning refuses equality deletes. The rows are dropped by the scans
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -95,6 +96,8 @@ class SnapshotDeletes:
         self.index = DeleteFileIndex()
         self.position: list[DataFile] = []
         self.equality: list[_Equality] = []
+        # the equality deletes by the partition they apply in (None: every one), in sequence number order
+        self._equality_by_scope: dict[tuple[int, tuple[Any, ...]] | None, list[_Equality]] = {}
         self._table = table
         self._manifests: list[Any] = []
         snapshot = table.metadata.snapshot_by_id(snapshot_id) if snapshot_id is not None else None
@@ -122,6 +125,8 @@ class SnapshotDeletes:
                 else:
                     self.index.add_delete_file(entry, partition_key=delete_file.partition)
                     self.position.append(delete_file)
+        for e in sorted(self.equality, key=lambda e: e.sequence):
+            self._equality_by_scope.setdefault(e.partition, []).append(e)
 
     @cached_property
     def _live_data(self) -> dict[str, _LiveData]:
@@ -160,12 +165,12 @@ class SnapshotDeletes:
                 f"table {self.name} snapshot {self.snapshot_id}: {ref.path} is not a live data file of the "
                 "snapshot, so its equality deletes cannot be matched"
             )
-        partition = (live.ref.spec_id, _values(live.ref))
-        return [
-            e.delete_file
-            for e in self.equality
-            if live.sequence < e.sequence and (e.partition is None or e.partition == partition)
-        ]
+        found = []
+        for scope in (None, (live.ref.spec_id, _values(live.ref))):
+            deletes = self._equality_by_scope.get(scope, [])
+            later = bisect.bisect_right([e.sequence for e in deletes], live.sequence)  # strictly newer from here
+            found += [e.delete_file for e in deletes[later:]]
+        return found
 
     def _for_file(self, ref: DataFileRef) -> set[DataFile]:
         data_file = data_file_of(ref)
