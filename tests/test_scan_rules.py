@@ -5,6 +5,7 @@ rows SQL returns over the table's live rows. tests/test_scan_rows.py draws them 
 - NaN is greater than every number and equal to itself in SQL: `x > 4`, `NOT (x <= 4)` and `isnan(x)` hold for NaN
   rows, which engines' Parquet readers lose to row-group statistics that leave NaN out, and pyiceberg's IEEE
   comparisons lose too.
+- -0.0 equals 0.0 in SQL, which Spark's Parquet reader's dictionary filtering holds apart.
 - A negative leaf (`!=`, NOT (=), NOT IN) is unknown, not TRUE, on NULL: also in files written before the column
   was added (pyiceberg reads the column as NULL there and its `NotEqualTo` keeps the row).
 - A `timestamptz` column reads through Spark on every path.
@@ -145,6 +146,64 @@ def test_files_counted_without_nan_are_still_filtered_by_the_engines_reader(conf
     assert nan_prone(result, None) == with_nan, "only the file the index counted a NaN in is read unfiltered"
     assert nan_prone(handle.lookup("X > 0 OR id > 0"), None) == with_nan, "any leaf naming x, in any case"
     assert not nan_prone(handle.lookup("id > 0"), None), "a WHERE naming no floating-point column"
+
+
+# Zero's two signs ------------------------------------------------------------------------------------------------
+
+# in row groups of 4, without NaN (so no file is read unfiltered for NaN): dictionaries holding -0.0 and not 0.0,
+# 0.0 and not -0.0, and no zero; parquet-mr (Spark's Parquet reader) decides a pushed `x = 0` against a dictionary by
+# Java's Double.equals, which holds -0.0 and 0.0 apart
+ZERO_X = [-0.0, -0.0, 1.0, 2.0, 0.0, 0.0, -1.0, 3.0, 5.0, 6.0, 7.0, None]
+
+ZERO_RULES = [
+    ("x = 0", "-0.0 is 0, in a row group whose dictionary holds -0.0 alone"),
+    ("x >= 0", "-0.0 is at or above 0"),
+    ("x <= 0 AND id >= 0", "0.0 is at or below 0, under AND"),
+    ("x IN (0, 7)", "-0.0 is 0 in an IN list"),
+    ("x = CAST('-0' AS DOUBLE)", "0.0 is -0.0, in a row group whose dictionary holds 0.0 alone"),
+    ("NOT (x != 0)", "-0.0 is 0 under NOT"),
+]
+
+
+@pytest.mark.parametrize("fmt", ["iceberg", "delta"])
+@pytest.mark.parametrize("indexed", [True, False], ids=["indexed", "not indexed"])
+def test_both_zeros_are_returned_by_every_scan(spark, config, catalog, tmp_path, fmt, indexed) -> None:
+    data = pa.table({"id": pa.array(range(len(ZERO_X)), pa.int64()), "x": pa.array(ZERO_X, pa.float64())})
+    if fmt == "iceberg":
+        schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "x", DoubleType()))
+        catalog.create_table("db.z", schema, properties={"write.parquet.row-group-limit": "4"}).append(data)
+        name = "db.z"
+    else:
+        name = str(tmp_path / "zeros")
+        write_deltalake(name, data, writer_properties=WriterProperties(max_row_group_size=4))
+    if indexed:
+        build_index(config, name)
+    handle = open_handle(config, name)
+    for where, rule in ZERO_RULES:
+        truth = sql_ids(data, where)
+        assert truth, f"{where}: the rule's rows exist"
+        for scan, got in through_every_scan(spark, handle, where).items():
+            assert got == truth, f"{scan}: {rule}: {where} holds for rows {truth} ({'' if indexed else 'not '}indexed)"
+
+
+def test_only_files_that_may_hold_a_zero_lose_dictionary_filtering(config, catalog) -> None:
+    """The rule's price is paid only where a zero may be: a file whose bounds exclude 0 keeps it."""
+    from indexlib.scans.pushdown import zero_prone
+
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "x", DoubleType()))
+    table = catalog.create_table("db.t", schema)
+    for xs in ([1.0, 2.0], [-1.0, 3.0], [-0.0, -0.0], [-5.0, -2.0], [None, NAN]):
+        table.append(pa.table({"id": pa.array([1, 2], pa.int64()), "x": pa.array(xs, pa.float64())}))
+    result = open_handle(config, "db.t").lookup("x IS NULL OR x != 9")
+    assert zero_prone(result, None) == set(result.files), "not indexed: every kept file may hold a zero"
+    build_index(config, "db.t")
+    handle = open_handle(config, "db.t")
+    result = handle.lookup("x IS NULL OR x != 9")
+    xs = {path: pq.read_table(path).column("x").to_pylist() for path in result.files}
+    spans = {path for path, values in xs.items() if values in ([-1.0, 3.0], [-0.0, -0.0])}
+    assert len(result.files) == 5 and len(spans) == 2, "every file kept, two may hold a zero"
+    assert zero_prone(result, None) == spans, "bounds around 0 (either sign) are prone; above, below, or no numbers not"
+    assert not zero_prone(handle.lookup("id > 0"), None), "a WHERE naming no floating-point column"
 
 
 # NULL in a column added later --------------------------------------------------------------------------------------

@@ -27,7 +27,8 @@ The jar-free reads choose one of two ways per kept file (`routes` says which and
   delta-rs on the driver, dropped by an anti-join on Spark's own `_metadata.file_path` and `_metadata.row_index`,
   `_delta_vectors`). Files that may hold
   NaN in a floating-point column the WHERE names (scans/pushdown.py) are not read by it when filtered: it would
-  skip their row groups by statistics that leave NaN out;
+  skip their row groups by statistics that leave NaN out; files that may hold a zero there are read by it with its
+  dictionary and Bloom filtering off (`Read.dictionaries`): those hold -0.0 and 0.0 apart;
 - otherwise (Iceberg delete files, NaN-prone files, footers `layout_of` cannot map exactly) pyiceberg's own reader,
   per file with its delete files, inside
   Spark tasks through PySpark's Python data source API (`_PyicebergFiles`): pyiceberg applies the field-id mapping,
@@ -66,7 +67,7 @@ from pyiceberg.table import FileScanTask
 from pyiceberg.table.name_mapping import NameMapping
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import DecimalType, DoubleType, FloatType, IcebergType, IntegerType, LongType
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type, to_arrow_schema
@@ -76,7 +77,7 @@ from indexlib.errors import UnsupportedFeature, UserError
 from indexlib.handle import IndexHandle, open_handle
 from indexlib.lookup import LookupResult
 from indexlib.query.sql import Clock
-from indexlib.scans.pushdown import nan_prone
+from indexlib.scans.pushdown import nan_prone, zero_prone
 from indexlib.scans.pyiceberg import row_filter
 from indexlib.scans.row_groups import RowGroupScan, selected, stored_rows, task_of, vector_positions
 from indexlib.scans.spark_connectors import connector_frame, format_of, has_runtime
@@ -194,21 +195,31 @@ class Read:
     files: tuple[KeptFile, ...]
     partition: tuple[tuple[str, Any], ...] = ()
     layout: Layout | None = None
+    dictionaries: bool = True  # whether Spark's Parquet reader may skip row groups by dictionary and Bloom filter
 
 
-def plan(result: LookupResult, nan_files: frozenset[str] = frozenset()) -> list[Read]:
+def plan(
+    result: LookupResult, nan_files: frozenset[str] = frozenset(), zero_files: frozenset[str] = frozenset()
+) -> list[Read]:
     """How each kept file is read (`routes`; see the module docstring), grouped. `nan_files`: kept files that may
     hold NaN where the WHERE looks (scans/pushdown.py): when filtered, they are not read by Spark's Parquet reader,
-    which would skip their row groups by statistics that leave NaN out."""
+    which would skip their row groups by statistics that leave NaN out. `zero_files`: kept files that may hold a
+    zero there: when filtered, Spark's Parquet reader reads them without its dictionary and Bloom filtering, which
+    holds -0.0 and 0.0 apart."""
     found = _routes(result, nan_files)
     # files read by name carry (column, value) partition pairs; Iceberg files store theirs
     by_name = result.source is not None and result.source.reads is FileReads.PARQUET_BY_NAME
-    groups: dict[tuple[str, bool, tuple[tuple[str, Any], ...], Layout | None], list[KeptFile]] = {}
+    groups: dict[tuple[str, bool, tuple[tuple[str, Any], ...], Layout | None, bool], list[KeptFile]] = {}
     for k in result.kept_files:
         route = found[k.file.path]
-        key = (route.how, not k.all_match, tuple(k.file.partition or ()) if by_name else (), route.layout)
+        filtered = not k.all_match
+        dictionaries = not (filtered and route.how == PARQUET and k.file.path in zero_files)
+        key = (route.how, filtered, tuple(k.file.partition or ()) if by_name else (), route.layout, dictionaries)
         groups.setdefault(key, []).append(k)
-    return [Read(how, filtered, tuple(files), part, layout) for (how, filtered, part, layout), files in groups.items()]
+    return [
+        Read(how, filtered, tuple(files), part, layout, dictionaries)
+        for (how, filtered, part, layout, dictionaries), files in groups.items()
+    ]
 
 
 def from_lookup(
@@ -228,7 +239,7 @@ def from_lookup(
         return _connector_read(spark, result, schema, condition, dialect)
     frames = []
     nan_files = nan_prone(result, dialect)
-    for read in plan(result, nan_files):
+    for read in plan(result, nan_files, zero_prone(result, dialect)):
         frame = _read(spark, result, read, schema, nan_files)
         frames.append(frame.filter(condition) if read.filtered else frame)
     if not frames:
@@ -241,15 +252,16 @@ def _connector_read(
 ) -> DataFrame:
     """The kept files through the format's own reader, filtered unless every one of them is all-match. Iceberg's
     staged scan pushes no filter into its Parquet reader; Delta's file source does, and Spark's Parquet reader skips
-    row groups by statistics that leave NaN out, so where a kept file may hold NaN the filter is made one
-    nondeterministic conjunct, which Spark keeps above the scan: `OR uuid() = ''` is never true, so the rows are
-    the same, NULL included (`OR rand() < 0` is not: Spark's optimizer folds it away and pushes the rest)."""
+    row groups by statistics that leave NaN out and by dictionaries that hold -0.0 and 0.0 apart, so where a kept
+    file may hold NaN or a zero the filter is made one nondeterministic conjunct, which Spark keeps above the scan:
+    `OR uuid() = ''` is never true, so the rows are the same, NULL included (`OR rand() < 0` is not: Spark's
+    optimizer folds it away and pushes the rest)."""
     if not result.files:
         return spark.createDataFrame([], schema)
     frame = connector_frame(spark, result)
     if set(result.files) <= set(result.all_match):
         return frame
-    if format_of(result) == "delta" and nan_prone(result, dialect):
+    if format_of(result) == "delta" and (nan_prone(result, dialect) or zero_prone(result, dialect)):
         return frame.filter(F.expr(f"({condition}) OR uuid() = ''"))
     return frame.filter(condition)
 
@@ -287,7 +299,7 @@ def _read(
         frame = _row_groups_frame(spark, result, read, stored)
     else:
         paths = [k.file.path for k in read.files]
-        frame = _delta_vectors(spark, spark.read.schema(stored).parquet(*paths), read.files)
+        frame = _delta_vectors(spark, _parquet_reader(spark, read).schema(stored).parquet(*paths), read.files)
     frame = frame.select(
         *[
             F.col(f"`{physical[f.name]}`").cast(f.dataType).alias(f.name)
@@ -495,6 +507,17 @@ def _footers(io: Any, paths: Sequence[str]) -> dict[str, pa.Schema]:
     return known
 
 
+def _parquet_reader(spark: SparkSession, read: Read) -> DataFrameReader:
+    """Spark's Parquet reader for `read`: without parquet-mr's dictionary and Bloom filtering of row groups where
+    `read.dictionaries` is False (scans/pushdown.py: they hold -0.0 and 0.0 apart; its statistics do not)."""
+    reader = spark.read
+    if not read.dictionaries:
+        reader = reader.option("parquet.filter.dictionary.enabled", "false").option(
+            "parquet.filter.bloom.enabled", "false"
+        )
+    return reader
+
+
 def _parquet_frame(spark: SparkSession, read: Read, schema: StructType) -> DataFrame:
     """Iceberg files of one layout through Spark's Parquet reader: their stored columns by their stored names and
     types, each cast and renamed to the current column (NULL where not stored)."""
@@ -507,7 +530,7 @@ def _parquet_frame(spark: SparkSession, read: Read, schema: StructType) -> DataF
             if column.stored is not None
         ]
     )
-    frame = spark.read.schema(stored).parquet(*paths)
+    frame = _parquet_reader(spark, read).schema(stored).parquet(*paths)
     columns = []
     for column, field in zip(read.layout, schema.fields, strict=True):
         if column.stored is None:
