@@ -225,6 +225,10 @@ def _iceberg(
             parts.append(  # duckdb types query() `| None` (for statements without rows): a SELECT gives a relation
                 con.from_arrow(arrow).query("kept", f"SELECT {columns} FROM kept{where}")  # type: ignore[arg-type]
             )
+    if not parts and native_ok:  # no row: one typed SELECT (an empty Arrow table costs DuckDB two more binds)
+        return con.sql(
+            f"SELECT {', '.join(f'CAST(NULL AS {kind}) AS {quote_name(n)}' for n, kind in types.items())} LIMIT 0"
+        )
     if not parts:
         empty = schema_to_pyarrow(schema, include_field_ids=False).empty_table()
         parts.append(con.from_arrow(empty).query("kept", f"SELECT {columns} FROM kept"))  # type: ignore[arg-type]

