@@ -96,8 +96,9 @@ class SnapshotDeletes:
         self.index = DeleteFileIndex()
         self.position: list[DataFile] = []
         self.equality: list[_Equality] = []
-        # the equality deletes by the partition they apply in (None: every one), in sequence number order
-        self._equality_by_scope: dict[tuple[int, tuple[Any, ...]] | None, list[_Equality]] = {}
+        # the equality deletes by the partition they apply in (None: every one), in sequence number order, with
+        # their sequence numbers (what a data file's is bisected in)
+        self._equality_by_scope: dict[tuple[int, tuple[Any, ...]] | None, tuple[list[int], list[_Equality]]] = {}
         self._table = table
         self._manifests: list[Any] = []
         snapshot = table.metadata.snapshot_by_id(snapshot_id) if snapshot_id is not None else None
@@ -126,7 +127,9 @@ class SnapshotDeletes:
                     self.index.add_delete_file(entry, partition_key=delete_file.partition)
                     self.position.append(delete_file)
         for e in sorted(self.equality, key=lambda e: e.sequence):
-            self._equality_by_scope.setdefault(e.partition, []).append(e)
+            sequences, deletes = self._equality_by_scope.setdefault(e.partition, ([], []))
+            sequences.append(e.sequence)
+            deletes.append(e)
 
     @cached_property
     def _live_data(self) -> dict[str, _LiveData]:
@@ -167,8 +170,8 @@ class SnapshotDeletes:
             )
         found = []
         for scope in (None, (live.ref.spec_id, _values(live.ref))):
-            deletes = self._equality_by_scope.get(scope, [])
-            later = bisect.bisect_right([e.sequence for e in deletes], live.sequence)  # strictly newer from here
+            sequences, deletes = self._equality_by_scope.get(scope, ([], []))
+            later = bisect.bisect_right(sequences, live.sequence)  # strictly newer from here
             found += [e.delete_file for e in deletes[later:]]
         return found
 
