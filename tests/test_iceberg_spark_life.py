@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from equality_deletes import write_equality_deletes
+from equality_deletes import java_table, write_equality_deletes
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -120,9 +120,12 @@ class SparkIcebergLife(RuleBasedStateMachine):
         """On `id`: the ids with id % 10 = value; on `k`: k = value, or k IS NULL for 0. Written in the current spec's
         partition that `where` picks (g = where % 2, id_bucket = where % 3), or everywhere when it is unpartitioned."""
         rows = [{"id": i} for i in range(value, self.next_id, 10)] if column == "id" else [{"k": value or None}]
-        partition = {"g": where % 2} if self.partitioned else {}
-        if self.partitioned_by_id:
-            partition["id_bucket"] = where % 3
+        # the current spec's fields by the names Iceberg gave them (`id_bucket`, or `id_bucket_3` when added to a
+        # table created unpartitioned): identity(g) and bucket(3, id)
+        fields = java_table(self.spark, self.t).spec().fields()
+        partition = {
+            field.name(): where % 3 if str(field.transform()).startswith("bucket") else where % 2 for field in fields
+        }
         write_equality_deletes(self.spark, self.t, rows, [column], partition or None)
         scope = f" in {partition}" if partition else ""
         self.steps.append(f"equality delete on {column} ({len(rows)} rows{scope})")
