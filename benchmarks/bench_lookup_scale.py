@@ -343,7 +343,7 @@ def _row_groups_row(
         f"{cold[0]['lookup_s'] * 1e3:,.0f} / {cold[1]['lookup_s'] * 1e3:,.0f} | "
         f"{cold[0]['read_mb']:,.1f} / {cold[1]['read_mb']:,.1f} | {len(plain.files):,} / {len(grouped.files):,} | "
         f"{true_files:,} | {len(plain.files) * row_groups:,} / {read_groups:,} | {true_groups:,} | "
-        f"{index_stages[0].row_groups_in if index_stages else 0:,} |",
+        f"{index_stages[0].parts_in if index_stages else 0:,} |",
         {"without row groups": warm[0], "with row groups": warm[1]},
     )
 

@@ -11,10 +11,11 @@ keeps no file).
 Index entries of files that are no longer live are never returned. A file is in `all_match` when any stage proves
 every row of it matches the whole predicate.
 
-Then the row groups of the kept files that have row-group entries (format 5, `[index] row_groups`) are judged the
-same way, each taking its file's evidence (pruning/containers.py) narrowed by its own bounds and payloads: stages
-"row groups: minmax", "row groups: bloom", ... A file none of whose row groups might match is dropped; the others
-list the row groups a reader needs (`row_groups`), and which of them match on every row.
+Then the parts of the kept files are judged the same way, for each container kind (store/containers.py: the row
+groups of files with row-group entries, format 5, `[index] row_groups`; any registered kind), each part taking its
+file's evidence (pruning/containers.py) narrowed by its own bounds and payloads: stages "row groups: minmax",
+"row groups: bloom", ... A file none of whose parts might match is dropped; the others list the parts a reader needs
+(`parts`, one `KeptParts` per kind), and which of them match on every row.
 """
 
 from __future__ import annotations
@@ -46,29 +47,56 @@ from indexlib.query.sql import Clock, parse_where, predicate_from_tree
 from indexlib.sources.base import DataFileRef, KeptFile, LiveFiles, Source, paths_of, pick
 from indexlib.sources.registry import open_source
 from indexlib.statistics.verdict import Verdict
+from indexlib.store.containers import PartKind, part_kinds
 from indexlib.store.entries import EntryStatistics
 from indexlib.store.key_rows import KeyReads
-from indexlib.store.row_groups import RowGroupStatistics
 from indexlib.store.snapshot import IndexRows, IndexSnapshot
 from indexlib.store.table import IndexTable, build_hint
 
 
 @dataclass(frozen=True)
 class Stage:
-    """One stage's files in and out; a row-group stage also counts the row groups (of files with row-group
-    entries) in and out."""
+    """One stage's files in and out; a stage of a container kind (`container`: its key, e.g. "row_groups") also
+    counts its parts (of the files it judged) in and out."""
 
     name: str
     files_in: int
     files_out: int
-    row_groups_in: int | None = None
-    row_groups_out: int | None = None
+    parts_in: int | None = None
+    parts_out: int | None = None
+    container: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        shown = {"name": self.name, "files_in": self.files_in, "files_out": self.files_out}
-        if self.row_groups_in is not None:
-            shown |= {"row_groups_in": self.row_groups_in, "row_groups_out": self.row_groups_out}
+        shown: dict[str, Any] = {"name": self.name, "files_in": self.files_in, "files_out": self.files_out}
+        if self.container is not None:
+            shown |= {f"{self.container}_in": self.parts_in, f"{self.container}_out": self.parts_out}
         return shown
+
+    @property
+    def row_groups_in(self) -> int | None:  # the name before container kinds, kept for one release
+        return self.parts_in if self.container == "row_groups" else None
+
+    @property
+    def row_groups_out(self) -> int | None:
+        return self.parts_out if self.container == "row_groups" else None
+
+
+@dataclass(frozen=True)
+class KeptParts:
+    """One container kind's answer (store/containers.py) over the kept files that have its parts and reached its
+    stages: per such file, the parts that might match (in the file's order; a dropped file is not here) and, where
+    any, those proven to match on every row; `counts`: how many parts each judged file has; `total`: parts judged."""
+
+    name: str
+    kept: dict[str, tuple[int, ...]]
+    all_match: dict[str, tuple[int, ...]]
+    total: int
+    counts: dict[str, int] = field(compare=False, repr=False)
+
+    def needed(self, path: str) -> tuple[int, ...] | None:
+        """The parts of kept file `path` a reader must read; None: all of them (not judged, or every part kept)."""
+        parts = self.kept.get(path)
+        return None if parts is None or len(parts) == self.counts[path] else parts
 
 
 @dataclass(frozen=True)
@@ -93,16 +121,34 @@ class LookupResult:
     bound: Expr | None = field(default=None, compare=False, repr=False)  # the predicate bound to the schema
     state: TableState | None = field(default=None, compare=False, repr=False)
     kept_positions: tuple[int, ...] = field(default=(), compare=False, repr=False)  # of the kept files in state.live
-    # per kept file with row-group entries: the row groups that might match, and those proven to match on every row
-    row_groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    all_match_row_groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    row_groups_total: int = 0  # row groups of the files that reached the row-group stages
-    row_group_counts: dict[str, int] = field(default_factory=dict, compare=False, repr=False)  # of those files
+    # per container kind (by key) whose stages ran: the parts of the kept files that might match, and those proven to
+    # match on every row
+    parts: dict[str, KeptParts] = field(default_factory=dict)
     key_reads: KeyReads | None = None  # what this lookup read of the global key index (None: nothing)
     # explain's texts, made when first asked (an IN list of 100,000 keys takes ~0.1 s per text)
     explained: Callable[[], tuple[str, str, list[tuple[str, str]]]] | None = field(
         default=None, compare=False, repr=False
     )
+
+    def _parts(self, key: str) -> KeptParts:
+        return self.parts.get(key) or KeptParts(key, {}, {}, 0, {})
+
+    # the row groups' answer under its names before container kinds, kept for one release
+    @property
+    def row_groups(self) -> dict[str, tuple[int, ...]]:
+        return self._parts("row_groups").kept
+
+    @property
+    def all_match_row_groups(self) -> dict[str, tuple[int, ...]]:
+        return self._parts("row_groups").all_match
+
+    @property
+    def row_groups_total(self) -> int:
+        return self._parts("row_groups").total
+
+    @property
+    def row_group_counts(self) -> dict[str, int]:
+        return self._parts("row_groups").counts
 
     @cached_property
     def _explanation(self) -> tuple[str, str, list[tuple[str, str]]]:
@@ -125,7 +171,7 @@ class LookupResult:
 
     def explain(self) -> str:
         """What `skipindex explain` prints: the predicate as parsed and rewritten, what each leaf reads, each stage's
-        files (and row groups) in and out, and the kept files."""
+        files (and parts: row groups, ...) in and out, and the kept files."""
         out: list[str] = []
         summary = self.summary
         out.append(f"table      {self.table}")
@@ -147,14 +193,15 @@ class LookupResult:
         for line in self.partition_fields or ["(none: no partition field can prune this predicate)"]:
             out.append(f"  {line}")
         out.append("")
-        groups = bool(self.row_groups_total)
+        judged = [kept for kept in self.parts.values() if kept.total]
+        unit = judged[0].name if len(judged) == 1 else "parts"  # one kind: its name heads its columns
         width = max(12, *(len(stage.name) + 2 for stage in self.stages))
         header = f"{'stage':<{width}}{'files in':>10}{'files out':>11}"
-        out.append(header + (f"{'row groups in':>15}{'row groups out':>16}" if groups else ""))
+        out.append(header + (f"{unit + ' in':>{len(unit) + 5}}{unit + ' out':>{len(unit) + 6}}" if judged else ""))
         for stage in self.stages:
             line = f"{stage.name:<{width}}{stage.files_in:>10}{stage.files_out:>11}"
-            if stage.row_groups_in is not None:
-                line += f"{stage.row_groups_in:>15}{stage.row_groups_out:>16}"
+            if stage.parts_in is not None:
+                line += f"{stage.parts_in:>{len(unit) + 5}}{stage.parts_out:>{len(unit) + 6}}"
             out.append(line)
         out.append("")
         if self.key_reads is not None:
@@ -167,14 +214,14 @@ class LookupResult:
             f"files kept {summary['files_kept']} of {summary['files_total']} "
             f"({summary['files_unindexed']} unindexed, {summary['files_all_match']} proven to match on every row)"
         )
-        if groups:
+        for kept in judged:
             out.append(
-                f"row groups kept {summary['row_groups_kept']} of {summary['row_groups_total']} in files with "
-                f"row-group entries ({summary['row_groups_all_match']} proven to match on every row)"
+                f"{kept.name} kept {sum(map(len, kept.kept.values()))} of {kept.total} in the files judged by them "
+                f"({sum(map(len, kept.all_match.values()))} proven to match on every row)"
             )
         for path in self.files:
-            kept = self.row_groups.get(path)
-            out.append(f"  {path}" + (f"  row groups {', '.join(map(str, kept))}" if kept is not None else ""))
+            listed = [(kept.name, kept.kept[path]) for kept in judged if path in kept.kept]
+            out.append(f"  {path}" + "".join(f"  {name} {', '.join(map(str, parts))}" for name, parts in listed))
         return "\n".join(out)
 
     @property
@@ -193,16 +240,19 @@ class LookupResult:
         deletes = self.state.source.deletes_for(refs)
         all_match = set(self.all_match)
         kept = [
-            KeptFile(ref, ref.path in all_match, d, self.needed_row_groups(ref.path))
+            KeptFile(ref, ref.path in all_match, d, self.needed_parts(ref.path))
             for ref, d in zip(refs, deletes, strict=True)
         ]
         return sorted(kept, key=lambda k: k.file.path)
 
+    def needed_parts(self, path: str) -> dict[str, tuple[int, ...]]:
+        """Per container kind, the parts of kept file `path` a reader must read (a kind not named: all of them)."""
+        needed = {key: kept.needed(path) for key, kept in self.parts.items()}
+        return {key: parts for key, parts in needed.items() if parts is not None}
+
     def needed_row_groups(self, path: str) -> tuple[int, ...] | None:
-        """The row groups of kept file `path` a reader must read; None: all of them (no row-group entries, or
-        every row group might match)."""
-        groups = self.row_groups.get(path)
-        return None if groups is None or len(groups) == self.row_group_counts[path] else groups
+        """The row groups of kept file `path` a reader must read; None: all of them."""
+        return self._parts("row_groups").needed(path)
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -212,15 +262,16 @@ class LookupResult:
             "files_kept": len(self.files),
             "files_unindexed": self.files_unindexed,
             "files_all_match": len(self.all_match),
-            **(
-                {
-                    "row_groups_total": self.row_groups_total,
-                    "row_groups_kept": sum(len(groups) for groups in self.row_groups.values()),
-                    "row_groups_all_match": sum(len(groups) for groups in self.all_match_row_groups.values()),
-                }
-                if self.row_groups_total
-                else {}
-            ),
+            **{
+                name: count
+                for key, kept in self.parts.items()
+                if kept.total
+                for name, count in (
+                    (f"{key}_total", kept.total),
+                    (f"{key}_kept", sum(map(len, kept.kept.values()))),
+                    (f"{key}_all_match", sum(map(len, kept.all_match.values()))),
+                )
+            },
             "stages": [stage.as_dict() for stage in self.stages],
             **({"key_index_read": asdict(self.key_reads)} if self.key_reads is not None else {}),
         }
@@ -449,10 +500,14 @@ def lookup_in(
         files_in = stages[-1].files_out
     kept = results[-1].verdict.might
     all_match = kept & results[-1].verdict.all_match  # stages only narrow: the last knows what every one proved
-    groups = prune_row_groups(predicate, state, learnt, kept & ~all_match, kinds)
-    if groups is not None:
-        kept, all_match = groups.narrowed(kept, all_match)
-        stages += groups.stages(files_in)
+    parts: dict[str, KeptParts] = {}
+    for part_kind in part_kinds().values():  # each kind's parts of the files the stages before it kept
+        verdicts = prune_parts(part_kind, predicate, state, learnt, kept & ~all_match, kinds)
+        if verdicts is not None:
+            kept, all_match = verdicts.narrowed(kept, all_match)
+            stages += verdicts.stages(files_in)
+            files_in = stages[-1].files_out
+            parts[part_kind.key] = verdicts.answer(live_paths)
     indexed = state.aligned.indexed
     return LookupResult(
         table=table,
@@ -474,10 +529,7 @@ def lookup_in(
         bound=predicate,
         state=state,
         kept_positions=tuple(int(i) for i in np.flatnonzero(kept)),
-        row_groups=groups.kept(live_paths) if groups is not None else {},
-        all_match_row_groups=groups.proven(live_paths) if groups is not None else {},
-        row_groups_total=len(groups.live_of) if groups is not None else 0,
-        row_group_counts=groups.counts(live_paths) if groups is not None else {},
+        parts=parts,
         key_reads=key_reads,
     )
 
@@ -490,11 +542,11 @@ def _read_since(before: KeyReads | None, now: KeyReads | None) -> KeyReads | Non
 
 
 @dataclass(frozen=True)
-class RowGroupVerdicts:
-    """The row-group stages of one lookup: container i is row group `ordinal[i]` of live file `live_of[i]`;
-    `results` are the evaluator's stages over them (first what the files' stages learnt, then the row groups'
-    own)."""
+class PartVerdicts:
+    """The stages of one container kind in one lookup: container i is part `ordinal[i]` of live file `live_of[i]`;
+    `results` are the evaluator's stages over them (first what the files' stages learnt, then the parts' own)."""
 
+    kind: PartKind
     live_of: np.ndarray
     ordinal: np.ndarray
     results: list[StageVerdict]
@@ -508,8 +560,8 @@ class RowGroupVerdicts:
         return self.results[-1].verdict.all_match & self.might
 
     def narrowed(self, kept: np.ndarray, all_match: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Files kept and all-match after the row groups: a file with row groups, none of which might match, is
-        dropped; one whose every row group matches on every row is all-match."""
+        """Files kept and all-match after the parts: a file with parts, none of which might match, is dropped; one
+        whose every part matches on every row is all-match."""
         judged = np.zeros(len(kept), dtype=bool)
         judged[self.live_of] = True
         any_kept = np.zeros(len(kept), dtype=bool)
@@ -520,30 +572,30 @@ class RowGroupVerdicts:
         return kept, kept & (all_match | (judged & ~not_all))
 
     def stages(self, files_in: int) -> list[Stage]:
-        """The row groups' own stages, counting files (with or without row groups) and row groups in and out."""
+        """The parts' own stages, counting files (with or without parts) and parts in and out."""
         unjudged = files_in - len(np.unique(self.live_of))
-        shown, groups_in = [], int(self.results[0].verdict.might.sum())
+        shown, parts_in = [], int(self.results[0].verdict.might.sum())
         for result in self.results[1:]:
-            groups_out = int(result.verdict.might.sum())
+            parts_out = int(result.verdict.might.sum())
             files_out = unjudged + len(np.unique(self.live_of[result.verdict.might]))
-            shown.append(Stage(f"row groups: {result.name}", files_in, files_out, groups_in, groups_out))
-            files_in, groups_in = files_out, groups_out
+            name = f"{self.kind.name}: {result.name}"
+            shown.append(Stage(name, files_in, files_out, parts_in, parts_out, self.kind.key))
+            files_in, parts_in = files_out, parts_out
         return shown
 
-    def counts(self, live_paths: list[str]) -> dict[str, int]:
-        """Row groups per judged file."""
+    def answer(self, live_paths: list[str]) -> KeptParts:
         files, counts = np.unique(self.live_of, return_counts=True)
-        return {live_paths[f]: int(c) for f, c in zip(files, counts, strict=True)}
-
-    def kept(self, live_paths: list[str]) -> dict[str, tuple[int, ...]]:
-        return self._by_file(live_paths, self.might)
-
-    def proven(self, live_paths: list[str]) -> dict[str, tuple[int, ...]]:
-        return {path: groups for path, groups in self._by_file(live_paths, self.all_match).items() if groups}
+        proven = {path: parts for path, parts in self._by_file(live_paths, self.all_match).items() if parts}
+        return KeptParts(
+            self.kind.name,
+            kept=self._by_file(live_paths, self.might),
+            all_match=proven,
+            total=len(self.live_of),
+            counts={live_paths[f]: int(c) for f, c in zip(files, counts, strict=True)},
+        )
 
     def _by_file(self, live_paths: list[str], mask: np.ndarray) -> dict[str, tuple[int, ...]]:
-        """Per file with a row group kept, its row groups in `mask` (containers are ordered by file, then row
-        group)."""
+        """Per file with a part kept, its parts in `mask` (containers are ordered by file, then part)."""
         found: dict[str, tuple[int, ...]] = {live_paths[i]: () for i in np.unique(self.live_of[self.might]).tolist()}
         files, starts = np.unique(self.live_of[mask], return_index=True)
         ordinals, bounds = self.ordinal[mask].tolist(), [*starts.tolist(), int(mask.sum())]
@@ -552,36 +604,42 @@ class RowGroupVerdicts:
         return found
 
 
-# Files that may reach the row-group stages of one lookup. The stages cost ~1-2 us per row group judged (their
+# Files that may reach one container kind's stages in one lookup. The stages cost ~1-2 us per part judged (their
 # lists read and decoded, each stage's verdict); a predicate that keeps more files than this reads so much that
-# narrowing inside its files saves little of its time, so every row group of them is kept (as the Bloom stage
-# leaves a leaf with too many probes to the others).
-MAX_ROW_GROUP_FILES = 5_000
+# narrowing inside its files saves little of its time, so every part of them is kept (as the Bloom stage leaves a
+# leaf with too many probes to the others).
+MAX_PART_FILES = 5_000
+MAX_ROW_GROUP_FILES = MAX_PART_FILES  # its name before container kinds
 
 
-def prune_row_groups(
-    predicate: Expr, state: TableState, learnt: dict[int, Verdict], kept: np.ndarray, kinds: list[IndexKind]
-) -> RowGroupVerdicts | None:
-    """The row-group stages over the row groups of the `kept` files (the file stages' survivors not proven
-    all-match, whose row groups all match too) that have row-group entries for a column the predicate names (None
-    when none has, or more than MAX_ROW_GROUP_FILES files would reach them): each row group takes its file's leaf
-    verdicts (`PerPart`), narrowed by its own bounds and payloads, read only for these files."""
+def prune_parts(
+    part_kind: PartKind,
+    predicate: Expr,
+    state: TableState,
+    learnt: dict[int, Verdict],
+    kept: np.ndarray,
+    kinds: list[IndexKind],
+) -> PartVerdicts | None:
+    """The stages of `part_kind` over the parts of the `kept` files (the file stages' survivors not proven all-match,
+    whose parts all match too) that have its statistics for a column the predicate names (None when none has, or
+    more than MAX_PART_FILES files would reach them): each part takes its file's leaf verdicts (`PerPart`),
+    narrowed by its own bounds and payloads, read only for these files."""
     candidates = np.flatnonzero(kept & state.aligned.indexed)
     # judged_leaves unwraps widened leaves: each leaf here is one evidence answers, naming its column
     columns = (getattr(leaf, "column", None) for leaf in judged_leaves(predicate))
     field_ids = list(dict.fromkeys(column.field_id for column in columns if column is not None))
-    if state.rows is None or not 0 < len(candidates) <= MAX_ROW_GROUP_FILES or not field_ids:
+    if state.rows is None or not 0 < len(candidates) <= MAX_PART_FILES or not field_ids:
         return None
     live_paths = state.live_paths
     paths = pa.array([live_paths[i] for i in candidates], pa.string())
-    stats = RowGroupStatistics(paths, state.rows, field_ids)
-    if not len(stats.file_of):
+    stats = part_kind.statistics(paths, state.rows, field_ids)
+    if stats is None or not len(stats.file_of):
         return None
     live_of = candidates[stats.file_of]
-    row_group_evidence = [
+    part_evidence = [
         PerPart(learnt, live_of, "files"),
         MinMaxEvidence(stats),
         *(KindEvidence(kind, stats) for kind in kinds),
     ]
-    results = evaluate(predicate, row_group_evidence, len(live_of))
-    return RowGroupVerdicts(live_of, stats.ordinal, results)
+    results = evaluate(predicate, part_evidence, len(live_of))
+    return PartVerdicts(part_kind, live_of, stats.ordinal, results)

@@ -64,7 +64,7 @@ def with_row_groups(result: LookupResult, choose: Choice, matching: set[int]) ->
     for k in result.kept_files:
         groups = choose(k, group_ids(k.file.path), matching)
         if groups != ():
-            kept.append(dataclasses.replace(k, row_groups=groups))
+            kept.append(dataclasses.replace(k, parts={} if groups is None else {"row_groups": groups}))
     copy = dataclasses.replace(result)
     copy.__dict__["kept_files"] = kept  # kept_files is a cached_property: what the scans read
     return copy

@@ -10,7 +10,7 @@ delta.py) by their path or URI, and any format registered under the entry-point 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol, overload
@@ -127,14 +127,20 @@ class KeptFile:
     positions), and whether every row of it
     matches (then the filter need not be applied).
 
-    `row_groups`: the Parquet row groups of the file (0-based, in footer order) that may hold a matching row, when
-    the index has row-group entries for it; None: every row group. Never empty (a file with no such row group is not
-    kept). A reader may read only these and returns the same matching rows."""
+    `parts`: per container kind (store/containers.py, by key) whose entries the file has and whose every part does
+    not match, its parts (0-based, in the file's order) that may hold a matching row; a kind not named: every part.
+    Never empty (a file with no such part is not kept). A reader may read only these and returns the same matching
+    rows; one that does not know a kind reads the whole file."""
 
     file: DataFileRef
     all_match: bool
     deletes: tuple[DeleteFileRef, ...] = ()
-    row_groups: tuple[int, ...] | None = None
+    parts: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)
+
+    @property
+    def row_groups(self) -> tuple[int, ...] | None:
+        """The Parquet row groups (footer order) that may hold a matching row; None: every row group."""
+        return self.parts.get("row_groups")
 
 
 def paths_of(files: Sequence[DataFileRef]) -> list[str]:

@@ -1,5 +1,5 @@
-"""Row-group entries (format 5) as a `StatisticsProvider`: one container per Parquet row group of the files a
-lookup's file stages kept, read only for those files (store/snapshot.py `row_groups`).
+"""Row-group entries (format 5) as a container kind (store/containers.py): one container per Parquet row group of
+the files a lookup's file stages kept, read only for those files (store/snapshot.py `row_groups`).
 
 A file's row groups are the elements of its column rows' `row_groups` lists (footer order); a file none of whose
 asked columns has them is not among the containers (its reader reads it whole). A column row whose list does not
@@ -16,13 +16,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from indexlib.store.containers import PartKind, PartStatistics
 from indexlib.store.entries import EntryStatistics
 
 if TYPE_CHECKING:
     from indexlib.store.snapshot import IndexRows
 
 
-class RowGroupStatistics(EntryStatistics):
+class RowGroupStatistics(EntryStatistics, PartStatistics):
     """Statistics of the row groups of `paths` for the columns `field_ids`. `file_of[i]` and `ordinal[i]`: the
     file (index into `paths`) and row group of container i; `groups[f]`: row groups of file f (0: none)."""
 
@@ -70,3 +71,11 @@ class RowGroupStatistics(EntryStatistics):
 
     def file_name(self, index: int) -> str:
         return f"{self.file_paths[int(self.file_of[index])].as_py()} (row group {int(self.ordinal[index])})"
+
+
+def _row_group_statistics(paths: pa.Array, rows: IndexRows, field_ids: Sequence[int]) -> RowGroupStatistics | None:
+    stats = RowGroupStatistics(paths, rows, field_ids)
+    return stats if len(stats.file_of) else None
+
+
+ROW_GROUPS = PartKind("row_groups", "row groups", _row_group_statistics)
