@@ -281,6 +281,46 @@ def test_the_index_prunes_what_spark_planning_cannot(lake, connectors):
     assert len(served.files - own.files) <= kept.files_unindexed, "no indexed file Spark's planning skips is read"
 
 
+# (WHERE, the rule). Truth: the same rows with -0.0 made 0.0 (`f + 0`), read without pushdown.
+NEGATIVE_ZERO = [
+    ("f = 0", "a file whose only zero is -0.0 holds rows equal to 0"),
+    ("f = -0.0", "and to -0.0 (the same value)"),
+    ("f IN (0.0, 3.0)", "an IN holding 0 keeps it too"),
+    ("f >= 0", "-0.0 is not below 0"),
+    ("f <= 0", "nor above it"),
+    ("f < 0", "and not below it either"),
+    ("f > -0.0", "nor above -0.0"),
+]
+
+
+@pytest.fixture(scope="module")
+def zero_table(lake, connectors) -> str:
+    """db.zero, written by Spark: one file whose every f is -0.0 (Iceberg's bounds -0.0..-0.0), one of 1.5s."""
+    spark = connectors
+    spark.sql(f"CREATE TABLE {WRITER}.db.zero (id BIGINT, f DOUBLE) USING iceberg")
+    for start, value in ((0, "CAST('-0.0' AS DOUBLE)"), (50, "1.5D")):
+        spark.sql(f"SELECT id, {value} AS f FROM range({start}, {start + 50})").coalesce(1).writeTo(
+            f"{WRITER}.db.zero"
+        ).append()
+    build_index(lake.config, "db.zero")
+    return "db.zero"
+
+
+@pytest.mark.parametrize(("where", "rule"), NEGATIVE_ZERO, ids=[where for where, _ in NEGATIVE_ZERO])
+def test_spark_sql_through_the_service_keeps_negative_zero_rows(lake, connectors, zero_table, where, rule):
+    """Spark's own Iceberg planning (1.12) compares manifest bounds in Iceberg's order, where -0.0 < 0.0: it skips
+    the -0.0 file for `f = 0` and `f >= 0` (docs/spark-sql.md, "What the tests check"). The index's
+    bounds are compared as SQL compares values, so the service keeps it; Iceberg's reader then reads its rows."""
+    spark = connectors
+    truth = rows(spark.sql(f"SELECT * FROM (SELECT id, f + 0 AS f FROM {WRITER}.{zero_table}) WHERE {where}"))
+    served = rows(spark.sql(f"SELECT id, f + 0 AS f FROM {SERVED}.{zero_table} WHERE {where}"))
+    assert served == truth, f"{where}: {rule}"
+    handle = IndexHandle.for_iceberg(lake.catalog.load_table(zero_table))
+    for scan, read in every_scan(spark, handle, where).items():
+        got = Counter((r["id"], r["f"] + 0) for r in read().to_pylist())
+        assert got == truth, f"{scan}: {where}: {rule}"
+
+
 def test_deletion_vectors_reach_spark(lake, connectors):
     spark = connectors
     deleted = rows(spark.sql(f"SELECT id FROM {SERVED}.db.v3 WHERE id % 10 IN (3, 5)"))
