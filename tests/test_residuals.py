@@ -22,7 +22,7 @@ from pyiceberg.utils.datetime import date_to_days
 
 from indexlib.index_kinds.registry import registry
 from indexlib.index_kinds.settings import IndexSettings
-from indexlib.pruning.residuals import file_residuals
+from indexlib.pruning.residuals import file_residuals, nan_widened
 from indexlib.statistics import key_hash
 from indexlib.statistics.canonical import distinct_keys, literal_hashes
 from indexlib.statistics.column_stats import physical_arrow_type
@@ -371,3 +371,68 @@ def _selected(residual: ice.BooleanExpression, stats: dict, expression: ice.Bool
         return sorted(map(repr, table.to_pylist()))
     bound = bind(SCHEMA, residual, case_sensitive=True)
     return sorted(map(repr, table.filter(expression_to_pyarrow(bound, SCHEMA)).to_pylist()))
+
+
+# NaN-prone files (`nan_widened`): a reader skipping row groups by the residual keeps those that may hold a NaN the
+# leaf makes TRUE in Spark SQL (NaN above every number); (residual, widened, rule)
+X, S_ = ice.Reference("x"), ice.Reference("s")
+NAN_WIDENED = [
+    (ice.GreaterThan(X, 100.0), ice.Or(ice.GreaterThan(X, 100.0), ice.IsNaN(X)), "`x > c` may hold for NaN"),
+    (ice.GreaterThanOrEqual(X, 1.0), ice.Or(ice.GreaterThanOrEqual(X, 1.0), ice.IsNaN(X)), "so may `x >= c`"),
+    (
+        ice.Not(ice.LessThanOrEqual(X, 1.0)),
+        ice.Not(ice.And(ice.LessThanOrEqual(X, 1.0), ice.NotNaN(X))),
+        "and NOT (x <= c): the NaN is kept under the NOT",
+    ),
+    (ice.LessThan(X, 1.0), ice.LessThan(X, 1.0), "`x < c` never holds for NaN: as it came"),
+    (ice.Not(ice.GreaterThan(X, 1.0)), ice.Not(ice.GreaterThan(X, 1.0)), "nor does NOT (x > c)"),
+    (ice.EqualTo(X, 1.0), ice.EqualTo(X, 1.0), "`=` never holds for NaN: as it came"),
+    (ice.GreaterThan(S_, "a"), ice.GreaterThan(S_, "a"), "a column not named prone: as it came"),
+    (
+        ice.And(ice.GreaterThan(X, 1.0), ice.EqualTo(S_, "a")),
+        ice.And(ice.Or(ice.GreaterThan(X, 1.0), ice.IsNaN(X)), ice.EqualTo(S_, "a")),
+        "inside AND and OR, each leaf on its own",
+    ),
+]
+
+
+@pytest.mark.parametrize(("residual", "widened", "rule"), NAN_WIDENED, ids=[rule for *_, rule in NAN_WIDENED])
+def test_a_nan_prone_files_residual_keeps_the_row_groups_nan_may_match_in(residual, widened, rule) -> None:
+    assert nan_widened(residual, frozenset({"x"})) == widened, rule
+    assert nan_widened(residual, frozenset()) is residual, "no prone column: the residual as it came"
+
+
+def test_nan_widening_selects_the_same_rows_under_sparks_reading() -> None:
+    """The engine applies its own WHERE; under Spark's reading (NaN above every number, equal to itself) each
+    widened residual selects exactly the rows of the residual: NaN, NULL, numbers on and around the literal."""
+
+    def spark_reading(node: Any, x: float | None) -> bool | None:
+        if isinstance(node, ice.And | ice.Or):
+            left, right = spark_reading(node.left, x), spark_reading(node.right, x)
+            if isinstance(node, ice.And):
+                return False if False in (left, right) else None if None in (left, right) else True
+            return True if True in (left, right) else None if None in (left, right) else False
+        if isinstance(node, ice.Not):
+            child = spark_reading(node.child, x)
+            return None if child is None else not child
+        if isinstance(node, ice.IsNaN | ice.NotNaN):
+            is_nan = x is not None and x != x
+            return (is_nan if isinstance(node, ice.IsNaN) else not is_nan) if x is not None else False
+        if x is None:
+            return None
+        value = node.literal.value
+        # NaN sorts above every number and equals itself
+        a, b = ((1, 0.0) if x != x else (0, x)), ((1, 0.0) if value != value else (0, value))
+        return {
+            ice.GreaterThan: a > b,
+            ice.GreaterThanOrEqual: a >= b,
+            ice.LessThan: a < b,
+            ice.LessThanOrEqual: a <= b,
+            ice.EqualTo: a == b,
+        }[type(node)]
+
+    for residual, widened, rule in NAN_WIDENED:
+        if "s" in str(residual):
+            continue
+        for x in (None, float("nan"), 0.5, 1.0, 1.5, 100.0, 101.0, -1.0):
+            assert bool(spark_reading(widened, x)) == bool(spark_reading(residual, x)), f"{rule}: x = {x}"

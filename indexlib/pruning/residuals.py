@@ -36,6 +36,9 @@ Only these leaves are read: `=`, `!=`, `<`, `<=`, `>`, `>=`, IN and NOT IN on a 
 a literal that does not convert to the column's type, a column the current schema lacks, and a subtree deeper than
 `MAX_DEPTH` are kept as they came. Files whose residuals come out the same share one expression object (the
 service writes each distinct residual once per answer).
+
+A reader also skips a file's row groups by its residual, by statistics that leave NaN out; for a file that may hold
+NaN, `nan_widened` then keeps the row groups a NaN may match in (its docstring has the argument).
 """
 
 from __future__ import annotations
@@ -60,12 +63,14 @@ from pyiceberg.expressions import (
     GreaterThan,
     GreaterThanOrEqual,
     In,
+    IsNaN,
     LessThan,
     LessThanOrEqual,
     LiteralPredicate,
     Not,
     NotEqualTo,
     NotIn,
+    NotNaN,
     Or,
     Reference,
     SetPredicate,
@@ -355,3 +360,59 @@ def _physical(literal: Literal[Any], column_type: IcebergType) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return None
     return value
+
+
+def nan_widened(residual: BooleanExpression, columns: frozenset[str], case_sensitive: bool = True) -> BooleanExpression:
+    """`residual` for a file that may hold NaN in one of the floating-point `columns` (names), such that a reader
+    that skips the file's row groups by it keeps every row group holding a NaN that Spark SQL's reading of the leaf
+    makes TRUE: `x > c` and `x >= c` (c a number) become `x > c OR is_nan(x)`, and under an odd number of NOTs
+    `x < c` and `x <= c` become `x < c AND not_nan(x)`.
+
+    Why. Iceberg's readers (Spark's, through the service) skip a Parquet row group by the residual and the footer's
+    min/max, which writers such as pyarrow compute leaving NaN out; in Spark SQL (and in Iceberg Java's evaluator,
+    `Double.compare`) NaN is above every number, so `x > 100` holds for it, and a row group of [1.0, NaN] skipped
+    by its max of 1.0 loses a matching row. No statistic a reader skips by knows NaN (Parquet has no NaN count),
+    so `is_nan(x)` keeps such row groups (a dictionary that holds NaN too).
+
+    Safe for the rows: the engine applies its own WHERE to what it reads, and pyiceberg filters rows by the scan's
+    row filter, not the residual; under Spark's and Iceberg Java's reading NaN already satisfies `x > c`, `x >= c`,
+    `NOT (x < c)` and `NOT (x <= c)`, so the widened residual selects the same rows there. Other leaves are left as
+    they came: no reader's statistics drop NaN for them (`!=` and NOT IN keep it, `=` and IN never match it but
+    through `is_nan`, which Spark sends for `x = NaN`)."""
+    if not columns:
+        return residual
+    names = columns if case_sensitive else frozenset(name.lower() for name in columns)
+
+    def prone(node: BooleanExpression) -> Any:
+        """The term of a range leaf on one of `columns` with a number, else None."""
+        if not isinstance(node, GreaterThan | GreaterThanOrEqual | LessThan | LessThanOrEqual):
+            return None
+        term = getattr(node, "term", None)
+        name = getattr(term, "name", None)
+        value = getattr(getattr(node, "literal", None), "value", None)
+        if not isinstance(name, str) or (name if case_sensitive else name.lower()) not in names:
+            return None
+        return None if isinstance(value, float) and math.isnan(value) else term
+
+    def widened(node: BooleanExpression, negated: bool, depth: int) -> BooleanExpression:
+        if depth > MAX_DEPTH:
+            return node
+        if isinstance(node, And | Or):
+            left, right = widened(node.left, negated, depth + 1), widened(node.right, negated, depth + 1)
+            if left is node.left and right is node.right:
+                return node
+            return And(left, right) if isinstance(node, And) else Or(left, right)
+        if isinstance(node, Not):
+            child = widened(node.child, not negated, depth + 1)
+            return node if child is node.child else Not(child)
+        term = prone(node)
+        if term is None:
+            return node
+        above = isinstance(node, GreaterThan | GreaterThanOrEqual)
+        if above and not negated:
+            return Or(node, IsNaN(term))  # type: ignore[call-arg]  # apache/iceberg-python#3101
+        if not above and negated:
+            return And(node, NotNaN(term))  # type: ignore[call-arg]  # apache/iceberg-python#3101
+        return node
+
+    return widened(residual, False, 0)

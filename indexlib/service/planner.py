@@ -45,11 +45,14 @@ from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.manifest import DataFile
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask
+from pyiceberg.types import DoubleType, FloatType
 
 from indexlib.config import Config
 from indexlib.handle import IndexHandle
 from indexlib.lookup import LookupResult, TableState
-from indexlib.pruning.residuals import file_residuals
+from indexlib.pruning.residuals import file_residuals, nan_widened
+from indexlib.query.model import BoundColumn
+from indexlib.scans.pushdown import files_with_nan
 from indexlib.service.filters import RequestFilter
 from indexlib.service.names import TableName, within
 from indexlib.service.vectors import Vectors
@@ -331,7 +334,13 @@ def _file_residuals(
         return {}
     positions = list(result.kept_positions)
     found = file_residuals(residual, binding, state.source.schema, state.aligned.stats, positions, case_sensitive)
-    return {state.live_paths[p]: r for p, r in zip(positions, found, strict=True)}
+    residuals = {state.live_paths[p]: r for p, r in zip(positions, found, strict=True)}
+    floating = [f for f in binding.fields if isinstance(f.field_type, FloatType | DoubleType)]
+    current = {f.field_id: f for f in state.source.schema.fields}
+    named = [BoundColumn(f.field_id, f.name, current[f.field_id].field_type) for f in floating if f.field_id in current]
+    prone = files_with_nan(result, named)  # (unknown counts: prone)
+    names = frozenset(f.name for f in floating)
+    return {path: nan_widened(r, names, case_sensitive) if path in prone else r for path, r in residuals.items()}
 
 
 def binding_schema(metadata: Any, snapshot_id: int | None, use_snapshot_schema: bool) -> Schema:
