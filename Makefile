@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint format bench clean clean-jars dist jars docs docs-serve chromium
+.PHONY: demo test test-fast lint format bench clean clean-jars dist jars docs docs-serve chromium hudi-env
 
 # The table formats' Spark connectors (jvm/pom.xml), fetched with Maven once into JARS (indexlib/jars.py hands them to
 # Spark as spark.jars). JVM_PROFILES=s3 adds hadoop-aws (s3a://) and its AWS SDK bundle.
@@ -37,6 +37,28 @@ $(JARS_STAMP): jvm/pom.xml
 
 jars: $(JARS_STAMP)
 
+# Apache Hudi for benchmarks/bench_anchors.py, on Spark 3.5 (Scala 2.12): no Hudi bundle for Spark 4.x is served, so
+# its own venv (pyspark 3.5) and the bundle of jvm/hudi/pom.xml, fetched with Maven as `jars` does; the benchmark runs
+# Hudi's side there as a subprocess. Its output is in HUDI_JARS.log
+HUDI_VENV := .venv-hudi
+HUDI_JARS := .jars-hudi
+HUDI_STAMP := $(HUDI_JARS)/.fetched
+
+$(HUDI_VENV)/.installed:
+	$(shell command -v $(PYTHON) || echo python3) -m venv $(HUDI_VENV)
+	$(HUDI_VENV)/bin/pip install --quiet 'pyspark==3.5.*' pyarrow
+	touch $@
+
+$(HUDI_STAMP): jvm/hudi/pom.xml
+	@command -v $(MVN) >/dev/null || { echo "make hudi-env: no Maven ($(MVN)) on PATH"; exit 1; }
+	@rm -rf $(HUDI_JARS).tmp && mkdir -p $(HUDI_JARS).tmp
+	@$(MVN) -B -q -f jvm/hudi/pom.xml dependency:copy-dependencies \
+	  -DoutputDirectory=$(abspath $(HUDI_JARS).tmp) > $(HUDI_JARS).log 2>&1 \
+	  || { echo "make hudi-env: Maven could not fetch Hudi's bundle (jvm/hudi/pom.xml): see $(HUDI_JARS).log"; exit 1; }
+	@rm -rf $(HUDI_JARS) && mv $(HUDI_JARS).tmp $(HUDI_JARS) && touch $(HUDI_STAMP)
+
+hudi-env: $(HUDI_VENV)/.installed $(HUDI_STAMP)
+
 # the demo needs no connector: without Maven it says so in one line and goes on
 demo: $(STAMP)
 	@$(MAKE) --no-print-directory -s jars || true
@@ -57,7 +79,7 @@ chromium:
 test-fast: $(STAMP)
 	$(BIN)/pytest -m 'not spark and not slow and not servers'
 
-bench: $(STAMP) $(JARS_STAMP)
+bench: $(STAMP) $(JARS_STAMP) hudi-env
 	$(BIN)/python benchmarks/bench_lookup.py
 	$(BIN)/python benchmarks/bench_lookup_scale.py --files 10000 100000 --chart docs/lookup_scale.png
 	$(BIN)/python benchmarks/bench_build.py --lineitem-scale 1 --lineitem-order generated
@@ -71,6 +93,7 @@ bench: $(STAMP) $(JARS_STAMP)
 	$(BIN)/python benchmarks/bench_serve.py
 	$(BIN)/python benchmarks/bench_spark_sql.py
 	$(BIN)/python benchmarks/bench_equality_deletes.py
+	$(BIN)/python benchmarks/bench_anchors.py --json build/bench_anchors.json --chart docs/anchors_bench.png
 
 lint: $(STAMP)
 	$(BIN)/ruff check indexlib jobs tests benchmarks airflow_dags docs/hooks
