@@ -94,14 +94,12 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import numpy as np
 import pyarrow.parquet as pq
-from bench_query import _build, _in, _lineitem, _sql, median_of
+from bench_query import _build, _lineitem, events_files, median_of
 from bench_serve import Server, _load, _short
 from bench_spark_sql import catalog, configure, scanned
 
 from indexlib.config import load_config
-from indexlib.demo import _events_shard, trace_id
 from indexlib.handle import open_handle
 
 REPO = Path(__file__).resolve().parents[1]
@@ -152,32 +150,11 @@ def session(driver_memory: str) -> Any:
 def _events(directory: Path, conf: Path, shards: int, rows: int) -> tuple[list[str], list[tuple[str, str]]]:
     """The service-log table `bench.events` in the lineitem table's catalog: one file per shard (bench_query's
     `_events` layout and queries, plus a regex on the service tag)."""
-    data = directory / "events"
-    data.mkdir()
-    paths = []
-    for shard in range(shards):
-        path = data / f"shard-{shard:05d}.parquet"
-        pq.write_table(_events_shard(shard, rows), path)
-        paths.append(str(path))
+    paths, queries = events_files(directory / "events", shards, rows)
     table = load_config(conf).load_catalog().create_table(DATASETS["events"], schema=pq.read_schema(paths[0]))
     table.add_files(paths)
-    rng = np.random.default_rng(27)
-    shard_of, row_of = rng.integers(0, shards, 1_000), rng.integers(0, rows, 1_000)
-    ids = [trace_id(int(s), int(r)) for s, r in zip(shard_of, row_of, strict=True)]
-    start, end = (
-        str(np.datetime64("2026-11-01T00:00:00") + np.timedelta64(shards // 2 + h, "h")).replace("T", " ")
-        for h in (0, 6)
-    )
-    queries = [
-        ("point", f"trace_id = {_sql(trace_id(shards // 2, rows // 3))}"),
-        ("IN 10", _in("trace_id", ids[:10])),
-        ("IN 1,000", _in("trace_id", ids)),
-        ("tag", "service = 'metadata'"),
-        ("LIKE prefix", "service LIKE 'auth%'"),
-        ("regex on tags", "regexp_like(service, '^(meta|quota)')"),
-        ("date range", f"ts >= TIMESTAMP '{start}' AND ts < TIMESTAMP '{end}'"),
-        ("non-selective", "duration_ms > 1"),
-    ]
+    queries = [("LIKE prefix" if label == "LIKE" else label, where) for label, where in queries]
+    queries.insert(-2, ("regex on tags", "regexp_like(service, '^(meta|quota)')"))
     return paths, queries
 
 

@@ -136,7 +136,18 @@ def _lineitem(directory: Path, scale: float, files: int) -> tuple[Path, list[str
 
 
 def _events(directory: Path, shards: int, rows: int) -> tuple[Path, list[str], list[tuple[str, str]], str]:
-    data = directory / "data"
+    paths, queries = events_files(directory / "data", shards, rows)
+    wide_start, wide_end = (
+        np.datetime64("2026-11-01T00:00:00") + np.timedelta64(h, "h") for h in (shards // 4, shards)
+    )
+    wide = (
+        f"ts >= TIMESTAMP '{str(wide_start).replace('T', ' ')}' AND ts < TIMESTAMP '{str(wide_end).replace('T', ' ')}'"
+    )
+    return _registered(directory, paths), paths, queries, wide
+
+
+def events_files(data: Path, shards: int, rows: int) -> tuple[list[str], list[tuple[str, str]]]:
+    """The service-log files (one per hourly shard, in the new folder `data`) and their queries."""
     data.mkdir()
     paths = []
     for shard in range(shards):
@@ -157,13 +168,7 @@ def _events(directory: Path, shards: int, rows: int) -> tuple[Path, list[str], l
         ("date range", f"ts >= TIMESTAMP '{start}' AND ts < TIMESTAMP '{end}'"),
         ("non-selective", "duration_ms > 1"),
     ]
-    wide_start, wide_end = (
-        np.datetime64("2026-11-01T00:00:00") + np.timedelta64(h, "h") for h in (shards // 4, shards)
-    )
-    wide = (
-        f"ts >= TIMESTAMP '{str(wide_start).replace('T', ' ')}' AND ts < TIMESTAMP '{str(wide_end).replace('T', ' ')}'"
-    )
-    return _registered(directory, paths), paths, queries, wide
+    return paths, queries
 
 
 COLD = """

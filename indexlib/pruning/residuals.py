@@ -394,25 +394,22 @@ def nan_widened(residual: BooleanExpression, columns: frozenset[str], case_sensi
             return None
         return None if isinstance(value, float) and math.isnan(value) else term
 
-    def widened(node: BooleanExpression, negated: bool, depth: int) -> BooleanExpression:
-        if depth > MAX_DEPTH:
-            return node
-        if isinstance(node, And | Or):
-            left, right = widened(node.left, negated, depth + 1), widened(node.right, negated, depth + 1)
-            if left is node.left and right is node.right:
-                return node
-            return And(left, right) if isinstance(node, And) else Or(left, right)
-        if isinstance(node, Not):
-            child = widened(node.child, not negated, depth + 1)
-            return node if child is node.child else Not(child)
-        term = prone(node)
-        if term is None:
-            return node
-        above = isinstance(node, GreaterThan | GreaterThanOrEqual)
-        if above and not negated:
-            return Or(node, IsNaN(term))  # type: ignore[call-arg]  # apache/iceberg-python#3101
-        if not above and negated:
-            return And(node, NotNaN(term))  # type: ignore[call-arg]  # apache/iceberg-python#3101
-        return node
+    chosen: dict[int, BooleanExpression] = {}
 
-    return widened(residual, False, 0)
+    def visit(node: BooleanExpression, negated: bool, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            return
+        if isinstance(node, And | Or):
+            visit(node.left, negated, depth + 1)
+            visit(node.right, negated, depth + 1)
+        elif isinstance(node, Not):
+            visit(node.child, not negated, depth + 1)
+        elif (term := prone(node)) is not None:
+            above = isinstance(node, GreaterThan | GreaterThanOrEqual)
+            if above and not negated:
+                chosen[id(node)] = Or(node, IsNaN(term))  # type: ignore[call-arg]  # apache/iceberg-python#3101
+            elif not above and negated:
+                chosen[id(node)] = And(node, NotNaN(term))  # type: ignore[call-arg]  # apache/iceberg-python#3101
+
+    visit(residual, False, 0)
+    return _rebuilt(residual, chosen, 0) if chosen else residual
