@@ -94,6 +94,8 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from bench_query import _build, _lineitem, events_files, median_of
 from bench_serve import Server, _load, _short
@@ -108,9 +110,14 @@ HUDI_JARS = REPO / ".jars-hudi"
 DATASETS = {"lineitem": "bench.small", "events": "bench.events"}
 BLOOM_COLUMNS = {"lineitem": ["l_orderkey", "l_comment"], "events": ["trace_id", "service", "host"]}
 SYSTEMS = ["iceberg", "delta", "parquet+bloom", "skipindex", "skipindex scan API"]
+# the alternatives' other layouts (`--layouts`): Iceberg sorted by the key, Delta Z-ordered by the key and the time
+LAYOUTS = ["iceberg sorted", "delta z-ordered"]
+SORT_KEY = {"lineitem": "l_orderkey", "events": "trace_id"}
+ZORDER = {"lineitem": ("l_orderkey", "l_shipdate"), "events": ("trace_id", "ts")}
+LAYOUT_CATALOG = "bench_layouts"  # a Hadoop Iceberg catalog in the run's directory, for the sorted copies
 # read by Iceberg's reader in Spark (the scan API's default reader where Iceberg's runtime is in the session): Spark's
 # task input metric under-counts it (0.7 MB for a LIKE '%x%' over every file of lineitem SF 1), so it is not shown
-ICEBERG_READS = {"iceberg", "skipindex", "skipindex scan API"}
+ICEBERG_READS = {"iceberg", "iceberg sorted", "skipindex", "skipindex scan API"}
 
 
 def session(driver_memory: str) -> Any:
@@ -165,11 +172,22 @@ def _lineitem_queries(queries: list[tuple[str, str]], paths: list[str]) -> list[
     return [*renamed[:at], ("LIKE '%x%'", "l_comment LIKE '%Tiresias%'"), *renamed[at:]]
 
 
-def _build_events(conf: Path) -> float:
-    """`skipindex build` of bench.events in a fresh process (bench_query._build already added the [spark] table)."""
+def _key_index(conf: Path) -> None:
+    """The global key index (indexing/key_index.py) on each data set's key column (`SORT_KEY`: lineitem's
+    `l_orderkey`, the log's `trace_id`), where the automatic choice would give them Bloom filters at this many files
+    (it keys identifier columns of tables of 5,000+ files): exact files for `=` and IN, as Hudi's record index on
+    its key."""
+    with conf.open("a") as out:
+        for dataset, name in DATASETS.items():
+            out.write(f'\n[index.tables."{name}".columns.{SORT_KEY[dataset]}]\nkey_index = true\n')
+
+
+def _build_table(conf: Path, name: str) -> float:
+    """`skipindex build` of `name` in a fresh process, as a scheduler runs it (bench_query._build, which ran first,
+    added the [spark] table): the first builds the index, later ones index what was committed since; seconds."""
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "indexlib.cli", "build", "--conf", str(conf), "--table", DATASETS["events"]],
+        [sys.executable, "-m", "indexlib.cli", "build", "--conf", str(conf), "--table", name],
         check=True,
         capture_output=True,
     )
@@ -211,14 +229,19 @@ def _reset_splits(spark: Any) -> None:
     spark.conf.unset("spark.sql.files.maxPartitionBytes")
 
 
-def write_copies(spark: Any, dataset: str, paths: list[str], root: Path, runs: int) -> dict[str, Written]:
-    """Spark's plain Parquet write (the baseline), Parquet with Bloom filters and Delta of the same rows, each
-    median of `runs` (a fresh directory each run, the last kept)."""
-    rows = pq.ParquetFile(paths[0]).metadata.num_rows
+def _bloom_options(dataset: str, rows: int) -> dict[str, str]:
+    """parquet-mr's options for row-group Bloom filters on the data set's key columns, sized for `rows` values."""
     blooms: dict[str, str] = {}
     for column in BLOOM_COLUMNS[dataset]:
         blooms[f"parquet.bloom.filter.enabled#{column}"] = "true"
         blooms[f"parquet.bloom.filter.expected.ndv#{column}"] = str(rows)
+    return blooms
+
+
+def write_copies(spark: Any, dataset: str, paths: list[str], root: Path, runs: int) -> dict[str, Written]:
+    """Spark's plain Parquet write (the baseline), Parquet with Bloom filters and Delta of the same rows, each
+    median of `runs` (a fresh directory each run, the last kept)."""
+    blooms = _bloom_options(dataset, pq.ParquetFile(paths[0]).metadata.num_rows)
     out: dict[str, Written] = {}
 
     def write(kind: str) -> Callable[[], None]:
@@ -267,6 +290,184 @@ def iceberg_bytes(conf: Path, name: str) -> tuple[int, int]:
     metadata = Path(table.metadata_location.removeprefix("file://")).parent
     index = config.load_catalog().load_table(f"skipindex.{name.replace('.', '__')}")
     return _tree_bytes(metadata), sum(index.inspect.files().column("file_size_in_bytes").to_pylist())
+
+
+def _delta_detail(spark: Any, path: str) -> tuple[int, int]:
+    """A Delta table's live files and their bytes (`DESCRIBE DETAIL`: the directory also holds removed files)."""
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]
+    return int(detail["numFiles"]), int(detail["sizeInBytes"])
+
+
+def write_layouts(spark: Any, dataset: str, paths: list[str], root: Path, delta: Written) -> dict[str, Written]:
+    """The alternatives' own answer to an unsorted key, each timed as the maintenance job it is:
+
+    - `iceberg sorted`: the rows written by Spark's Iceberg writer into a table of the Hadoop catalog
+      `LAYOUT_CATALOG`, range-partitioned by the key into as many files as the source has, each sorted by it (what
+      `rewrite_data_files` with the sort strategy leaves), the sort order declared on the table;
+    - `delta z-ordered`: a copy of the Delta table, `OPTIMIZE ... ZORDER BY (key, time)` with
+      `spark.databricks.delta.optimize.maxFileSize` set to the source's bytes per file (so about as many files)."""
+    out: dict[str, Written] = {}
+    key = SORT_KEY[dataset]
+    warehouse = root / "iceberg-layouts"
+    for name, value in {
+        "": "org.apache.iceberg.spark.SparkCatalog",
+        "type": "hadoop",
+        "warehouse": str(warehouse),
+    }.items():
+        spark.conf.set(f"spark.sql.catalog.{LAYOUT_CATALOG}{'.' + name if name else ''}", value)
+    table = f"{LAYOUT_CATALOG}.bench.{dataset}_sorted"
+    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    started = time.perf_counter()
+    frame = spark.read.parquet(*paths).repartitionByRange(len(paths), key).sortWithinPartitions(key)
+    frame.writeTo(table).tableProperty("write.distribution-mode", "none").create()
+    seconds = time.perf_counter() - started
+    spark.sql(f"ALTER TABLE {table} WRITE LOCALLY ORDERED BY {key}")
+    files = spark.sql(f"SELECT count(*), sum(file_size_in_bytes) FROM {table}.files").collect()[0]
+    metadata = warehouse / "bench" / f"{dataset}_sorted" / "metadata"
+    out["iceberg sorted"] = Written(
+        "iceberg sorted",
+        table,
+        seconds,
+        _tree_bytes(metadata),
+        int(files[1]),
+        f"Spark's Iceberg write, range-partitioned and sorted by {key}: {files[0]} files",
+    )
+    target = root / f"{dataset}-delta-zorder"
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(delta.path, target)
+    spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(max(delta.data_bytes // len(paths), 1 << 20)))
+    try:
+        started = time.perf_counter()
+        spark.sql(f"OPTIMIZE delta.`{target}` ZORDER BY ({', '.join(ZORDER[dataset])})")
+        seconds = time.perf_counter() - started
+    finally:
+        spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+    count, size = _delta_detail(spark, str(target))
+    out["delta z-ordered"] = Written(
+        "delta z-ordered",
+        str(target),
+        seconds,
+        _tree_bytes(target / "_delta_log"),
+        size,
+        f"OPTIMIZE ZORDER BY ({', '.join(ZORDER[dataset])}) of the Delta copy: {count} files; _delta_log",
+    )
+    return out
+
+
+# --- one new commit: what indexing it costs each system --------------------------------------------------------------
+
+
+def new_commit(dataset: str, paths: list[str], directory: Path) -> tuple[str, str]:
+    """One more file of the data set's size, as the next commit of the pipeline brings it: the rows of its first file
+    with new keys (lineitem: `l_orderkey` + 10^10; the log: trace ids starting with `g`, no hex digit), written by
+    pyarrow as the source files were; and a point query on one of its new keys."""
+    table = pq.read_table(paths[0])
+    key = SORT_KEY[dataset]
+    column = table.column(key)
+    if dataset == "lineitem":
+        fresh = pc.add(column, pa.scalar(10**10, column.type))
+    else:
+        fresh = pc.binary_join_element_wise("g", pc.utf8_slice_codeunits(column, 1), "")
+    table = table.set_column(table.schema.get_field_index(key), key, fresh)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{dataset}-commit.parquet"
+    metadata = pq.ParquetFile(paths[0]).metadata
+    pq.write_table(table, path, row_group_size=max(metadata.row_group(0).num_rows, 1))
+    value = fresh[len(fresh) // 2].as_py()
+    return str(path), f"{key} = {value!r}" if isinstance(value, str) else f"{key} = {value}"
+
+
+@dataclass
+class CommitCost:
+    """What one system's commit of the new file cost: seconds, the index bytes it added, the data bytes written,
+    and whether the system then returns the new rows (a point query on a new key, against brute force)."""
+
+    system: str
+    seconds: float
+    index_bytes: int
+    data_bytes: int
+    rows: int = -1
+    expected_rows: int = -1
+    note: str = ""
+
+
+def commit_costs(
+    systems: Systems, conf: Path, dataset: str, paths: list[str], new: str, check: str
+) -> list[CommitCost]:
+    """Append `new` to every system's copy as one commit, timed, and index it where that is a separate job
+    (skipindex: `skipindex build` in a fresh process, incremental); then the point query `check` on every system."""
+    spark, copies = systems.spark, systems.copies[dataset]
+    rows = pq.ParquetFile(new).metadata.num_rows
+    blooms = _bloom_options(dataset, rows)
+    out: list[CommitCost] = []
+
+    def append(kind: str, target: str) -> float:
+        frame = _one_file_per_input(spark, [new])
+        started = time.perf_counter()
+        if kind == "delta":
+            frame.write.format("delta").mode("append").save(target)
+        elif kind == "bloom":
+            frame.write.options(**blooms).mode("append").parquet(target)
+        else:
+            frame.write.mode("append").parquet(target)
+        return time.perf_counter() - started
+
+    try:
+        plain, bloom = _data_bytes(Path(copies["plain"].path)), _data_bytes(Path(copies["parquet+bloom"].path))
+        seconds = append("plain", copies["plain"].path)
+        plain_added = _data_bytes(Path(copies["plain"].path)) - plain
+        out.append(CommitCost("plain Parquet (Spark)", seconds, 0, plain_added, note="Spark's append of the rows"))
+        seconds = append("bloom", copies["parquet+bloom"].path)
+        bloom_added = _data_bytes(Path(copies["parquet+bloom"].path)) - bloom
+        out.append(
+            CommitCost(
+                "parquet+bloom", seconds, bloom_added - plain_added, bloom_added, note="the Bloom filters in the file"
+            )
+        )
+        log = Path(copies["delta"].path) / "_delta_log"
+        before, (_, size) = _tree_bytes(log), _delta_detail(spark, copies["delta"].path)
+        seconds = append("delta", copies["delta"].path)
+        out.append(
+            CommitCost(
+                "delta",
+                seconds,
+                _tree_bytes(log) - before,
+                _delta_detail(spark, copies["delta"].path)[1] - size,
+                note="append; its statistics go into the commit's log entry",
+            )
+        )
+    finally:
+        _reset_splits(spark)
+    name = DATASETS[dataset]
+    metadata, index = iceberg_bytes(conf, name)
+    started = time.perf_counter()
+    load_config(conf).load_catalog().load_table(name).add_files([new])
+    seconds = time.perf_counter() - started
+    metadata_after, _ = iceberg_bytes(conf, name)
+    size = Path(new).stat().st_size
+    out.append(
+        CommitCost("iceberg", seconds, metadata_after - metadata, size, note="pyiceberg add_files (new manifest)")
+    )
+    seconds = _build_table(conf, name)
+    out.append(
+        CommitCost(
+            "skipindex",
+            seconds,
+            iceberg_bytes(conf, name)[1] - index,
+            0,
+            note="skipindex build (fresh process) after the commit: the new file only",
+        )
+    )
+    for system in ("iceberg", "skipindex"):  # Spark's Iceberg catalogs cache the tables they load: the new snapshot
+        spark.sql(f"REFRESH TABLE {systems.table(system, dataset)}")
+    expected, _ = truth(spark, [*paths, new], pq.read_schema(new).names, check)
+    for cost in out:
+        system = {"plain Parquet (Spark)": None, "iceberg": "iceberg"}.get(cost.system, cost.system)
+        if system is not None:
+            cost.rows, cost.expected_rows = systems.frame(system, dataset, check).count(), expected
+    scan_api = systems.frame("skipindex scan API", dataset, check).count()
+    out.append(CommitCost("skipindex scan API", 0.0, 0, 0, scan_api, expected, "the warm handle, after the build"))
+    return out
 
 
 # --- measuring -------------------------------------------------------------------------------------------------------
@@ -319,6 +520,10 @@ class Systems:
             return f"delta.`{self.copies[dataset]['delta'].path}`"
         if system == "parquet+bloom":
             return f"parquet.`{self.copies[dataset]['parquet+bloom'].path}`"
+        if system == "iceberg sorted":
+            return self.copies[dataset][system].path
+        if system == "delta z-ordered":
+            return f"delta.`{self.copies[dataset][system].path}`"
         raise ValueError(system)
 
     def frame(self, system: str, dataset: str, where: str) -> Any:
@@ -508,8 +713,11 @@ def run_hudi(
     datasets: dict[str, tuple[list[str], list[tuple[str, str]]]],
     runs: int,
     keep_log: Path | None = None,
+    commits: dict[str, tuple[str, str]] | None = None,
 ) -> dict:
-    """benchmarks/bench_anchors_hudi.py in .venv-hudi: its JSON answer (or {"error": ...})."""
+    """benchmarks/bench_anchors_hudi.py in .venv-hudi: its JSON answer (or {"error": ...}); `commits`: per data set
+    the new file and its point query (`new_commit`), committed after the queries."""
+    commits = commits or {}
     request = directory / "hudi-request.json"
     answer = directory / "hudi-answer.json"
     request.write_text(
@@ -517,7 +725,14 @@ def run_hudi(
             {
                 "root": str(directory / "hudi"),
                 "runs": runs,
-                "datasets": {name: {"paths": p, "queries": q} for name, (p, q) in datasets.items()},
+                "datasets": {
+                    name: {
+                        "paths": p,
+                        "queries": q,
+                        "commit": {"path": commits[name][0], "check": commits[name][1]} if name in commits else None,
+                    }
+                    for name, (p, q) in datasets.items()
+                },
             }
         )
     )
@@ -566,6 +781,17 @@ def hudi_cells(rows: list[QueryRow], answer: dict) -> None:
                 file=sys.stderr,
                 flush=True,
             )
+
+
+def hudi_commit(answer: dict, ours: list[CommitCost]) -> CommitCost:
+    """Hudi's commit of the new file, its rows checked against the brute force the others were checked against."""
+    expected = next(c.expected_rows for c in ours if c.system == "skipindex")
+    got = answer.get("commit") or {"error": "no commit in Hudi's answer"}
+    if "error" in got:
+        return CommitCost("hudi (Spark 3.5)", 0.0, 0, 0, -2, expected, f"failed: {got['error']}")
+    return CommitCost(
+        "hudi (Spark 3.5)", got["seconds"], got["index_bytes"], got["data_bytes"], got["rows"], expected, got["note"]
+    )
 
 
 # --- printing --------------------------------------------------------------------------------------------------------
@@ -628,6 +854,22 @@ def print_costs(written: list[Written], title: str) -> None:
         print(f"| {w.system} | {seconds} | {_mb(w.index_bytes)} | {_mb(w.data_bytes)} | {share} | {w.note} |")
 
 
+def print_commits(commits: list[CommitCost], title: str, check: str) -> None:
+    print(f"\n#### {title}: one new commit of one more file, and its point query after\n")
+    print("| system | seconds | index bytes added | data MB | rows of the point query / expected | what |")
+    print("|---|---:|---:|---:|---:|---|")
+    for c in commits:
+        seconds = f"{c.seconds:,.1f}" if c.seconds else "-"
+        rows = (
+            "-"
+            if c.rows < 0
+            else f"{c.rows:,} / {c.expected_rows:,}" + (" **WRONG**" if c.rows != c.expected_rows else "")
+        )
+        data = _mb(c.data_bytes) if c.data_bytes else "-"
+        print(f"| {c.system} | {seconds} | {c.index_bytes:,} | {data} | {rows} | {c.note} |")
+    print(f"\nPoint query on a key of the new file: `{_short(check)}`")
+
+
 def chart(results: dict[str, list[QueryRow]], titles: dict[str, str], path: Path) -> None:
     """Per data set, grouped bars (log scale) of each system's median wall time per query, its files read on top;
     a wrong answer's bar is hatched."""
@@ -683,6 +925,13 @@ def replot(saved: Path, chart_path: Path | None) -> None:
     for dataset, rows in results.items():
         print_queries(rows, titles[dataset])
         print_costs([Written(**w) for w in report["costs"][dataset]], titles[dataset])
+        if dataset in report.get("duckdb", {}):
+            from bench_anchors_duckdb import print_duckdb, rows_of
+
+            print_duckdb(rows_of(report["duckdb"][dataset]), titles[dataset])
+        if dataset in report.get("commits", {}):
+            commit = report["commits"][dataset]
+            print_commits([CommitCost(**c) for c in commit["costs"]], titles[dataset], commit["check"])
     if report.get("adversarial"):
         from bench_anchors_adversarial import print_adversarial
 
@@ -712,6 +961,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--write-runs", type=int, help="runs of each write, the median shown (1)")
     parser.add_argument("--hudi", action=argparse.BooleanOptionalAction, default=True, help="Hudi on Spark 3.5")
     parser.add_argument("--adversarial", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument(
+        "--layouts", action=argparse.BooleanOptionalAction, default=True, help="Iceberg sorted, Delta Z-ordered"
+    )
+    parser.add_argument(
+        "--key-index",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="skipindex's global key index on the key columns (else the automatic choice: Bloom filters)",
+    )
+    parser.add_argument(
+        "--duckdb", action=argparse.BooleanOptionalAction, default=True, help="DuckDB, pyarrow's Bloom filters"
+    )
+    parser.add_argument(
+        "--commit", action=argparse.BooleanOptionalAction, default=True, help="what one new commit costs to index"
+    )
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
     parser.add_argument("--driver-memory", default="6g", help="spark.driver.memory of the local session (6g)")
     parser.add_argument("--json", type=Path, help="write every figure there")
@@ -745,15 +1009,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             data["events"] = _events(directory, conf, args.shards, args.shard_rows)
             data = {k: v for k, v in data.items() if k in args.datasets}
             print(f"data made in {time.perf_counter() - started:.0f} s", flush=True)
+            if args.key_index:
+                _key_index(conf)
             builds = {"lineitem": _build(conf)}
             if "events" in data:
-                builds["events"] = _build_events(conf)
+                builds["events"] = _build_table(conf, DATASETS["events"])
             copies: dict[str, dict[str, Written]] = {}
             costs: dict[str, list[Written]] = {}
             for dataset, (paths, _) in data.items():
                 copies[dataset] = write_copies(spark, dataset, paths, directory / "copies", args.write_runs)
                 metadata, index = iceberg_bytes(conf, DATASETS[dataset])
                 source_bytes = sum(Path(p).stat().st_size for p in paths)
+                if args.layouts:
+                    copies[dataset] |= write_layouts(
+                        spark, dataset, paths, directory / "copies", copies[dataset]["delta"]
+                    )
                 costs[dataset] = [
                     copies[dataset]["plain"],
                     Written("iceberg", "", float("nan"), metadata, source_bytes, "metadata dir; add_files, no write"),
@@ -767,20 +1037,44 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         source_bytes,
                         "skipindex build (fresh process) after the commit; + Iceberg's metadata",
                     ),
+                    *(copies[dataset][layout] for layout in LAYOUTS if args.layouts),
                 ]
             server = Server(conf)
             results: dict[str, list[QueryRow]] = {}
+            commits: dict[str, tuple[str, str]] = {}
+            commit_results: dict[str, list[CommitCost]] = {}
+            duck: dict[str, list[Any]] = {}
             try:
                 configure(spark, server)
                 systems = Systems(spark, server, conf, copies)
+                only = SYSTEMS + (LAYOUTS if args.layouts else [])
                 for dataset, (paths, queries) in data.items():
-                    results[dataset] = measure(systems, dataset, paths, queries, args.runs, SYSTEMS)
+                    results[dataset] = measure(systems, dataset, paths, queries, args.runs, only)
+                if args.duckdb:
+                    from bench_anchors_duckdb import run_duckdb
+
+                    for dataset, (paths, queries) in data.items():
+                        duck[dataset] = run_duckdb(
+                            systems.handles[dataset],
+                            dataset,
+                            paths,
+                            queries,
+                            BLOOM_COLUMNS[dataset],
+                            directory / "duckdb" / dataset,
+                            args.runs,
+                        )
+                if args.commit:  # after every query: the new file changes the tables
+                    for dataset, (paths, _) in data.items():
+                        commits[dataset] = new_commit(dataset, paths, directory / "commits")
+                        commit_results[dataset] = commit_costs(systems, conf, dataset, paths, *commits[dataset])
             finally:
                 server.stop()
             hudi: dict[str, Any] = (
                 {"error": hudi_missing}
                 if hudi_missing
-                else run_hudi(directory, data, args.runs, args.json.with_suffix(".hudi.log") if args.json else None)
+                else run_hudi(
+                    directory, data, args.runs, args.json.with_suffix(".hudi.log") if args.json else None, commits
+                )
             )
             if "error" not in hudi:
                 for dataset, rows in results.items():
@@ -789,6 +1083,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     costs[dataset].append(
                         Written("hudi (Spark 3.5)", "", w["seconds"], w["index_bytes"], w["data_bytes"], w["note"])
                     )
+                    if dataset in commit_results:
+                        commit_results[dataset].append(hudi_commit(hudi["datasets"][dataset], commit_results[dataset]))
             adversarial: list[dict[str, Any]] = []
             if args.adversarial:
                 from bench_anchors_adversarial import run_adversarial
@@ -806,6 +1102,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print_queries(rows, titles[dataset])
             print_costs(costs[dataset], titles[dataset])
             failures += [f"{dataset} {r.query} on {s}" for r in rows for s in r.wrong()]
+            if dataset in duck:
+                from bench_anchors_duckdb import print_duckdb
+
+                print_duckdb(duck[dataset], titles[dataset])
+                failures += [f"{dataset} {r.query} on {v} (DuckDB)" for r in duck[dataset] for v in r.wrong()]
+            if dataset in commit_results:
+                print_commits(commit_results[dataset], titles[dataset], commits[dataset][1])
+                failures += [
+                    f"{dataset} new commit's point query on {c.system}"
+                    for c in commit_results[dataset]
+                    if c.rows != c.expected_rows
+                ]
         if "error" in hudi:
             print(f"\nHudi not measured: {hudi['error']}\n{hudi.get('log', '')}")
         if adversarial:
@@ -818,6 +1126,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "hudi": hudi,
             "queries": {d: [asdict(r) for r in rows] for d, rows in results.items()},
             "costs": {d: [asdict(w) for w in ws] for d, ws in costs.items()},
+            "duckdb": {d: [asdict(r) for r in rows] for d, rows in duck.items()},
+            "commits": {
+                d: {"check": commits[d][1], "costs": [asdict(c) for c in cs]} for d, cs in commit_results.items()
+            },
             "adversarial": adversarial,
         }
         if args.chart:

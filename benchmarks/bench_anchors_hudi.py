@@ -5,7 +5,8 @@ jvm/hudi/pom.xml (.jars-hudi) as `spark.jars`; self-contained (no indexlib, whic
 
     .venv-hudi/bin/python benchmarks/bench_anchors_hudi.py REQUEST.json ANSWER.json
 
-REQUEST: {"root": dir, "runs": n, "datasets": {name: {"paths": [parquet files], "queries": [[label, where], ...]}}}.
+REQUEST: {"root": dir, "runs": n, "datasets": {name: {"paths": [parquet files], "queries": [[label, where], ...],
+"commit": {"path": a Parquet file, "check": where} (optional)}}}.
 Per data set: the Parquet files written as one copy-on-write Hudi table (bulk_insert, no sort, one file per input
 file: each input file is its own read partition), non-partitioned, with the metadata table's column stats (every
 column), Bloom filters (of the record keys), the record-level index (record key: `l_orderkey, l_linenumber` for
@@ -15,7 +16,8 @@ as bench_anchors.py measures the others: `SELECT <the data set's columns> FROM h
 `hoodie.enable.data.skipping` (and the metadata table's indexes) on, to Spark's noop sink, median of `runs` after a
 warm-up; files read (the `FileSourceScanExec`'s `numFiles` / `filesSize` over Hudi's file index), Spark's input
 bytes, rows and the order-free checksum (sum of `xxhash64` over the columns). ANSWER: those, the write and index
-seconds and bytes (`.hoodie/metadata`).
+seconds and bytes (`.hoodie/metadata`); with "commit", what one more commit of that file costs (an `insert`, every
+index of the metadata table updated in it: seconds, bytes added) and the rows its point query `check` returns then.
 """
 
 from __future__ import annotations
@@ -93,22 +95,16 @@ def _median_of(runs: int, action: Callable[[], object]) -> tuple[float, list[flo
     return statistics.median(times), times
 
 
-def write(spark: Any, dataset: str, paths: list[str], target: Path, names: list[str]) -> dict[str, Any]:
-    """The Hudi table of `paths` (bulk_insert, one file per input file) and its secondary index; seconds, bytes."""
-    from pyspark.sql import functions as F
-
-    spark.conf.set("spark.sql.files.openCostInBytes", str(1 << 40))
-    spark.conf.set("spark.sql.files.maxPartitionBytes", str(1 << 40))
-    frame = spark.read.parquet(*paths)
-    for column, kind in frame.dtypes:
-        if kind == "timestamp_ntz":  # Hudi 1.x's writer has no TIMESTAMP_NTZ: the same instants, in UTC
-            frame = frame.withColumn(column, F.col(column).cast("timestamp"))
-    options = {
+def _options(dataset: str, parallelism: int, operation: str) -> dict[str, str]:
+    """The writer's options: a non-partitioned COW table with the metadata table's column stats, Bloom filters and
+    record-level index kept by every commit."""
+    return {
         "hoodie.table.name": f"anchors_{dataset}",
         "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
-        "hoodie.datasource.write.operation": "bulk_insert",
+        "hoodie.datasource.write.operation": operation,
         "hoodie.bulkinsert.sort.mode": "NONE",
-        "hoodie.bulkinsert.shuffle.parallelism": str(len(paths)),
+        "hoodie.bulkinsert.shuffle.parallelism": str(parallelism),
+        "hoodie.insert.shuffle.parallelism": str(parallelism),
         "hoodie.datasource.write.recordkey.field": KEYS[dataset],
         "hoodie.datasource.write.partitionpath.field": "",
         "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
@@ -123,12 +119,35 @@ def write(spark: Any, dataset: str, paths: list[str], target: Path, names: list[
         "hoodie.populate.meta.fields": "true",
         "hoodie.write.lock.provider": LOCKS,
     }
+
+
+def _frame(spark: Any, paths: list[str]) -> Any:
+    """The Parquet files read one partition per file, as Hudi's writer takes them."""
+    from pyspark.sql import functions as F
+
+    spark.conf.set("spark.sql.files.openCostInBytes", str(1 << 40))
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(1 << 40))
+    frame = spark.read.parquet(*paths)
+    for column, kind in frame.dtypes:
+        if kind == "timestamp_ntz":  # Hudi 1.x's writer has no TIMESTAMP_NTZ: the same instants, in UTC
+            frame = frame.withColumn(column, F.col(column).cast("timestamp"))
+    return frame
+
+
+def _reset(spark: Any) -> None:
+    spark.conf.unset("spark.sql.files.openCostInBytes")
+    spark.conf.unset("spark.sql.files.maxPartitionBytes")
+
+
+def write(spark: Any, dataset: str, paths: list[str], target: Path, names: list[str]) -> dict[str, Any]:
+    """The Hudi table of `paths` (bulk_insert, one file per input file) and its secondary index; seconds, bytes."""
+    frame = _frame(spark, paths)
+    options = _options(dataset, len(paths), "bulk_insert")
     shutil.rmtree(target, ignore_errors=True)
     started = time.perf_counter()
     frame.write.format("hudi").options(**options).mode("overwrite").save(str(target))
     seconds = time.perf_counter() - started
-    spark.conf.unset("spark.sql.files.openCostInBytes")
-    spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    _reset(spark)
     table = f"anchors_{dataset}"
     spark.sql(f"DROP TABLE IF EXISTS {table}")
     spark.sql(f"CREATE TABLE {table} USING hudi LOCATION '{target}'")
@@ -149,6 +168,26 @@ def write(spark: Any, dataset: str, paths: list[str], target: Path, names: list[
         "files": len(data_files),
         "note": note,
         "table": table,
+    }
+
+
+def commit(spark: Any, dataset: str, new: str, target: Path, table: str, check: str, names: list[str]) -> dict:
+    """One more commit of the file `new` (Hudi's `insert`: every index of the metadata table, the secondary index
+    included, updated in the commit); its seconds, the metadata table's bytes it added, then the rows of `check`."""
+    frame = _frame(spark, [new])
+    before = _tree_bytes(target / ".hoodie" / "metadata")
+    started = time.perf_counter()
+    frame.write.format("hudi").options(**_options(dataset, 1, "insert")).mode("append").save(str(target))
+    seconds = time.perf_counter() - started
+    _reset(spark)
+    spark.sql(f"REFRESH TABLE {table}")
+    rows, _ = checksum(spark.sql(f"SELECT {', '.join(names)} FROM {table} WHERE {check}"), names)
+    return {
+        "seconds": seconds,
+        "index_bytes": _tree_bytes(target / ".hoodie" / "metadata") - before,
+        "data_bytes": Path(new).stat().st_size,
+        "rows": rows,
+        "note": "insert of the file; the metadata table's indexes updated in the commit",
     }
 
 
@@ -318,6 +357,20 @@ def main() -> None:
                     print(f"hudi {dataset} {label} failed:\n{error}", file=sys.stderr, flush=True)
                 print(f"hudi {dataset} {label}: {queries[label]}", flush=True)
             answer["datasets"][dataset] = {"written": written, "queries": queries}
+            if spec.get("commit"):
+                try:
+                    answer["datasets"][dataset]["commit"] = commit(
+                        spark,
+                        dataset,
+                        spec["commit"]["path"],
+                        Path(request["root"]) / dataset,
+                        table,
+                        spec["commit"]["check"],
+                        names,
+                    )
+                except Exception as error:  # noqa: BLE001 - said in the answer
+                    answer["datasets"][dataset]["commit"] = {"error": _why(error)}
+                print(f"hudi {dataset} commit: {answer['datasets'][dataset]['commit']}", flush=True)
     finally:
         spark.stop()
     Path(sys.argv[2]).write_text(json.dumps(answer))
