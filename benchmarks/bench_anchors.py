@@ -29,7 +29,18 @@ Systems, one Spark 4.1 session (`local[2]`, the project's jars, Iceberg's and De
 - `parquet+bloom`: the rows written by Spark's Parquet writer with row-group Bloom filters on the key columns
   (`parquet.bloom.filter.enabled#col`, `parquet.bloom.filter.expected.ndv#col` = rows per file), read as
   `parquet.`path``: no file is skipped, Spark's Parquet reader drops row groups by statistics, dictionaries and
-  Bloom filters inside each file.
+  Bloom filters inside each file;
+- with `--layouts` (default on), the alternatives' own answer to a key the ingestion order scatters, each a
+  maintenance job timed as such: `iceberg sorted`, the rows written by Spark's Iceberg writer into a table of a
+  Hadoop catalog in the run's directory, range-partitioned by the key (`l_orderkey`, `trace_id`) into as many files
+  as the source, each file sorted (what `rewrite_data_files` with the sort strategy leaves); `delta z-ordered`, a copy
+  of the Delta table after `OPTIMIZE ... ZORDER BY (key, time)` (`l_shipdate`, `ts`) with
+  `spark.databricks.delta.optimize.maxFileSize` set to the source's bytes per file.
+
+skipindex indexes with its defaults (`skipindex build`: the automatic choice per column), except that with
+`--key-index` (default on) the key columns (`l_orderkey`, `trace_id`) go into the global key index
+(indexing/key_index.py; the automatic choice keys identifier columns of tables of 5,000+ files and gives these
+Bloom filters at 200): exact files for `=` and IN, as Hudi's record index is on its key.
 
 Measured, per query and system (after a warm-up of each; the timed runs rotate the systems' order):
 
@@ -62,12 +73,20 @@ files as a COW table with the metadata table's column stats, Bloom filters, reco
 index, runs the same queries with `hoodie.enable.data.skipping`, and answers in JSON; its rows are checked the same
 way. Its timings come from another Spark version in another JVM: the table says so.
 
+`--duckdb` (default on): bench_anchors_duckdb.py, the same queries in DuckDB over the source files, over a pyarrow
+copy of them with row-group Bloom filters on the key columns, and through `handle.scan(where).to_duckdb()`.
+
+`--commit` (default on), after every query: one more file (the rows of the first with new keys) committed to every
+system's copy as its pipeline would (Spark appends to the plain, Bloom and Delta copies, pyiceberg `add_files` to the
+Iceberg table then `skipindex build` in a fresh process, Hudi's `insert` with its indexes), timed, with the index
+bytes it added; then a point query on one of its new keys on every system, against brute force.
+
 `--adversarial` (default on): the correctness check of issue 44 item 2 (bench_anchors_adversarial.py): a small table
 per system holding NaN, strings longer than Parquet's statistics keep, `_` and `%` in LIKE prefixes and a column
 added after the first files, queried by every system and compared with Spark's read of the same rows with nothing
 pushed into the reader (DuckDB as a second check).
 
-    python benchmarks/bench_anchors.py            # SF 1 in 200 files, 200 shards of 10,000 rows, median of 3
+    python benchmarks/bench_anchors.py            # SF 3 in 200 files, 200 shards of 30,000 rows, median of 3
     python benchmarks/bench_anchors.py --quick    # toy: SF 0.01 in 4 files, 8 shards, 1 run (each flag still wins)
 
 Prints Markdown tables for docs/benchmarks.md and the load average before and after (the machine is shared);
@@ -953,10 +972,10 @@ def _titles(scale: float, files: int, shards: int, shard_rows: int) -> dict[str,
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="toy sizes for a smoke run (each flag below still wins)")
-    parser.add_argument("--scale", type=float, help="TPC-H scale factor of lineitem (1)")
+    parser.add_argument("--scale", type=float, help="TPC-H scale factor of lineitem (3)")
     parser.add_argument("--files", type=int, help="files of the lineitem table (200)")
     parser.add_argument("--shards", type=int, help="files of the events table (200)")
-    parser.add_argument("--shard-rows", type=int, help="rows per events file (10000)")
+    parser.add_argument("--shard-rows", type=int, help="rows per events file (30000)")
     parser.add_argument("--runs", type=int, help="timed runs per query and system after a warm-up (3)")
     parser.add_argument("--write-runs", type=int, help="runs of each write, the median shown (1)")
     parser.add_argument("--hudi", action=argparse.BooleanOptionalAction, default=True, help="Hudi on Spark 3.5")
@@ -988,7 +1007,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     sizes = (
         {"scale": 0.01, "files": 4, "shards": 8, "shard_rows": 2_000, "runs": 1, "write_runs": 1}
         if args.quick
-        else {"scale": 1.0, "files": 200, "shards": 200, "shard_rows": 10_000, "runs": 3, "write_runs": 1}
+        else {"scale": 3.0, "files": 200, "shards": 200, "shard_rows": 30_000, "runs": 3, "write_runs": 1}
     )
     for name, value in sizes.items():
         if getattr(args, name) is None:
