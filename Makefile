@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint format bench clean clean-jars dist jars docs docs-serve chromium hudi-env
+.PHONY: demo test test-fast lint format bench bench-anchors clean clean-jars dist jars docs docs-serve chromium hudi-env
 
 # The table formats' Spark connectors (jvm/pom.xml), fetched with Maven once into JARS (indexlib/jars.py hands them to
 # Spark as spark.jars). JVM_PROFILES=s3 adds hadoop-aws (s3a://) and its AWS SDK bundle.
@@ -93,6 +93,10 @@ bench: $(STAMP) $(JARS_STAMP) hudi-env
 	$(BIN)/python benchmarks/bench_serve.py
 	$(BIN)/python benchmarks/bench_spark_sql.py
 	$(BIN)/python benchmarks/bench_equality_deletes.py
+	$(MAKE) --no-print-directory bench-anchors
+
+# issue 44's comparison alone (docs/benchmarks.md, "Against the alternatives"): ~40 minutes on 2 cores
+bench-anchors: $(STAMP) $(JARS_STAMP) hudi-env
 	$(BIN)/python benchmarks/bench_anchors.py --json build/bench_anchors.json --chart docs/anchors_bench.png
 
 lint: $(STAMP)
