@@ -22,7 +22,8 @@ Systems, one Spark 4.1 session (`local[2]`, the project's jars, Iceberg's and De
   pushes to Iceberg as a filter reaches the service: `LIKE '%x%'` and regexes are not pushed, so are planned unpruned;
 - `skipindex scan API`: `handle.scan(where).to_spark(spark)` on a warm handle (lookup in the driver, then the kept
   files read by Spark; the WHERE goes to the index as SQL, so `LIKE '%x%'` and regexes are pruned too). Not Spark
-  SQL text but the same engine;
+  SQL text but the same engine. With `--files-reader`, also `skipindex scan API, Spark's reader`: the same with
+  `reader="files"` (the jar-free reads: Spark's own Parquet reader over the kept files);
 - `delta`: the rows written by delta-spark (one Spark write, one output file per input file: each input file is its
   own read partition), read as `delta.`path`` with Delta's data skipping (per-file min/max/null counts in the log,
   strings' bounds truncated to 32 characters);
@@ -133,7 +134,11 @@ SYSTEMS = ["iceberg", "delta", "parquet+bloom", "skipindex", "skipindex scan API
 LAYOUTS = ["iceberg sorted", "delta z-ordered"]
 SORT_KEY = {"lineitem": "l_orderkey", "events": "trace_id"}
 ZORDER = {"lineitem": ("l_orderkey", "l_shipdate"), "events": ("trace_id", "ts")}
-LAYOUT_CATALOG = "bench_layouts"  # a Hadoop Iceberg catalog in the run's directory, for the sorted copies
+LAYOUT_CATALOG = "bench_layouts"
+# the scan API with the jar-free reads (`--files-reader`): the kept files read by Spark's own Parquet reader
+FILES_READER = (
+    "skipindex scan API, Spark's reader"  # a Hadoop Iceberg catalog in the run's directory, for the sorted copies
+)
 # read by Iceberg's reader in Spark (the scan API's default reader where Iceberg's runtime is in the session): Spark's
 # task input metric under-counts it (0.7 MB for a LIKE '%x%' over every file of lineitem SF 1), so it is not shown
 ICEBERG_READS = {"iceberg", "iceberg sorted", "skipindex", "skipindex scan API"}
@@ -548,6 +553,8 @@ class Systems:
     def frame(self, system: str, dataset: str, where: str) -> Any:
         if system == "skipindex scan API":
             return self.handles[dataset].scan(where).to_spark(self.spark)
+        if system == FILES_READER:
+            return self.handles[dataset].scan(where).to_spark(self.spark, reader="files")
         return self.spark.sql(f"SELECT * FROM {self.table(system, dataset)} WHERE {where}")
 
 
@@ -705,7 +712,7 @@ def measure(
             print(
                 f"\n!!! WRONG ROWS: {dataset} {label} on {system}: {cell.rows:,} rows (checksum {cell.checksum}), "
                 f"brute force {row.expected_rows:,} (checksum {row.expected_checksum}): "
-                f"SELECT * FROM {systems.table(system, dataset) if system != 'skipindex scan API' else dataset} "
+                f"SELECT * FROM {systems.table(system, dataset) if not system.startswith('skipindex scan API') else dataset} "
                 f"WHERE {_short(where)}\n",
                 file=sys.stderr,
                 flush=True,
@@ -990,6 +997,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="skipindex's global key index on the key columns (else the automatic choice: Bloom filters)",
     )
     parser.add_argument(
+        "--files-reader",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="also the scan API with the jar-free reads (Spark's Parquet reader over the kept files)",
+    )
+    parser.add_argument(
         "--duckdb", action=argparse.BooleanOptionalAction, default=True, help="DuckDB, pyarrow's Bloom filters"
     )
     parser.add_argument(
@@ -1066,7 +1079,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             try:
                 configure(spark, server)
                 systems = Systems(spark, server, conf, copies)
-                only = SYSTEMS + (LAYOUTS if args.layouts else [])
+                only = SYSTEMS + (LAYOUTS if args.layouts else []) + ([FILES_READER] if args.files_reader else [])
                 for dataset, (paths, queries) in data.items():
                     results[dataset] = measure(systems, dataset, paths, queries, args.runs, only)
                 if args.duckdb:
