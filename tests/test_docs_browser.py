@@ -32,6 +32,10 @@ FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+# Every wait in the browser is on a condition (a page loaded, an element shown); this bound only stops a wait that
+# would never end. A loaded machine took over 20 s to show the search results once, so it is far from that: the
+# search index is built in a web worker, which a busy machine can starve for a long while.
+WAIT_MS = 300_000
 
 
 @pytest.fixture(scope="module")
@@ -62,9 +66,12 @@ def page(site_url: str) -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=FLAGS)
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=FLAGS, timeout=WAIT_MS)
         try:
-            yield browser.new_page()
+            page = browser.new_page()
+            page.set_default_timeout(WAIT_MS)
+            page.set_default_navigation_timeout(WAIT_MS)
+            yield page
         finally:
             browser.close()
 
@@ -86,7 +93,7 @@ def test_the_search_finds_a_setting_on_the_configuration_reference(page, site_ur
     search.click()
     search.fill("open_cost_bytes")
     results = page.locator(".md-search-result__item a")
-    results.first.wait_for(timeout=20_000)
+    results.first.wait_for()  # until the search worker has indexed the site and answered
     targets = [results.nth(i).get_attribute("href") or "" for i in range(results.count())]
     assert any("reference/configuration/" in href for href in targets), (
         f"the search for a setting lists the configuration reference: {targets}"
