@@ -89,7 +89,8 @@ def _compare(leaf: BoundCompare, stats: ColumnStatistics) -> Verdict:
     has_values = stats.comparable_values != 0  # True also where unknown (-1)
     no_nulls = stats.null_count == 0
     no_nans = stats.nan_count == 0
-    has_nans = stats.nan_count != 0  # True also where unknown
+    # True also where unknown; never where the leaf's conjunction excludes NaN rows (query/intervals.py)
+    has_nans = (stats.nan_count != 0) & (not leaf.nan_excluded)
     op = leaf.op
     if op == "=":
         # A value equal to v lies within [lower, upper].
@@ -109,7 +110,7 @@ def _compare(leaf: BoundCompare, stats: ColumnStatistics) -> Verdict:
         single_value = _false_where_unknown(pc.equal(lower, value)) & _false_where_unknown(pc.equal(upper, value))
         might = (has_values & ~single_value) | (has_nans & stats.known) | ~stats.known
         outside = _false_where_unknown(pc.less(upper, value)) | _false_where_unknown(pc.greater(lower, value))
-        all_match = no_nulls & (outside | (stats.comparable_values == 0))
+        all_match = no_nulls & (outside | (stats.comparable_values == 0)) & (no_nans | (not leaf.nan_excluded))
     elif op in ("<", "<="):
         # Some value below v exists iff lower is below v; all are iff upper is.
         might = has_values & _true_where_unknown(_ARROW_COMPARE[op](lower, value))

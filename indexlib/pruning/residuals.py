@@ -378,21 +378,179 @@ def nan_widened(residual: BooleanExpression, columns: frozenset[str], case_sensi
     row filter, not the residual; under Spark's and Iceberg Java's reading NaN already satisfies `x > c`, `x >= c`,
     `NOT (x < c)` and `NOT (x <= c)`, so the widened residual selects the same rows there. Other leaves are left as
     they came: no reader's statistics drop NaN for them (`!=` and NOT IN keep it, `=` and IN never match it but
-    through `is_nan`, which Spark sends for `x = NaN`)."""
+    through `is_nan`, which Spark sends for `x = NaN`).
+
+    Not widened: a leaf inside a conjunction that is FALSE on every NaN row of its column, because the conjunction
+    (read through its NOTs: an OR under an odd number of NOTs is one) also holds `x < c`, `x <= c`, `x = c` or
+    `x IN (...)` on it, in effect (query/intervals.py has the same rule for the index): a row whose x is NaN makes
+    that conjunction, and so everything under it, FALSE, so no row group needs reading for its sake.
+    `x >= 680 AND x <= 700` stays as it came."""
     if not columns:
         return residual
     names = columns if case_sensitive else frozenset(name.lower() for name in columns)
 
-    def prone(node: BooleanExpression) -> Any:
-        """The term of a range leaf on one of `columns` with a number, else None."""
-        if not isinstance(node, GreaterThan | GreaterThanOrEqual | LessThan | LessThanOrEqual):
+    def named(node: BooleanExpression) -> str | None:
+        """The column (as `names` spells it) of a comparison of one of `columns` with a number, else None."""
+        if not isinstance(node, LiteralPredicate | SetPredicate):
             return None
-        term = getattr(node, "term", None)
-        name = getattr(term, "name", None)
-        value = getattr(getattr(node, "literal", None), "value", None)
+        name = getattr(node.term, "name", None)
         if not isinstance(name, str) or (name if case_sensitive else name.lower()) not in names:
             return None
-        return None if isinstance(value, float) and math.isnan(value) else term
+        values = (
+            [literal.value for literal in node.literals] if isinstance(node, SetPredicate) else [node.literal.value]
+        )
+        if any(isinstance(value, float) and math.isnan(value) for value in values):
+            return None
+        return name if case_sensitive else name.lower()
+
+    def nan_false(node: BooleanExpression, negated: bool) -> str | None:
+        """The column of a leaf that is FALSE on every NaN row of it (in effect, through `negated`), else None."""
+        effective: tuple[type, ...] = (
+            (LessThan, LessThanOrEqual, EqualTo, In)
+            if not negated
+            else (GreaterThan, GreaterThanOrEqual, NotEqualTo, NotIn)
+        )
+        return named(node) if isinstance(node, effective) else None
+
+    chosen: dict[int, BooleanExpression] = {}
+
+    def visit(node: BooleanExpression, negated: bool, excluded: frozenset[str], depth: int) -> None:
+        if depth > MAX_DEPTH:
+            return
+        if isinstance(node, And | Or) and isinstance(node, And) != negated:  # a conjunction, in effect
+            items = _conjuncts(node, negated)
+            excluded = excluded | {name for item, neg in items if (name := nan_false(item, neg)) is not None}
+            for item, neg in items:
+                visit(item, neg, excluded, depth + 1)
+        elif isinstance(node, And | Or):
+            visit(node.left, negated, excluded, depth + 1)
+            visit(node.right, negated, excluded, depth + 1)
+        elif isinstance(node, Not):
+            visit(node.child, not negated, excluded, depth + 1)
+        elif isinstance(node, GreaterThan | GreaterThanOrEqual | LessThan | LessThanOrEqual):
+            name = named(node)
+            if name is None or name in excluded:
+                return
+            above = isinstance(node, GreaterThan | GreaterThanOrEqual)
+            if above and not negated:
+                chosen[id(node)] = Or(node, IsNaN(node.term))  # type: ignore[call-arg]  # apache/iceberg-python#3101
+            elif not above and negated:
+                chosen[id(node)] = And(node, NotNaN(node.term))  # type: ignore[call-arg]  # apache/iceberg-python#3101
+
+    visit(residual, False, frozenset(), 0)
+    return _rebuilt(residual, chosen, 0) if chosen else residual
+
+
+def _conjuncts(node: BooleanExpression, negated: bool) -> list[tuple[BooleanExpression, bool]]:
+    """The operands of the conjunction `node` is in effect (an AND, or an OR under `negated`), through NOTs, each
+    with whether it is negated; without recursion (a planner's chains are long)."""
+    found: list[tuple[BooleanExpression, bool]] = []
+    stack = [(node, negated)]
+    while stack:
+        item, neg = stack.pop()
+        if isinstance(item, Not):
+            stack.append((item.child, not neg))
+        elif isinstance(item, And | Or) and isinstance(item, And) != neg:
+            stack += [(item.right, neg), (item.left, neg)]
+        else:
+            found.append((item, neg))
+    return found
+
+
+def zero_widened(
+    residual: BooleanExpression, columns: frozenset[str], case_sensitive: bool = True
+) -> BooleanExpression:
+    """`residual` with each comparison of a floating-point column (of `columns`, names) with a zero written so that
+    a reader ordering values as Java's `Double.compare` does (-0.0 below 0.0: Iceberg Java's row-group filters and
+    manifest evaluators) keeps the row groups of both zeros: `x >= 0` is sent as `x >= -0.0`, `x > -0.0` as
+    `x > 0.0`, `x <= -0.0` as `x <= 0.0`, `x < 0` as `x < -0.0`, `x = 0` (and `!=`) as the range
+    `x >= -0.0 AND x <= 0.0` (negated), and an IN holding a zero gains that range beside it.
+
+    Why. SQL makes -0.0 equal 0.0, so `x = 0` matches the rows of -0.0; a Java reader skips a row group whose min and
+    max are -0.0 for `x = 0` (its max is below 0.0 in Java's order) and loses them. Safe for the rows: under SQL's
+    (IEEE) reading each rewritten leaf selects exactly the rows of the leaf it replaces, -0.0 and 0.0 being one
+    value, and the engine applies its own WHERE; in Java's order each one covers both zeros."""
+    if not columns:
+        return residual
+    names = columns if case_sensitive else frozenset(name.lower() for name in columns)
+
+    def zero(value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool) and value == 0
+
+    chosen: dict[int, BooleanExpression] = {}
+
+    def visit(node: BooleanExpression, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            return
+        if isinstance(node, And | Or):
+            visit(node.left, depth + 1)
+            visit(node.right, depth + 1)
+            return
+        if isinstance(node, Not):
+            visit(node.child, depth + 1)
+            return
+        name = getattr(getattr(node, "term", None), "name", None)
+        if not isinstance(name, str) or (name if case_sensitive else name.lower()) not in names:
+            return
+        term = node.term  # type: ignore[attr-defined]
+        both = And(_compared(GreaterThanOrEqual, term, -0.0), _compared(LessThanOrEqual, term, 0.0))
+        if isinstance(node, SetPredicate) and isinstance(node, In | NotIn):
+            if any(zero(literal.value) for literal in node.literals):
+                inside = Or(_compared(In, term, node.literals), both)
+                chosen[id(node)] = inside if isinstance(node, In) else Not(inside)
+            return
+        if not isinstance(node, LiteralPredicate) or not zero(node.literal.value):
+            return
+        written = {
+            GreaterThanOrEqual: _compared(GreaterThanOrEqual, term, -0.0),
+            GreaterThan: _compared(GreaterThan, term, 0.0),
+            LessThanOrEqual: _compared(LessThanOrEqual, term, 0.0),
+            LessThan: _compared(LessThan, term, -0.0),
+            EqualTo: both,
+            NotEqualTo: Not(both),
+        }.get(type(node))
+        if written is not None:
+            chosen[id(node)] = written
+
+    visit(residual, 0)
+    return _rebuilt(residual, chosen, 0) if chosen else residual
+
+
+def _compared(predicate: type, term: Any, literal: Any) -> BooleanExpression:
+    """`predicate(term, literal)`, positionally as pyiceberg documents it (apache/iceberg-python#3101: mypy reads
+    the pydantic fields as the constructor)."""
+    made: BooleanExpression = predicate(term, literal)
+    return made
+
+
+def client_bindable(
+    residual: BooleanExpression, binding: Schema, current: Schema, case_sensitive: bool = True
+) -> BooleanExpression:
+    """`residual` (columns named as in `binding`) with every leaf whose name the client cannot bind replaced by TRUE
+    (FALSE under an odd number of NOTs), for a task of a partitioned spec.
+
+    Why. Iceberg Java's REST client (Spark's, through the service) binds a task's residual twice: its
+    `ResidualEvaluator` binds it in the partition spec's schema, which is the table's current schema (the client's
+    table metadata binds every spec to it), wherever the spec has partition fields; then the file reader binds the
+    same names in the scan's schema, which for time travel is the snapshot's (`binding`). A column renamed (or
+    dropped, or dropped and added again) since that snapshot has no name that binds to its field in both, and the
+    executors fail ("Cannot find field"). So such a leaf is sent as the constant that makes the residual wider:
+    AND, OR are monotone and NOT antitone, so TRUE in place of a leaf under an even number of NOTs, FALSE under an
+    odd one, makes the residual TRUE on at least every row it was TRUE on; the reader reads more row groups, never
+    fewer. Safe for the rows: Spark evaluates every pushed filter again above the scan unless Iceberg tells it that
+    the filter selects whole partitions of every spec (`ExpressionUtil.selectsPartitions`, bound in the current
+    schema too, where such a name fails to bind: the filter is evaluated again), and pyiceberg filters rows by its own
+    row filter. A spec without partition fields binds nothing (`ResidualEvaluator.unpartitioned`): its tasks keep the
+    residual as it came."""
+    if binding is current or binding.schema_id == current.schema_id or isinstance(residual, AlwaysTrue | AlwaysFalse):
+        return residual
+
+    def bindable(name: str) -> bool:
+        try:
+            field_id = binding.find_field(name, case_sensitive).field_id
+            return current.find_field(name, case_sensitive).field_id == field_id
+        except ValueError:
+            return False
 
     chosen: dict[int, BooleanExpression] = {}
 
@@ -404,12 +562,10 @@ def nan_widened(residual: BooleanExpression, columns: frozenset[str], case_sensi
             visit(node.right, negated, depth + 1)
         elif isinstance(node, Not):
             visit(node.child, not negated, depth + 1)
-        elif (term := prone(node)) is not None:
-            above = isinstance(node, GreaterThan | GreaterThanOrEqual)
-            if above and not negated:
-                chosen[id(node)] = Or(node, IsNaN(term))  # type: ignore[call-arg]  # apache/iceberg-python#3101
-            elif not above and negated:
-                chosen[id(node)] = And(node, NotNaN(term))  # type: ignore[call-arg]  # apache/iceberg-python#3101
+        else:
+            name = getattr(getattr(node, "term", None), "name", None)
+            if isinstance(name, str) and not bindable(name):
+                chosen[id(node)] = AlwaysFalse() if negated else AlwaysTrue()
 
     visit(residual, False, 0)
-    return _rebuilt(residual, chosen, 0) if chosen else residual
+    return _rebuilt(residual, chosen, 0) if chosen else residual  # pyiceberg's constructors fold the constants

@@ -371,6 +371,9 @@ class BoundCompare(Expr):
     op: str
     column: BoundColumn
     value: Any
+    # True where the AND chain holding this leaf is FALSE on every NaN row (query/intervals.py): the leaf is then
+    # judged on the non-NaN values alone (`>`, `>=`, `!=`: the comparisons NaN may make TRUE)
+    nan_excluded: bool = False
 
     def __str__(self) -> str:
         return str(Compare(self.op, self.column.name, display_value(self.column.type, self.value)))

@@ -50,7 +50,7 @@ from pyiceberg.types import DoubleType, FloatType
 from indexlib.config import Config
 from indexlib.handle import IndexHandle
 from indexlib.lookup import LookupResult, TableState
-from indexlib.pruning.residuals import file_residuals, nan_widened
+from indexlib.pruning.residuals import client_bindable, file_residuals, nan_widened, zero_widened
 from indexlib.query.model import BoundColumn
 from indexlib.scans.pushdown import files_with_nan
 from indexlib.service.filters import RequestFilter
@@ -220,7 +220,8 @@ class Planner:
         pruning = row_filter.pruning(binding, state.source.schema, request.case_sensitive)
         # exact names of the current schema; bound there already where the request binds in it (filters.Pruning)
         result = handle.lookup(pruning.bound if pruning.bound is not None else pruning.expression, state=state)
-        residuals = _file_residuals(result, row_filter.residual, binding, request.case_sensitive)
+        reading = ReaderResiduals(metadata, binding, request.case_sensitive)
+        residuals = _file_residuals(result, row_filter.residual, binding, request.case_sensitive, reading)
         try:
             return self._from_index(table, result, residuals, pruning.unknown)
         except Unplannable:
@@ -259,10 +260,15 @@ class Planner:
         stats = _stats_ids(binding, request)
         pruning = row_filter.pruning(binding, loaded.metadata.schema(), request.case_sensitive)
         # `select` does not change which files a plan holds (and may name the snapshot's schema's columns)
-        scan = loaded.scan(row_filter=pruning.expression, case_sensitive=True, snapshot_id=request.snapshot_id)
+        scan = loaded.scan(
+            row_filter=_nan_kept(pruning.expression, loaded.metadata.schema()),
+            case_sensitive=True,
+            snapshot_id=request.snapshot_id,
+        )
         snapshot = scan.snapshot()
         snapshot_id = snapshot.snapshot_id if snapshot else None
-        tasks = self._tasks(loaded.io, scan.plan_files(), row_filter.residual)
+        reading = ReaderResiduals(loaded.metadata, binding, request.case_sensitive)
+        tasks = self._tasks(loaded.io, scan.plan_files(), row_filter.residual, reading)
         return Plan(tasks, "upstream", None, snapshot_id, loaded.metadata, stats, pruning.unknown)
 
     def _incremental(self, table: TableName, request: PlanTableScanRequest, row_filter: RequestFilter) -> Plan:
@@ -277,18 +283,26 @@ class Planner:
         scan = loaded.incremental_append_scan(
             from_snapshot_id_exclusive=request.start_snapshot_id,
             to_snapshot_id_inclusive=request.end_snapshot_id,
-            row_filter=pruning.expression,
+            row_filter=_nan_kept(pruning.expression, loaded.metadata.schema()),
             case_sensitive=True,
         )
-        tasks = self._tasks(loaded.io, scan.plan_files(), row_filter.residual)
+        reading = ReaderResiduals(loaded.metadata, binding, request.case_sensitive)
+        tasks = self._tasks(loaded.io, scan.plan_files(), row_filter.residual, reading)
         return Plan(tasks, "upstream", None, request.end_snapshot_id, loaded.metadata, stats, pruning.unknown)
 
-    def _tasks(self, io: Any, planned: Any, residual: BooleanExpression) -> list[Task]:
+    def _tasks(self, io: Any, planned: Any, residual: BooleanExpression, reading: ReaderResiduals) -> list[Task]:
         """pyiceberg's own tasks, the request's filter as residual (pyiceberg's residuals are bound expressions of
-        the pruning filter; the client's whole filter is always a valid residual)."""
+        the pruning filter; the client's whole filter is always a valid residual), as the reader must get it."""
         tasks: list[FileScanTask] = list(planned)
         resolve = self.vectors.resolve
-        return [Task(t.file, resolve(io, t.file.file_path, tuple(t.delete_files)), residual) for t in tasks]
+        return [
+            Task(
+                t.file,
+                resolve(io, t.file.file_path, tuple(t.delete_files)),
+                reading.of(residual, t.file.spec_id, reading.nan_prone(t.file)),
+            )
+            for t in tasks
+        ]
 
     def respond(self, table: TableName, plan: Plan) -> Answered:
         """The plan written: the first batch inline, the others as plan tasks for `tasks` (module docstring); every
@@ -325,22 +339,72 @@ class Planner:
 
 
 def _file_residuals(
-    result: LookupResult, residual: BooleanExpression, binding: Schema, case_sensitive: bool
+    result: LookupResult,
+    residual: BooleanExpression,
+    binding: Schema,
+    case_sensitive: bool,
+    reading: ReaderResiduals,
 ) -> dict[str, BooleanExpression]:
     """Per kept file (by path), the request's filter simplified by what the index proves about that file
-    (pruning/residuals.py): an IN list keeps the values within the file's bounds."""
+    (pruning/residuals.py: an IN list keeps the values within the file's bounds), as the client's reader must get
+    it (`ReaderResiduals`)."""
     state = result.state
     if state is None:
         return {}
     positions = list(result.kept_positions)
     found = file_residuals(residual, binding, state.source.schema, state.aligned.stats, positions, case_sensitive)
-    residuals = {state.live_paths[p]: r for p, r in zip(positions, found, strict=True)}
-    floating = [f for f in binding.fields if isinstance(f.field_type, FloatType | DoubleType)]
     current = {f.field_id: f for f in state.source.schema.fields}
-    named = [BoundColumn(f.field_id, f.name, current[f.field_id].field_type) for f in floating if f.field_id in current]
+    floating = [f for f in binding.fields if isinstance(f.field_type, FloatType | DoubleType) and f.field_id in current]
+    named = [BoundColumn(f.field_id, f.name, current[f.field_id].field_type) for f in floating]
     prone = files_with_nan(result, named)  # (unknown counts: prone)
-    names = frozenset(f.name for f in floating)
-    return {path: nan_widened(r, names, case_sensitive) if path in prone else r for path, r in residuals.items()}
+    return {
+        state.live_paths[p]: reading.of(r, state.live[p].spec_id, state.live_paths[p] in prone)
+        for p, r in zip(positions, found, strict=True)
+    }
+
+
+class ReaderResiduals:
+    """A task's residual as the client's reader must get it, on every route (index and upstream): its zeros written
+    for Java's order (`zero_widened`), widened for NaN where the file may hold one (`nan_widened`), and, for a file
+    of a partitioned spec, with no leaf naming a column the client cannot bind in both the current and the scanned
+    schema (`client_bindable`); pruning/residuals.py has each rule's argument. Each distinct residual is made once per
+    plan (the wire writes each distinct residual once)."""
+
+    def __init__(self, metadata: Any, binding: Schema, case_sensitive: bool) -> None:
+        self.binding, self.current, self.case_sensitive = binding, metadata.schema(), case_sensitive
+        floating = [f for f in binding.fields if isinstance(f.field_type, FloatType | DoubleType)]
+        self.floating = frozenset(f.name for f in floating)
+        self.floating_ids = tuple(f.field_id for f in floating)
+        self.partitioned = {spec_id: bool(spec.fields) for spec_id, spec in metadata.specs().items()}
+        self._made: dict[tuple[int, bool, bool], BooleanExpression] = {}
+        self._kept: list[BooleanExpression] = []  # the residuals keyed by id above, alive while this is
+
+    def of(self, residual: BooleanExpression, spec_id: int, nan_prone: bool) -> BooleanExpression:
+        partitioned = self.partitioned.get(spec_id, True)
+        key = (id(residual), nan_prone, partitioned)
+        found = self._made.get(key)
+        if found is None:
+            found = zero_widened(residual, self.floating, self.case_sensitive)
+            if nan_prone:
+                found = nan_widened(found, self.floating, self.case_sensitive)
+            if partitioned:
+                found = client_bindable(found, self.binding, self.current, self.case_sensitive)
+            self._made[key] = found
+            self._kept.append(residual)
+        return found
+
+    def nan_prone(self, data: DataFile) -> bool:
+        """Whether the manifest's counts leave room for a NaN in a floating-point column (no count: unknown)."""
+        counts = data.nan_value_counts or {}
+        return any(counts.get(field_id, 1) != 0 for field_id in self.floating_ids)
+
+
+def _nan_kept(pruning: BooleanExpression, current: Schema) -> BooleanExpression:
+    """The pruning filter for pyiceberg's own planning, keeping the files a NaN may match in: pyiceberg's manifest
+    evaluator reads NaN as matching no comparison, where Spark SQL makes it greater than every number, so `x > c`
+    goes to it as `x > c OR is_nan(x)` (`nan_widened`: which then keeps every file whose NaN count is not 0)."""
+    floating = frozenset(f.name for f in current.fields if isinstance(f.field_type, FloatType | DoubleType))
+    return nan_widened(pruning, floating)
 
 
 def binding_schema(metadata: Any, snapshot_id: int | None, use_snapshot_schema: bool) -> Schema:
