@@ -41,7 +41,6 @@ from indexlib.pruning.minmax import MinMaxEvidence
 from indexlib.pruning.partitions import PartitionEvidence
 from indexlib.query.binding import bind
 from indexlib.query.from_iceberg import from_iceberg
-from indexlib.query.intervals import conjoined
 from indexlib.query.model import Expr
 from indexlib.query.normalize import leaves, normalize, unusable_parts
 from indexlib.query.sql import Clock, parse_where, predicate_from_tree
@@ -486,7 +485,7 @@ def lookup_in(
         return replace(pruned, all_match=[])
     parsed = predicate_from_tree(where) if isinstance(where, Expr) else parse_where(where, clock, dialect)
     where = where if isinstance(where, str) else str(parsed)
-    predicate = conjoined(bind(normalize(parsed), state.source.schema, table))  # query/intervals.py
+    predicate = bind(normalize(parsed), state.source.schema, table)
     live_paths = state.live_paths
     kinds = list(registry().values())
     partitions = PartitionEvidence(state.source, state.live)

@@ -56,6 +56,7 @@ from pyiceberg.utils.datetime import date_to_days, datetime_to_micros, micros_to
 
 from indexlib.errors import UserError
 from indexlib.query.approximate import DOUBLE, FLOAT, Binary, as_binary, bits_of, error_ulps, matching_set, scale_of
+from indexlib.query.intervals import conjoined
 from indexlib.query.model import (
     FALSE,
     TRUE,
@@ -117,8 +118,9 @@ def resolve_column(schema: Schema, name: str, table: str) -> BoundColumn:
 
 
 def bind(expr: Expr, schema: Schema, table: str) -> Expr:
-    """Bind a normalised (NOT-free, NULL-free) expression; IN / NOT IN expand into OR / AND of comparisons."""
-    return _Binder(schema, table).visit(expr)
+    """Bind a normalised (NOT-free, NULL-free) expression; IN / NOT IN expand into OR / AND of comparisons, and each
+    AND chain's comparisons of one column are judged as one interval (query/intervals.py)."""
+    return conjoined(_Binder(schema, table).visit(expr))
 
 
 class _Binder(ExprVisitor[Expr]):
