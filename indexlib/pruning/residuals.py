@@ -376,7 +376,8 @@ def nan_widened(residual: BooleanExpression, columns: frozenset[str], case_sensi
 
     Safe for the rows: the engine applies its own WHERE to what it reads, and pyiceberg filters rows by the scan's
     row filter, not the residual; under Spark's and Iceberg Java's reading NaN already satisfies `x > c`, `x >= c`,
-    `NOT (x < c)` and `NOT (x <= c)`, so the widened residual selects the same rows there. Other leaves are left as
+    `NOT (x < c)` and `NOT (x <= c)`, so the widened residual selects the same rows there (and, under a NOT, NULL rows
+    too: `NOT (x < c AND not_nan(x))` is TRUE on NULL, a row the engine's WHERE then drops). Other leaves are left as
     they came: no reader's statistics drop NaN for them (`!=` and NOT IN keep it, `=` and IN never match it but
     through `is_nan`, which Spark sends for `x = NaN`).
 
