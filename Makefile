@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint format bench bench-anchors clean clean-jars dist jars docs docs-serve chromium hudi-env
+.PHONY: demo test test-fast test-long lint format bench bench-anchors clean clean-jars dist jars docs docs-serve chromium hudi-env
 
 # The table formats' Spark connectors (jvm/pom.xml), fetched with Maven once into JARS (indexlib/jars.py hands them to
 # Spark as spark.jars). JVM_PROFILES=s3 adds hadoop-aws (s3a://) and its AWS SDK bundle.
@@ -64,8 +64,15 @@ demo: $(STAMP)
 	@$(MAKE) --no-print-directory -s jars || true
 	$(BIN)/skipindex demo --conf conf/local.toml
 
+# what CI runs (.ci/run): lint, then every test, each sweep (property tests, random histories) at its short profile
 test: $(STAMP) $(JARS_STAMP) chromium lint
 	$(BIN)/pytest
+
+# the same suite with every sweep at its long profile (SKIPINDEX_LONG=1, tests/conftest.py: sweep), before each
+# release and whenever a change touches a sweep's area: `make test-long TESTS=tests/test_pruning_properties.py`
+TESTS ?=
+test-long: $(STAMP) $(JARS_STAMP) chromium
+	SKIPINDEX_LONG=1 $(BIN)/pytest $(TESTS)
 
 # tests/test_docs_browser.py drives Debian's Chromium headless through Playwright, which downloads no browser of
 # its own: installed from Debian's packages when missing (as root, or with sudo)

@@ -1,5 +1,6 @@
 """Shared fixtures: one SparkSession per run, a fresh SQLite-backed pyiceberg catalog per test, and real servers on
-127.0.0.1 (tests/servers.py: Spark standalone, PostgreSQL, S3), each started once per run when a test asks for it."""
+127.0.0.1 (tests/servers.py: Spark standalone, PostgreSQL, S3), each started once per run when a test asks for it;
+and the two profiles of the long sweeps (`sweep`): short in `make test`, long in `make test-long`."""
 
 from __future__ import annotations
 
@@ -19,6 +20,22 @@ CONNECTOR_CONF = {
     "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
+
+
+# `make test-long` sets SKIPINDEX_LONG=1: every sweep (property test, random histories) runs its long profile
+LONG = os.environ.get("SKIPINDEX_LONG", "") not in ("", "0")
+
+
+def sweep(variable: str, short: int, long: int) -> int:
+    """How much a sweep runs (hypothesis examples, steps of a history): `short` in `make test`, `long` under
+    SKIPINDEX_LONG=1 (`make test-long`, docs/explanation/testing.md); the sweep's own `variable`, when set, wins.
+    The adversarial cases a sweep found stay in it as explicit cases (`@example`, parametrized), run by both."""
+    return int(os.environ.get(variable) or (long if LONG else short))
+
+
+def pytest_report_header() -> str:
+    profile = "long (SKIPINDEX_LONG=1)" if LONG else "short (`make test-long` runs the long one)"
+    return f"skipindex sweeps: the {profile} profile"
 
 
 @pytest.fixture(scope="session")
