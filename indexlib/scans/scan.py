@@ -104,9 +104,25 @@ class Scan:
         """The kept files, each with its delete files, its row groups to read and whether every row matches."""
         return self.result.kept_files
 
-    def explain(self) -> str:
-        """What `skipindex explain` prints for this lookup: the predicate, each stage's files in and out."""
-        return self.result.explain()
+    def __repr__(self) -> str:
+        """The table, the WHERE, the files kept and what `to_spark` needs on Spark's executors (`explain(spark)`
+        says exactly, for a session)."""
+        spark_needs = import_module("indexlib.scans.spark").spark_needs(self.result, self.dialect)
+        fields = "" if "*" in self.selected_fields else f", selected_fields={self.selected_fields!r}"
+        return (
+            f"Scan(table={self.result.table!r}, where={self.result.where!r}{fields}, "
+            f"files kept {len(self.result.files)} of {self.result.files_total}, to_spark needs: {spark_needs})"
+        )
+
+    def explain(self, spark: SparkSession | None = None, reader: str = "auto") -> str:
+        """What `skipindex explain` prints for this lookup: the predicate, each stage's files in and out; with a
+        Spark session, also how `to_spark(spark, reader)` reads the kept files and what each read needs on Spark's
+        executors (`scans.spark.explain_reads`)."""
+        text = self.result.explain()
+        if spark is None:
+            return text
+        reads = import_module("indexlib.scans.spark").explain_reads(spark, self.result, self.dialect, reader)
+        return f"{text}\n\n{reads}"
 
     def to(self, target: str, **options: Any) -> Any:
         """The rows in the engine registered as `target` (`targets()`), with that target's `options`."""

@@ -41,6 +41,13 @@ The jar-free reads choose one of two ways per kept file (`routes` says which and
 The filter is the user's WHERE, transpiled by sqlglot from the handle's dialect to Spark SQL, applied by Spark;
 files the lookup proved all-match are read without it. The pyiceberg reads also push the filter down when it has an
 exact pyiceberg translation (scans/pyiceberg.py `row_filter`).
+
+What each path needs on Spark's executors: the connectors their jars in the session; Spark's own Parquet reader
+nothing of this package; the Python data sources (`IN_PYTHON_WORKERS`) this package and its dependencies importable
+by Spark's Python workers. `reader_of` asks the workers once per session (`python_workers`) when a lookup's read
+needs them, and where they cannot import the package takes the connector (AUTO) or refuses in one line naming the
+fix, before any read runs; `explain_reads` (`Scan.explain(spark)`) and `spark_needs` (the scan's repr) say which
+path a lookup takes. Paths are handed to Spark as names, never patterns (`literal`).
 """
 
 from __future__ import annotations
@@ -49,6 +56,8 @@ import base64
 import json
 import logging
 import pickle
+import re
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -60,6 +69,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from py4j.protocol import Py4JJavaError
 from pyiceberg import expressions as ice
 from pyiceberg.io.pyarrow import UTC_ALIASES, pyarrow_to_schema, schema_to_pyarrow
 from pyiceberg.schema import Schema
@@ -67,6 +77,7 @@ from pyiceberg.table import FileScanTask
 from pyiceberg.table.name_mapping import NameMapping
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import DecimalType, DoubleType, FloatType, IcebergType, IntegerType, LongType
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -92,6 +103,8 @@ _log = logging.getLogger(__name__)
 PARQUET = "parquet"
 PYICEBERG = "pyiceberg"
 ROW_GROUPS = "row groups"  # Delta files the lookup kept some row groups of: pyarrow in Spark tasks (_RowGroupFiles)
+IN_PYTHON_WORKERS = (PYICEBERG, ROW_GROUPS)  # the routes read by Python data sources: the workers import this package
+_PACKAGE = "indexlib"
 AUTO, CONNECTOR, FILES = "auto", "connector", "files"  # the readers (module docstring)
 # AUTO's limit for Iceberg's reader: handing it the kept files plans the snapshot in the JVM and picks the kept tasks
 # over py4j, ~1 ms per live file (7-9 s at 10,000 files, measured on a loaded machine; scans/spark_connectors.py)
@@ -135,37 +148,45 @@ class Reader:
 
 
 def reader_of(spark: SparkSession, result: LookupResult, dialect: str | None = None, reader: str = AUTO) -> Reader:
-    """The reader `from_lookup` reads `result` with (`reader`: what was asked; `dialect`: the lookup's)."""
+    """The reader `from_lookup` reads `result` with (`reader`: what was asked; `dialect`: the lookup's).
+
+    Where the jar-free reads would read a kept file inside Spark's Python workers (`IN_PYTHON_WORKERS`) and those
+    workers cannot import this package (`python_workers`), AUTO takes the format's own reader where the session has
+    it; otherwise a UserError says so in one line, naming the fix, before any read is planned."""
+    chosen = _preferred(spark, result, dialect, reader)
+    if chosen.how == CONNECTOR:
+        return chosen
+    needing = in_python_workers(routes(result, dialect))
+    if not needing:
+        return chosen
+    workers = python_workers(spark)
+    if workers.ready:
+        return chosen
+    why = f"Spark's Python workers ({workers.python}) cannot import {_PACKAGE} ({workers.error})"
+    refusal = _connector_refusal(spark, result)
+    if reader == AUTO and refusal is None:
+        return Reader(CONNECTOR, f"{why}, which the jar-free reads of {_counted(needing)} need")
+    connector = _CONNECTOR_NAMES.get(format_of(result))
+    instead = f", or read with {connector} in the session (reader='connector'; make jars)" if connector else ""
+    raise UserError(
+        f"table {result.table}: {_counted(needing)} are read inside Spark's Python workers, and {why}: ship the "
+        f"package to the executors (make dist: --archives or --py-files; docs/how-to/spark-cluster.md){instead}"
+    )
+
+
+def _preferred(spark: SparkSession, result: LookupResult, dialect: str | None, reader: str) -> Reader:
+    """The reader `reader_of` takes when Spark's Python workers import this package."""
     _check_reader(reader)
-    connector = format_of(result)
     if reader == FILES:
         return Reader(FILES, "asked for")
-    if connector not in _CONNECTOR_NAMES:
+    refusal = _connector_refusal(spark, result)
+    if refusal is not None:
         if reader == CONNECTOR:
-            raise UserError(f"table {result.table}: reader 'connector': no Spark connector reads {connector} tables")
-        return Reader(FILES, f"no Spark connector reads {connector} tables")
-    name = _CONNECTOR_NAMES[connector]
-    if not has_runtime(spark, connector):
-        if reader == CONNECTOR:
-            raise UserError(
-                f"table {result.table}: reader 'connector' needs {name} in the Spark session "
-                "(make jars; delta-spark also its session extension)"
-            )
-        return Reader(FILES, f"no {name} in the Spark session")
-    if (
-        connector == "delta"
-        and any(f.name.lower() == "_metadata" for f in _spark_schema(result).fields)
-        and any(k.deletes for k in result.kept_files)
-    ):
-        # delta-spark reads deletion vectors through Spark's hidden `_metadata` struct, which a column of that name
-        # hides: its read of a file with a vector fails (ClassCastException) where the jar-free reads return the rows
-        if reader == CONNECTOR:
-            raise UnsupportedFeature(
-                f"table {result.table}: delta-spark cannot read deletion vectors of a table with a column named _metadata"
-            )
-        return Reader(FILES, "deletion vectors and a column named _metadata, which delta-spark's own reads use")
+            raise refusal.error
+        return Reader(FILES, refusal.why)
     if reader == CONNECTOR:
         return Reader(CONNECTOR, "asked for")
+    connector = format_of(result)
     if connector == "iceberg" and result.files_total > CONNECTOR_MAX_LIVE_FILES:
         return Reader(
             FILES, f"{result.files_total} live files: handing the kept ones to Iceberg's reader costs ~1 ms each"
@@ -176,7 +197,45 @@ def reader_of(spark: SparkSession, result: LookupResult, dialect: str | None = N
         return Reader(FILES, "some files kept in part: the jar-free reads read their kept row groups only")
     if connector == "delta" and nan_prone(result, dialect):
         return Reader(FILES, "a kept file may hold NaN where the WHERE looks: Spark's Parquet reader would skip it")
-    return Reader(CONNECTOR, f"{name} in the Spark session")
+    return Reader(CONNECTOR, f"{_CONNECTOR_NAMES[connector]} in the Spark session")
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    why: str  # why AUTO reads jar-free
+    error: UserError  # what reader='connector' raises
+
+
+def _connector_refusal(spark: SparkSession, result: LookupResult) -> _Refusal | None:
+    """Why the format's own reader cannot read `result` in this session; None where it can."""
+    connector = format_of(result)
+    if connector not in _CONNECTOR_NAMES:
+        why = f"no Spark connector reads {connector} tables"
+        return _Refusal(why, UserError(f"table {result.table}: reader 'connector': {why}"))
+    name = _CONNECTOR_NAMES[connector]
+    if not has_runtime(spark, connector):
+        return _Refusal(
+            f"no {name} in the Spark session",
+            UserError(
+                f"table {result.table}: reader 'connector' needs {name} in the Spark session "
+                "(make jars; delta-spark also its session extension)"
+            ),
+        )
+    if (
+        connector == "delta"
+        and any(f.name.lower() == "_metadata" for f in _spark_schema(result).fields)
+        and any(k.deletes for k in result.kept_files)
+    ):
+        # delta-spark reads deletion vectors through Spark's hidden `_metadata` struct, which a column of that name
+        # hides: its read of a file with a vector fails (ClassCastException) where the jar-free reads return the rows
+        return _Refusal(
+            "deletion vectors and a column named _metadata, which delta-spark's own reads use",
+            UnsupportedFeature(
+                f"table {result.table}: delta-spark cannot read deletion vectors of a table with a column named "
+                "_metadata"
+            ),
+        )
+    return None
 
 
 def _check_reader(reader: str) -> None:
@@ -299,7 +358,8 @@ def _read(
         frame = _row_groups_frame(spark, result, read, stored)
     else:
         paths = [k.file.path for k in read.files]
-        frame = _delta_vectors(spark, _parquet_reader(spark, read).schema(stored).parquet(*paths), read.files)
+        frame = _parquet_reader(spark, read).schema(stored).parquet(*map(literal, paths))
+        frame = _delta_vectors(spark, frame, read.files)
     frame = frame.select(
         *[
             F.col(f"`{physical[f.name]}`").cast(f.dataType).alias(f.name)
@@ -347,27 +407,97 @@ def routes(result: LookupResult, dialect: str | None = None) -> dict[str, Route]
     return _routes(result, nan_prone(result, dialect))
 
 
+def in_python_workers(found: dict[str, Route]) -> dict[str, Route]:
+    """Of `routes`' answer, the files read inside Spark's Python workers (`IN_PYTHON_WORKERS`)."""
+    return {path: route for path, route in found.items() if route.how in IN_PYTHON_WORKERS}
+
+
+def _counted(found: dict[str, Route]) -> str:
+    """'3 kept files (NaN-prone 2, delete files 1)': how many, and why, most common first."""
+    whys: dict[str, int] = {}
+    for route in found.values():
+        whys[route.why] = whys.get(route.why, 0) + 1
+    ranked = sorted(whys.items(), key=lambda item: -item[1])
+    listed = ", ".join(f"{why} {n}" for why, n in ranked[:3]) + (", ..." if len(ranked) > 3 else "")
+    return f"{len(found)} kept file{'s' if len(found) != 1 else ''} ({listed})"
+
+
+def explain_reads(spark: SparkSession, result: LookupResult, dialect: str | None = None, reader: str = AUTO) -> str:
+    """What `from_lookup` will read `result` with in this session, and what each read needs on Spark's executors
+    (`Scan.explain(spark)`): the reader and why, the kept files per route, whether the Python workers are ready."""
+    out = [f"spark reads (to_spark, reader={reader!r})"]
+    try:
+        chosen = reader_of(spark, result, dialect, reader)
+    except UserError as exc:
+        return "\n".join([*out, f"  refused    {exc}"])
+    out.append(f"  reader     {chosen.how}: {chosen.why}")
+    if chosen.how == CONNECTOR:
+        name = _CONNECTOR_NAMES[format_of(result)]
+        out.append(f"  connector  {len(result.files)} kept files by {name}: its jar, nothing of ours on the executors")
+        return "\n".join(out)
+    found = routes(result, dialect)
+    for how, needs in _NEEDS.items():
+        of_how = {path: route for path, route in found.items() if route.how == how}
+        if of_how:
+            out.append(f"  {how:<10} {_counted(of_how)}: {needs}")
+    if in_python_workers(found):
+        workers = python_workers(spark)
+        state = f"imports {_PACKAGE}" if workers.ready else f"cannot import {_PACKAGE}: {workers.error}"
+        out.append(f"  workers    {workers.python} {state}")
+    return "\n".join(out)
+
+
+_NEEDS = {  # what each route of the jar-free reads needs on Spark's executors, in words
+    PARQUET: "Spark's own Parquet reader, nothing of ours on the executors",
+    PYICEBERG: f"pyiceberg in Spark's Python workers, which import {_PACKAGE} (make dist)",
+    ROW_GROUPS: f"pyarrow in Spark's Python workers, which import {_PACKAGE} (make dist)",
+}
+
+
+def spark_needs(result: LookupResult, dialect: str | None = None) -> str:
+    """In a few words, what `to_spark` needs on Spark's executors for `result`, known without a session and without
+    reading a file (the scan's repr): which kept files the jar-free reads read inside Spark's Python workers because
+    of their delete files, kept row groups or NaN. (Iceberg files whose footers Spark's Parquet reader cannot map
+    as pyiceberg does, which `explain_reads` counts, are not known here.)"""
+    source = result.source
+    if source is None or not result.files:
+        return "nothing"
+    nan_files = nan_prone(result, dialect)
+    by_name = source.reads is FileReads.PARQUET_BY_NAME
+    found = {
+        k.file.path: Route(ROW_GROUPS if by_name else PYICEBERG, why)
+        for k in result.kept_files
+        for why in [_python_reason(k, nan_files, by_name)]
+        if why is not None
+    }
+    if not found:
+        return "Spark's Parquet reader or the format's connector: nothing of ours on the executors"
+    return f"{_counted(found)} read in Spark's Python workers ({_PACKAGE} there) unless by the format's connector"
+
+
+def _python_reason(k: KeptFile, nan_files: frozenset[str], by_name: bool) -> str | None:
+    """Why the jar-free reads read `k` inside Spark's Python workers, whatever its footer says; None: not for that."""
+    if k.deletes and not by_name:
+        return "delete files"
+    if selected(k) is not None:
+        return "row groups"
+    if not k.all_match and k.file.path in nan_files:
+        return "NaN-prone"
+    return None
+
+
 def _routes(result: LookupResult, nan_files: frozenset[str]) -> dict[str, Route]:
     source = result.source
     kept = result.kept_files
-    if source is not None and source.reads is FileReads.PARQUET_BY_NAME:
-        return {
-            k.file.path: Route(ROW_GROUPS, "row groups")
-            if selected(k) is not None
-            else Route(ROW_GROUPS, "NaN-prone")
-            if not k.all_match and k.file.path in nan_files
-            else Route(PARQUET, "by name")
-            for k in kept
-        }
+    by_name = source is not None and source.reads is FileReads.PARQUET_BY_NAME
     found: dict[str, Route] = {}
     candidates = []
     for k in kept:
-        if k.deletes:
-            found[k.file.path] = Route(PYICEBERG, "delete files")
-        elif selected(k) is not None:
-            found[k.file.path] = Route(PYICEBERG, "row groups")
-        elif not k.all_match and k.file.path in nan_files:
-            found[k.file.path] = Route(PYICEBERG, "NaN-prone")
+        why = _python_reason(k, nan_files, by_name)
+        if why is not None:
+            found[k.file.path] = Route(ROW_GROUPS if by_name else PYICEBERG, why)
+        elif by_name:
+            found[k.file.path] = Route(PARQUET, "by name")
         else:
             candidates.append(k)
     found.update(_layouts(cast(IcebergFiles, source), candidates))
@@ -509,13 +639,27 @@ def _footers(io: Any, paths: Sequence[str]) -> dict[str, pa.Schema]:
 
 def _parquet_reader(spark: SparkSession, read: Read) -> DataFrameReader:
     """Spark's Parquet reader for `read`: without parquet-mr's dictionary and Bloom filtering of row groups where
-    `read.dictionaries` is False (scans/pushdown.py: they hold -0.0 and 0.0 apart; its statistics do not)."""
+    `read.dictionaries` is False (scans/pushdown.py: they hold -0.0 and 0.0 apart; its statistics do not). Paths
+    go to it through `literal`."""
     reader = spark.read
     if not read.dictionaries:
         reader = reader.option("parquet.filter.dictionary.enabled", "false").option(
             "parquet.filter.bloom.enabled", "false"
         )
     return reader
+
+
+_GLOB = re.compile(r"([{}\[\]*?\\])")  # the characters Spark's `isGlobPath` and Hadoop's glob read as a pattern
+
+
+def literal(path: str) -> str:
+    """`path` as Spark's file sources read it as the name it is, never as a pattern. Spark expands a path holding
+    `{ } [ ] * ? \\` as a Hadoop glob (`DataSource.checkAndGlobPathIfNecessary`), so `a[1].parquet` would read
+    `a1.parquet` and `c*.parquet` every file starting with c. Each of those characters is escaped with a backslash,
+    which Hadoop's glob reads as that character itself; `%` and spaces are characters of a name to Hadoop's `Path`
+    already. (Spark's `__globPaths__` option, which turns globbing off, returns every path given once per path
+    holding such a character: rows read many times.)"""
+    return _GLOB.sub(r"\\\1", path)
 
 
 def _parquet_frame(spark: SparkSession, read: Read, schema: StructType) -> DataFrame:
@@ -530,7 +674,7 @@ def _parquet_frame(spark: SparkSession, read: Read, schema: StructType) -> DataF
             if column.stored is not None
         ]
     )
-    frame = _parquet_reader(spark, read).schema(stored).parquet(*paths)
+    frame = _parquet_reader(spark, read).schema(stored).parquet(*map(literal, paths))
     columns = []
     for column, field in zip(read.layout, schema.fields, strict=True):
         if column.stored is None:
@@ -579,6 +723,77 @@ def _delta_vectors(spark: SparkSession, frame: DataFrame, kept: Sequence[KeptFil
     path = F.regexp_replace(F.url_decode(encoded), "^file:/+", "/")
     keyed = frame.withColumn(_FILE, path).withColumn(_POS, metadata.getField("row_index"))
     return keyed.join(deleted, [_FILE, _POS], "left_anti").drop(_FILE, _POS)
+
+
+# -- whether Spark's Python workers import this package -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Workers:
+    """What Spark's Python workers of a session import (`python_workers`): `ready` when they import this package as
+    the Python data sources of the jar-free reads need it; `python`: the interpreter Spark starts them with; `error`:
+    otherwise, what importing raised there, in one line."""
+
+    python: str
+    ready: bool
+    error: str = ""
+
+
+_WORKERS: dict[tuple[Any, ...], Workers] = {}
+_WORKERS_LOCK = threading.Lock()
+_RAISED = re.compile(r"^\s*((?:\w+\.)*\w*(?:Error|Exception)\b.*)$", re.MULTILINE)
+
+
+def python_workers(spark: SparkSession) -> Workers:
+    """Whether the Python data sources of the jar-free reads (`_PyicebergFiles`, `_RowGroupFiles`) can run in this
+    session: one row read through `_WorkersProbe`, a Python data source of this module, so Spark's Python workers
+    unpickle it as they unpickle those (importing this module, hence pyiceberg, pyarrow and numpy), on the
+    interpreter and with the files Spark gives them (`spark.pyspark.python` / `PYSPARK_PYTHON`, `--archives`,
+    `--py-files`, `addPyFile`). About a second, once per session, interpreter, shipped files and worker
+    environment (what PySpark hands each Python function it registers): a file shipped later asks again."""
+    context = spark.sparkContext
+    key = (
+        context.applicationId,
+        context.pythonExec,
+        tuple(context._python_includes or ()),
+        tuple(sorted(context.environment.items())),
+    )
+    with _WORKERS_LOCK:
+        known = _WORKERS.get(key)
+    if known is not None:
+        return known
+    try:
+        spark.dataSource.register(_WorkersProbe)
+        (row,) = spark.read.format(_WorkersProbe.name()).load().collect()
+        found = Workers(row.python, True)
+    except PySparkException as exc:  # the workers' traceback, as Spark reports it (PYTHON_DATA_SOURCE_ERROR)
+        raised = _RAISED.findall(str(exc))
+        error = raised[-1].strip() if raised else str(exc).strip().splitlines()[0]
+        found = Workers(context.pythonExec, False, error)
+    except Py4JJavaError as exc:  # Spark could not start them (no such interpreter)
+        found = Workers(context.pythonExec, False, str(exc.java_exception.toString()).splitlines()[0])
+    with _WORKERS_LOCK:
+        _WORKERS[key] = found
+    return found
+
+
+class _WorkersProbe(DataSource):
+    """One row, read in Spark's Python workers: unpickling this class imports this module there."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "skipindex_workers_probe"
+
+    def schema(self) -> str:
+        return "python string"
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _WorkersProbeReader()
+
+
+class _WorkersProbeReader(DataSourceReader):
+    def read(self, partition: InputPartition) -> Iterator[tuple[str]]:
+        yield (sys.executable,)
 
 
 # -- pyiceberg inside Spark tasks -------------------------------------------------------------------------------
