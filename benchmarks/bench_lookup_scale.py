@@ -37,6 +37,17 @@ DIR too (PYTHONPATH=DIR), alternating with this one run by run, so both see the 
     .venv/bin/python benchmarks/bench_lookup_scale.py [--files 10000] [--rows 16] [--row-groups 8]
     .venv/bin/python benchmarks/bench_lookup_scale.py --key-index --files 10000 100000 --runs 3
     .venv/bin/python benchmarks/bench_lookup_scale.py --cold-start --files 5000 --runs 7 [--before /tmp/before]
+    .venv/bin/python benchmarks/bench_lookup_scale.py --warm-ab [--against REV ...] [--keep DIR] [--profile PATH]
+
+With `--warm-ab` (issue 63), what a planner pays on every query once its handle is warm, on this checkout and on
+older revisions side by side: tables of a unique random int64 `id` (200 files of 5,000 and of 90,000 rows: Bloom
+filters; 10,000 files of 100 rows: the global key index), and per table the warm `IndexHandle.lookup` of a key held by
+one file and of a key held by none, `handle.scan(absent).to_arrow()`, and a plan of each key through `skipindex serve`
+(the body pyiceberg sends, on a keep-alive connection). Each revision is a `git worktree` under /tmp (made once) run
+with PYTHONPATH pointing at it, in its own processes, the revisions taking turns round by round. The figures are
+compared as ratios to the first of `--against` (default: indexlib/ before its last change), never as absolute
+times, and a warm lookup or a plan that grew by more than 20 % is printed loudly (`make bench` runs it).
+`--profile PATH` appends cProfile reports of this checkout's warm path to PATH.
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -381,7 +393,7 @@ def _chart(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", type=int, nargs="+", default=[10_000])
+    parser.add_argument("--files", type=int, nargs="+", help="files per table (default: 10,000; --warm-ab: its sizes)")
     parser.add_argument("--rows", type=int, default=16, help="rows per data file")
     parser.add_argument("--only", nargs="+", help="run only the queries with these labels (e.g. 'IN 3 keys')")
     parser.add_argument("--runs", type=int, default=3, help="timed runs per measurement (the best is shown)")
@@ -411,7 +423,23 @@ def main() -> None:
         help="time whole fresh processes: skipindex explain (= and IN) and a planner's first IndexHandle lookup",
     )
     parser.add_argument("--before", help="--cold-start: also run every command on the checkout in this directory")
+    parser.add_argument(
+        "--warm-ab",
+        action="store_true",
+        help="the warm lookup, the scan of an absent key and the service's plan (200 files of 5,000 and 90,000 rows, "
+        "10,000 files) on this checkout and on git worktrees of --against, side by side",
+    )
+    parser.add_argument(
+        "--against",
+        nargs="+",
+        help="--warm-ab: revisions to compare with (default: indexlib/ before its last change); the first is the "
+        "one the ratios and the regression check compare with",
+    )
     args = parser.parse_args()
+    if args.warm_ab:  # its own sizes, of which --files picks some
+        warm_ab_main(args)
+        return
+    args.files = args.files or [10_000]
     if args.cold_start:
         cold_start_main(args)
         return
@@ -721,21 +749,13 @@ def _false_files(
     hashes = literal_hashes(LongType(), absent.tolist())
     lower, upper = bounds
     alone = after_bounds = 0
-    by_length: dict[int, list[int]] = {}
-    for i, payload in enumerate(payloads):
-        by_length.setdefault(len(payload), []).append(i)
-    for length, members in by_length.items():
-        stacked = split_block._stacked([payloads[i] for i in members], length)
-        index = np.array(members)
-        step = max(1, (1 << 21) // len(members))
-        for start in range(0, len(hashes), step):
-            blocks, masks = split_block._blocks_and_masks(hashes[start : start + step], stacked.shape[1])
-            words = stacked[:, blocks]  # (filters, keys, 8)
-            maybe = ((words & masks[None]) == masks[None]).all(axis=2)
-            values = absent[start : start + step]
-            inside = (lower[index][:, None] <= values[None, :]) & (values[None, :] <= upper[index][:, None])
-            alone += int(maybe.sum())
-            after_bounds += int((maybe & inside).sum())
+    step = max(1, (1 << 21) // len(hashes))  # files probed at a time: bounds the (files, keys) temporaries
+    for start in range(0, len(payloads), step):
+        maybe = split_block.contains_matrix(payloads[start : start + step], hashes)  # (files, keys)
+        low, high = lower[start : start + step, None], upper[start : start + step, None]
+        inside = (low <= absent[None, :]) & (absent[None, :] <= high)
+        alone += int(maybe.sum())
+        after_bounds += int((maybe & inside).sum())
     return alone / len(absent), after_bounds / len(absent)
 
 
@@ -1021,6 +1041,273 @@ def cold_start_main(args: argparse.Namespace) -> None:
                 )
                 print(f"\n{label}, {side}: median ms in the process: {split}")
     print(f"\nLoad average at the end: {Path('/proc/loadavg').read_text().split()[:3]}")
+
+
+# --warm-ab (issue 63): the warm lookup, the scan of an absent key and the service's plan, on this checkout and older
+# ones, in one run. Each checkout is measured in its own processes (PYTHONPATH first), alternating round by round.
+WARM_TABLE = "bench.ids"
+WARM_SIZES = ((200, 5_000), (200, 90_000), (10_000, 100))  # (files, rows per file)
+WARM_METRICS = {  # key -> (what, guarded by --warm-ab's regression check)
+    "point": ("warm lookup, point key", True),
+    "absent": ("warm lookup, absent key", False),
+    "scan": ("handle.scan(absent key).to_arrow()", False),
+    "plan absent": ("service plan, absent key", True),
+    "plan point": ("service plan, point key", False),
+}
+REGRESSION = 1.2  # a guarded figure this many times the previous checkout's is reported loudly
+WARM_CHILD = """
+import json, sys, time
+conf, table, point, absent, runs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+import indexlib
+from indexlib.config import load_config
+from indexlib.handle import IndexHandle
+handle = IndexHandle.for_iceberg(load_config(conf).load_catalog().load_table(table))
+def best(action):
+    action(); action()  # the first reads what the predicate needs: not timed
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter(); action(); times.append(time.perf_counter() - started)
+    return min(times)
+out = {"indexlib": indexlib.__file__, "kept": [len(handle.lookup(w).files) for w in (point, absent)]}
+out["point"] = best(lambda: handle.lookup(point))
+out["absent"] = best(lambda: handle.lookup(absent))
+if hasattr(handle, "scan"):  # the scan API came later than the handle
+    out["scan"] = best(lambda: handle.scan(absent).to_arrow())
+print(json.dumps(out))
+"""
+
+
+def _make_id_table(root: Path, files: int, rows: int) -> tuple[Path, int, int]:
+    """A table of `files` Parquet files of `rows` rows: `id`, unique random int64 values, and `n`, the row number;
+    indexed as a build indexes it (the automatic choice: Bloom filters on `id` below 5,000 files, the global key
+    index from there). Kept in `root` and reused when it is there. Returns the conf, a key held by one file and a
+    key held by none (inside the files' bounds)."""
+    conf, keys = root / "conf.toml", root / "keys.json"
+    if keys.exists():
+        return conf, *json.loads(keys.read_text())
+    shutil.rmtree(root, ignore_errors=True)  # a run stopped while making it
+    warehouse = root / "warehouse"
+    warehouse.mkdir(parents=True)
+    conf.write_text(
+        f'[catalog]\nname = "bench"\ntype = "sql"\nuri = "sqlite:///{root}/catalog.db"\nwarehouse = "{warehouse}"\n'
+    )
+    catalog = SqlCatalog("bench", uri=f"sqlite:///{root}/catalog.db", warehouse=str(warehouse))
+    catalog.create_namespace("bench")
+    rng = np.random.default_rng(63)
+    ids = np.unique(rng.integers(-(2**62), 2**62, files * rows + 1_000))
+    ids = rng.permutation(ids)[: files * rows + 1]
+    absent, ids = int(ids[-1]), ids[:-1]  # unique: in no file
+    table = catalog.create_table(WARM_TABLE, schema=pa.schema([("id", pa.int64()), ("n", pa.int64())]))
+    paths = []
+    for f in range(files):
+        path = str(warehouse / f"file-{f:07d}.parquet")
+        part = slice(f * rows, (f + 1) * rows)
+        pq.write_table(pa.table({"id": ids[part], "n": np.arange(part.start, part.stop, dtype=np.int64)}), path)
+        paths.append(path)
+    table.add_files(paths)
+    table = catalog.load_table(WARM_TABLE)
+    schema, name_mapping = table.schema(), table.properties.get("schema.name-mapping.default")
+    settings = {f.field_id: sized_settings(IndexSettings(), files) for f in schema.fields}
+    with ProcessPoolExecutor() as pool:
+        entries = list(
+            pool.map(
+                _entry,
+                paths,
+                repeat(schema),
+                repeat(name_mapping),
+                repeat(settings),
+                repeat(None),
+                repeat(files),
+                chunksize=64,
+            )
+        )
+    version = table.current_snapshot().snapshot_id
+    IndexTable(catalog, load_config(conf).index_namespace, WARM_TABLE).commit(
+        pa.Table.from_pylist([entry for entry, _ in entries], schema=ENTRY_ARROW_SCHEMA),
+        live=LiveSet(version, frozenset(paths)),
+        watermark=version,
+    )
+    point = int(ids[(files // 2) * rows + rows // 3])
+    keys.write_text(json.dumps([point, absent]))
+    return conf, point, absent
+
+
+def _checkouts(against: list[str] | None) -> dict[str, str]:
+    """Label -> directory: this checkout, and a `git worktree` (made under /tmp once, reused) per revision of
+    `against` (default: the last commit that changed indexlib/ before its current state, `previous_revision`)."""
+    here = Path(__file__).resolve().parents[1]
+    found = {}
+    for revision in against or [_previous_revision(here)]:
+        sha = _git(here, "rev-parse", "--short", revision)
+        tree = Path(f"/tmp/ab-{sha}")
+        if not tree.exists():
+            _git(here, "worktree", "add", "--detach", str(tree), sha)
+        found[sha if sha in revision else f"{revision} ({sha})"] = str(tree)
+    return {**found, "this checkout": str(here)}
+
+
+def _git(here: Path, *command: str) -> str:
+    return subprocess.run(["git", *command], cwd=here, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _previous_revision(here: Path) -> str:
+    """The state of indexlib/ before its last change: the last commit that touched it when the working tree changes
+    it (uncommitted), else the last one before that commit."""
+    last = _git(here, "log", "-1", "--format=%H", "--", "indexlib")
+    if subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "indexlib"], cwd=here).returncode:
+        return last
+    return _git(here, "log", "-1", "--format=%H", f"{last}^", "--", "indexlib")
+
+
+def _served_plans(checkout: str, conf: Path, where: dict[str, int], runs: int) -> dict[str, float]:
+    """Best-of-`runs` seconds of a plan (`id = key`, the body pyiceberg sends) through `skipindex serve` of
+    `checkout`, over one keep-alive connection, per key of `where`; {} when that checkout cannot serve."""
+    import http.client
+    import signal
+    import socket
+
+    from pyiceberg.catalog.rest.scan_planning import PlanTableScanRequest
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    token = "bench-warm-token-0123456789abcdef"  # a throwaway token for the loopback server started here
+    env = {**os.environ, "PYTHONPATH": checkout, "SKIPINDEX_SERVE_TOKEN": token}
+    log = conf.parent / f"serve-{port}.log"
+    command = [sys.executable, "-m", "indexlib.cli", "serve", "--conf", str(conf), "--port", str(port)]
+    with log.open("w") as out:
+        server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=conf.parent)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+                connection.request("GET", "/health")
+                if connection.getresponse().read() is not None:
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    print(f"  {checkout}: skipindex serve did not start: {log.read_text()[-500:]}", file=sys.stderr)
+                    return {}
+                time.sleep(0.2)
+        namespace, name = WARM_TABLE.split(".")
+        path = f"/v1/namespaces/{namespace}/tables/{name}/plan"
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        found = {}
+        for label, key in where.items():
+            request = PlanTableScanRequest(filter=EqualTo("id", key), case_sensitive=True)  # type: ignore[call-arg]
+            body = request.model_dump_json(by_alias=True, exclude_none=True).encode()
+
+            def plan(body: bytes = body) -> None:
+                connection.request("POST", path, body, headers)
+                response = connection.getresponse()
+                answer = response.read()
+                if response.status != 200:
+                    raise RuntimeError(f"plan answered {response.status}: {answer[:300]!r}")
+
+            for _ in range(6):  # every plan worker reads what the predicate needs
+                plan()
+            found[label] = best_of(runs, plan)
+        return found
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _warm_profile(path: str, conf: Path, point: int, absent: int, label: str) -> None:
+    """cProfile of 20 warm lookups of the point key and 20 scans of the absent key on this checkout."""
+    import cProfile
+    import io
+    import pstats
+
+    handle = open_handle(load_config(conf), WARM_TABLE)
+    for where in (f"id = {point}", f"id = {absent}"):
+        handle.lookup(where)
+    report = io.StringIO()
+    for title, action in (
+        ("20 warm lookups, point key", lambda: [handle.lookup(f"id = {point}") for _ in range(20)]),
+        ("20 scans of the absent key, to_arrow", lambda: [handle.scan(f"id = {absent}").to_arrow() for _ in range(20)]),
+    ):
+        profile = cProfile.Profile()
+        profile.enable()
+        action()
+        profile.disable()
+        report.write(f"\n=== {label}: {title}\n")
+        stats = pstats.Stats(profile, stream=report)
+        stats.sort_stats("tottime").print_stats(25)
+        stats.sort_stats("cumulative").print_stats(40)
+    with open(path, "a") as out:
+        out.write(report.getvalue())
+
+
+def warm_ab_main(args: argparse.Namespace) -> None:
+    """`--warm-ab`: per table size, each figure's best over `--runs` rounds (a round: each checkout once, in turn;
+    within a round, best of 20 calls), then this checkout against the first of `--against` as a ratio; a guarded
+    figure grown by more than REGRESSION is reported loudly."""
+    checkouts = _checkouts(args.against)
+    sizes = [(files, rows) for files, rows in WARM_SIZES if files in args.files] if args.files else list(WARM_SIZES)
+    root = Path(args.keep or tempfile.mkdtemp(prefix="warm-ab-")).resolve()
+    print(f"Load average at the start: {Path('/proc/loadavg').read_text().split()[:3]}", flush=True)
+    if args.profile:
+        Path(args.profile).write_text("")
+    best: dict[tuple[int, int, str, str], float] = {}
+    kept: dict[tuple[int, int, str], list[int]] = {}
+    for files, rows in sizes:
+        started = time.perf_counter()
+        conf, point, absent = _make_id_table(root / f"{files}x{rows}", files, rows)
+        print(f"{files:,} files x {rows:,} rows: table ready in {time.perf_counter() - started:,.0f} s", flush=True)
+        wheres = (f"id = {point}", f"id = {absent}")
+        for _ in range(args.runs):
+            for label, checkout in checkouts.items():
+                env = {**os.environ, "PYTHONPATH": checkout}
+                done = subprocess.run(
+                    [sys.executable, "-c", WARM_CHILD, str(conf), WARM_TABLE, *wheres, "20"],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    cwd=conf.parent,
+                )
+                if done.returncode:
+                    print(f"  {label}: the lookup failed:\n{done.stderr[-2000:]}", file=sys.stderr)
+                    continue
+                measured = json.loads(done.stdout)
+                assert measured["indexlib"].startswith(checkout), (measured["indexlib"], checkout)
+                kept[files, rows, label] = measured["kept"]
+                plans = _served_plans(checkout, conf, {"plan point": point, "plan absent": absent}, 20)
+                for metric, seconds in {**measured, **plans}.items():
+                    if metric in WARM_METRICS:
+                        key = (files, rows, label, metric)
+                        best[key] = min(best.get(key, float("inf")), seconds)
+        if args.profile:
+            _warm_profile(args.profile, conf, point, absent, f"{files:,} files x {rows:,} rows")
+    print(f"Load average at the end: {Path('/proc/loadavg').read_text().split()[:3]}\n")
+    labels = list(checkouts)
+    previous, this = labels[0], labels[-1]
+    print(f"Best of {args.runs} rounds x 20 calls, ms (the ratio: this checkout / {previous}):\n")
+    print("| files x rows | figure | " + " | ".join(labels) + " | ratio |")
+    print("|---|---|" + "---:|" * (len(labels) + 1))
+    grown = []
+    for files, rows in sizes:
+        for metric, (what, guarded) in WARM_METRICS.items():
+            cells = [best.get((files, rows, label, metric)) for label in labels]
+            ratio = cells[-1] / cells[0] if cells[0] and cells[-1] else None
+            shown = " | ".join("–" if c is None else f"{c * 1e3:,.1f}" for c in cells)
+            print(f"| {files:,} x {rows:,} | {what} | {shown} | {'–' if ratio is None else f'{ratio:.2f}x'} |")
+            if guarded and ratio is not None and ratio > REGRESSION:
+                grown.append(f"{files:,} files x {rows:,} rows, {what}: {ratio:.2f}x {previous}")
+        answers = {label: kept.get((files, rows, label)) for label in labels}
+        if len({str(a) for a in answers.values() if a is not None}) > 1:
+            grown.append(f"{files:,} files x {rows:,} rows: the checkouts keep different files: {answers}")
+    if grown:
+        banner = "!" * 100
+        print(f"\n{banner}\nREGRESSION: {this} against {previous} (more than {REGRESSION:.1f}x):")
+        print("\n".join(f"  {line}" for line in grown) + f"\n{banner}")
+    else:
+        print(f"\nNo guarded figure grew by more than {REGRESSION - 1:.0%} against {previous}.")
 
 
 if __name__ == "__main__":

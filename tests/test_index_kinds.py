@@ -8,6 +8,7 @@ the file, so the skip is the kind's doing.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import random
 import re
@@ -49,7 +50,7 @@ from indexlib.query.binding import bound_predicate
 from indexlib.query.model import BoundColumn
 from indexlib.query.value_set import ValueSet
 from indexlib.statistics.canonical import Keys, distinct_keys, literal_hashes, literal_key
-from indexlib.statistics.provider import ColumnStatistics
+from indexlib.statistics.provider import ColumnStatistics, Decoded, Payloads
 
 BLOOM = IndexSettings(kinds=("bloom",))
 AUTOMATON = IndexSettings(kinds=("automaton",))
@@ -476,6 +477,45 @@ def test_probing_many_filters_at_once_agrees_with_the_specification(files, absen
             assert matrix is None or matrix.tolist() == [
                 [_spec_contains(p, k.encode()) for k in keys] for p in built
             ], "the per-(filter, hash) probe (residuals' rule 2) answers as the specification, pair by pair"
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    files=st.lists(st.lists(st.integers(0, 3_000), min_size=1, max_size=60, unique=True), min_size=1, max_size=10),
+    lookups=st.lists(st.tuples(st.lists(st.booleans(), min_size=10, max_size=10), st.integers(0, 3_000)), max_size=8),
+    fpp=st.sampled_from([0.3, 0.01]),
+)
+def test_a_kept_bank_answers_every_later_lookup_as_the_specification(files, lookups, fpp):
+    """Lookups of one table state share the provider's `Decoded`: each asks about some files (the ones its cheaper
+    stages kept), the bank takes in the filters it has not seen, and every answer is the specification's."""
+    payloads = [
+        BloomIndex().build(_string_keys(map(str, keys)), StringType(), IndexSettings(bloom_fpp=fpp)).payload
+        for keys in files
+    ]
+    decoded = Decoded()
+    for asked, key in lookups:
+        containers = np.array([i for i in range(len(files)) if asked[i]], dtype=np.int64)
+        seen = Payloads([payloads[i] for i in containers], containers, decoded)
+        leaf = ValueSet(BoundColumn(1, "c", StringType()), (str(key), "absent"))
+        verdict = BloomIndex().verdict(leaf, seen, ColumnStatistics.unknown(len(containers), pa.large_string()))
+        expected = [any(_spec_contains(payloads[i], k.encode()) for k in (str(key), "absent")) for i in containers]
+        answer = [True] * len(containers) if verdict is None else verdict.might.tolist()
+        assert answer == expected, "a filter probed from the kept bank answers as the specification"
+        held = BloomIndex().values_held(StringType(), [str(key), "absent"], seen)
+        assert held is not None and held.tolist() == [
+            [_spec_contains(payloads[i], k.encode()) for k in (str(key), "absent")] for i in containers
+        ], "values_held from the kept bank answers as the specification, pair by pair"
+    if lookups:
+        bank = decoded.get("split-block bank", split_block.FilterBank)
+        containers = np.arange(len(files))
+        bank.include(containers, payloads, containers)
+        again = bank._state
+        bank.include(containers, payloads, containers)
+        assert bank._state is again, "a filter the bank holds is not checked or copied again"
+        sizes = [segment.words.nbytes for segment in again.segments]
+        assert all(older > 2 * newer for older, newer in itertools.pairwise(sizes)), (
+            f"each segment is over twice the next newer one, so they stay logarithmically few: {sizes}"
+        )
 
 
 def test_probing_many_filters_refuses_a_damaged_one():

@@ -50,7 +50,7 @@ from indexlib.index_kinds.settings import IndexSettings, Setting, fraction, posi
 from indexlib.query.model import Pattern
 from indexlib.query.value_set import ValueSet, equality_literals
 from indexlib.statistics.canonical import Keys, has_keys, literal_hashes, literal_key
-from indexlib.statistics.provider import ColumnStatistics
+from indexlib.statistics.provider import ColumnStatistics, Payloads
 from indexlib.statistics.verdict import Verdict
 
 FPP = Setting("bloom_fpp", 0.01, fraction, "the false-positive rate each Bloom filter is sized for, at most")
@@ -166,12 +166,12 @@ class BloomIndex(IndexKind):
             return None  # too long a list for too many files: answering would take seconds; unknown keeps them
         column_type = leaf.column.type
         might = np.ones(len(payloads), dtype=bool)
-        current = [i for i, p in enumerate(payloads) if p is not None and split_block.is_split_block(p)]
-        if current:
+        current = _split_block(payloads)
+        if len(current):
             hashes = literal_hashes(column_type, literals)
             if hashes is not None:
-                present = cast(list[bytes], [payloads[i] for i in current])  # current: indexes of non-None payloads
-                might[current] = split_block.might_contain_each(present, hashes)
+                bank, containers = _bank(payloads, current)
+                might[current] = bank.might_contain_each(containers, hashes)
         written_before = [p if p is not None and not split_block.is_split_block(p) else None for p in payloads]
         if any(p is not None for p in written_before):
             keys = [literal_key(column_type, value) for value in literals]
@@ -185,13 +185,14 @@ class BloomIndex(IndexKind):
         is one `verdict` rules out alone: no row holds it); filters of the first format and missing ones hold every
         value (not probed: unknown keeps the value)."""
         held = np.ones((len(payloads), len(values)), dtype=bool)
-        current = [i for i, p in enumerate(payloads) if p is not None and split_block.is_split_block(p)]
-        if not current or not values or len(current) * len(values) > MAX_PROBE_PAIRS:
+        current = _split_block(payloads)
+        if not len(current) or not values or len(current) * len(values) > MAX_PROBE_PAIRS:
             return held
         hashes = literal_hashes(column_type, values)
         if hashes is None:
             return held
-        held[current] = split_block.contains_matrix([payloads[i] for i in current], hashes)  # type: ignore[misc]
+        bank, containers = _bank(payloads, current)
+        held[current] = bank.contains_matrix(containers, hashes)
         return held
 
     # (as `verdict`, asked only about leaves `answers` accepts)
@@ -199,6 +200,26 @@ class BloomIndex(IndexKind):
         if self._literals(leaf) is None:
             return None
         return "Bloom filters (where built): is any literal's hash present"
+
+
+def _split_block(payloads: Sequence[bytes | None]) -> np.ndarray:
+    """Positions of the payloads that are split-block filters (version 2)."""
+    return np.array(
+        [i for i, p in enumerate(payloads) if p is not None and split_block.is_split_block(p)], dtype=np.int64
+    )
+
+
+def _bank(payloads: Sequence[bytes | None], positions: np.ndarray) -> tuple[split_block.FilterBank, np.ndarray]:
+    """A bank holding the filters at `positions`, and their containers in it: the provider's own (`Payloads`:
+    every earlier lookup of the same table state filled it, so only filters read since are copied), else one for
+    this call. Raises ValueError when one of those filters is damaged."""
+    if isinstance(payloads, Payloads) and payloads.decoded is not None:
+        bank = payloads.decoded.get("split-block bank", split_block.FilterBank)
+        containers = payloads.containers[positions]
+    else:
+        bank, containers = split_block.FilterBank(), positions
+    bank.include(containers, payloads, positions)
+    return bank, containers
 
 
 _HEADER = struct.Struct(BloomFilter.FILE_FMT)  # error rate, slices, bits per slice, capacity, items added

@@ -13,6 +13,9 @@ optimal size.
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -113,20 +116,6 @@ def bitset_of(payload: bytes) -> np.ndarray:
     return np.frombuffer(payload, dtype="<u4", offset=len(expected)).reshape(-1, 8)
 
 
-def _stacked(payloads: list[bytes], length: int) -> np.ndarray:
-    """The (filters, blocks, 8) words of serialised filters of one `length`. The first is checked as `bitset_of`
-    checks one; every other must carry the very same header bytes (the header is a function of the length), so
-    the rest are checked by comparing bytes, and the bitsets are cut out of one buffer. Raises ValueError as
-    `bitset_of` does when any is not such a filter."""
-    words = bitset_of(payloads[0])
-    prefix = length - words.nbytes
-    expected = payloads[0][:prefix]
-    if any(payload[:prefix] != expected for payload in payloads):
-        raise ValueError("split-block Bloom filter header is not the one of a filter of its size")
-    raw = np.frombuffer(b"".join(payloads), dtype=np.uint8).reshape(len(payloads), length)
-    return np.ascontiguousarray(raw[:, prefix:]).view("<u4").reshape(len(payloads), -1, 8)
-
-
 def contains_each(payload: bytes, hashes: np.ndarray) -> np.ndarray:
     """Per hash, whether the serialised filter might hold it."""
     bitset = bitset_of(payload)
@@ -134,35 +123,166 @@ def contains_each(payload: bytes, hashes: np.ndarray) -> np.ndarray:
     return ((bitset[blocks] & masks) == masks).all(axis=1)
 
 
-def _probed(stacked: np.ndarray, hashes: np.ndarray) -> np.ndarray:
-    """Per (filter of `stacked`, a (filters, blocks, 8) words array, hash): whether the filter might hold the hash,
-    i.e. every bit of the hash's mask is set in its block. The eight words are read as four pairs (uint64 views of
-    both the words and the masks, so a pair's two words are tested in one operation and line up bit for bit), one
-    pair at a time over every (filter, hash): each read is a plain (filters, hashes) gather, which numpy does an
-    order of magnitude faster than gathering (filters, hashes, 8) words and reducing the short last axis."""
-    blocks, masks = _blocks_and_masks(hashes, stacked.shape[1])
-    words = np.ascontiguousarray(stacked, dtype=np.uint32).view(np.uint64)  # (filters, blocks, 4)
-    wanted = np.ascontiguousarray(masks).view(np.uint64)  # (hashes, 4)
-    held = np.ones((stacked.shape[0], len(hashes)), dtype=bool)
-    for pair in range(4):
-        mask = wanted[:, pair]
-        held &= (words[:, :, pair][:, blocks] & mask) == mask
-    return held
+class FilterBank:
+    """Serialised filters of many containers (by number: a provider's file or row-group index), each checked and
+    copied once into a words array, so that probing them again reads only the words it tests: a warm lookup's
+    probe costs what the containers and hashes it asks about cost, not the filters' bytes.
+
+    Filters of every size sit side by side in a segment (one (blocks, 4) array of uint64 word pairs, and per filter
+    its first block and block count), so one probe covers containers of any sizes. `include` adds the filters it
+    has not yet got as one new segment, and merges the newest segments while the older of the last two is at most
+    twice the newer's size: a bank filled one container at a time stays a few segments, each byte copied a
+    logarithmic number of times. Thread-safe: `include` replaces the bank's state whole under a lock, and a probe
+    reads one state."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = _BankState((), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+    def include(
+        self, containers: np.ndarray, payloads: Sequence[bytes | None], positions: Sequence[int] | np.ndarray
+    ) -> None:
+        """Add the filter `payloads[positions[k]]` of container `containers[k]`, for every k whose container the
+        bank lacks. Raises ValueError as `bitset_of` does when one of those is not a split-block filter (then none
+        is added)."""
+        containers = np.asarray(containers, dtype=np.int64)
+        with self._lock:
+            state = self._state
+            missing = np.flatnonzero(state.locate(containers)[0] < 0)
+            if not len(missing):
+                return
+            _, first = np.unique(containers[missing], return_index=True)
+            missing = missing[first]
+            words = [_bitset(payloads[positions[int(k)]]) for k in missing]  # each checked: raises when damaged
+            self._state = state.with_segment(_Segment.of(containers[missing], words))
+
+    def might_contain_each(self, containers: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+        """Per container (each one the bank holds), whether its filter might hold one of `hashes`: a batch of hashes
+        at a time, leaving out the containers already hit."""
+        result = np.zeros(len(containers), dtype=bool)
+        state = self._state
+        segment_of, row_of = state.located(containers)
+        masks = _masks(hashes)
+        for number in np.unique(segment_of):
+            members = np.flatnonzero(segment_of == number)
+            segment, rows = state.segments[number], row_of[members]
+            hit = np.zeros(len(members), dtype=bool)
+            step = max(1, PAIRS_PER_PASS // len(members))
+            for start in range(0, len(hashes), step):
+                open_rows = np.flatnonzero(~hit)
+                if not len(open_rows):
+                    break
+                batch = slice(start, start + step)
+                hit[open_rows] = segment.held(rows[open_rows], hashes[batch], masks[batch]).any(axis=1)
+            result[members] = hit
+        return result
+
+    def contains_matrix(self, containers: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+        """Per (container, hash), whether the container's filter (the bank holds each) might hold the hash."""
+        result = np.zeros((len(containers), len(hashes)), dtype=bool)
+        state = self._state
+        segment_of, row_of = state.located(containers)
+        masks = _masks(hashes)
+        step = max(1, PAIRS_PER_PASS // max(len(hashes), 1))
+        for number in np.unique(segment_of):
+            members = np.flatnonzero(segment_of == number)
+            for start in range(0, len(members), step):
+                chunk = members[start : start + step]
+                result[chunk] = state.segments[number].held(row_of[chunk], hashes, masks)
+        return result
+
+
+def _bitset(payload: bytes | None) -> np.ndarray:
+    if payload is None:
+        raise ValueError("no split-block Bloom filter to include")
+    return bitset_of(payload)
+
+
+def _masks(hashes: np.ndarray) -> np.ndarray:
+    """Per hash, the eight words of its mask as four little-endian uint64 word pairs: (hashes, 4)."""
+    with np.errstate(over="ignore"):
+        products = (hashes & np.uint64(0xFFFFFFFF)).astype(np.uint32)[:, None] * SALT[None, :]
+    return np.left_shift(np.uint32(1), products >> np.uint32(27)).astype("<u4").view("<u8")
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """Filters side by side: filter i's block b is `words[first[i] + b]` (its eight words as four pairs)."""
+
+    members: np.ndarray  # the container of each filter
+    words: np.ndarray  # (blocks of every filter, 4) little-endian uint64
+    first: np.ndarray  # int64: each filter's first block
+    blocks: np.ndarray  # uint64: each filter's block count
+
+    @staticmethod
+    def of(members: np.ndarray, bitsets: Sequence[np.ndarray]) -> _Segment:
+        counts = np.array([len(b) for b in bitsets], dtype=np.int64)
+        first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        words = np.concatenate(bitsets).astype("<u4", copy=False).reshape(-1).view("<u8").reshape(-1, 4)
+        return _Segment(members, words, first, counts.astype(np.uint64))
+
+    @staticmethod
+    def merged(older: _Segment, newer: _Segment) -> _Segment:
+        return _Segment(
+            np.concatenate([older.members, newer.members]),
+            np.concatenate([older.words, newer.words]),
+            np.concatenate([older.first, newer.first + len(older.words)]),
+            np.concatenate([older.blocks, newer.blocks]),
+        )
+
+    def held(self, rows: np.ndarray, hashes: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """Per (filter `rows[i]`, hash), whether every bit of the hash's mask is set in its block of that filter:
+        four gathers of one word pair per (filter, hash), no filter copied."""
+        blocks = ((hashes >> np.uint64(32))[None, :] * self.blocks[rows][:, None]) >> np.uint64(32)
+        at = self.first[rows][:, None] + blocks.astype(np.int64)  # (rows, hashes): the block of each pair
+        held = np.ones(at.shape, dtype=bool)
+        for pair in range(4):
+            mask = masks[:, pair]
+            held &= (self.words[at, pair] & mask) == mask
+        return held
+
+
+@dataclass(frozen=True)
+class _BankState:
+    segments: tuple[_Segment, ...]
+    segment_of: np.ndarray  # per container number: its segment, -1 when not in the bank
+    row_of: np.ndarray  # per container number: its row in that segment
+
+    def locate(self, containers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per container, its segment (-1: not in the bank) and row."""
+        if not len(self.segment_of):
+            return np.full(len(containers), -1, dtype=np.int64), np.zeros(len(containers), dtype=np.int64)
+        inside = containers < len(self.segment_of)
+        clipped = np.where(inside, containers, 0)
+        return np.where(inside, self.segment_of[clipped], -1), np.where(inside, self.row_of[clipped], 0)
+
+    def located(self, containers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`locate` for containers the bank holds (ValueError for one it does not: `include` it first)."""
+        segment_of, row_of = self.locate(np.asarray(containers, dtype=np.int64))
+        if (segment_of < 0).any():
+            raise ValueError("a container whose filter is not in the bank: include it first")
+        return segment_of, row_of
+
+    def with_segment(self, segment: _Segment) -> _BankState:
+        segments = [*self.segments, segment]
+        while len(segments) >= 2 and segments[-2].words.nbytes <= 2 * segments[-1].words.nbytes:
+            newer = segments.pop()
+            segments[-1] = _Segment.merged(segments[-1], newer)
+        size = max(len(self.segment_of), int(segment.members.max()) + 1)
+        segment_of = np.full(size, -1, dtype=np.int64)
+        row_of = np.zeros(size, dtype=np.int64)
+        for number, each in enumerate(segments):
+            segment_of[each.members] = number
+            row_of[each.members] = np.arange(len(each.members))
+        return _BankState(tuple(segments), segment_of, row_of)
 
 
 def contains_matrix(payloads: list[bytes], hashes: np.ndarray) -> np.ndarray:
-    """Per (serialised filter, hash), whether the filter might hold the hash: (filters, hashes) booleans. Filters of
-    one size are stacked and probed together, a batch of filters at a time (`PAIRS_PER_PASS` pairs)."""
-    result = np.zeros((len(payloads), len(hashes)), dtype=bool)
-    by_length: dict[int, list[int]] = {}
-    for i, payload in enumerate(payloads):
-        by_length.setdefault(len(payload), []).append(i)
-    for length, members in by_length.items():
-        stacked = _stacked([payloads[i] for i in members], length)  # (filters, blocks, 8)
-        step = max(1, PAIRS_PER_PASS // max(len(hashes), 1))
-        for start in range(0, len(members), step):
-            result[members[start : start + step]] = _probed(stacked[start : start + step], hashes)
-    return result
+    """Per (serialised filter, hash), whether the filter might hold the hash: (filters, hashes) booleans (the
+    filters copied into a bank for this one call; a lookup keeps its bank, `FilterBank`)."""
+    bank, containers = FilterBank(), np.arange(len(payloads))
+    bank.include(containers, payloads, range(len(payloads)))
+    return bank.contains_matrix(containers, hashes)
 
 
 PAIRS_PER_PASS = 1 << 16  # (filter, hash) pairs probed at once: a pass's temporaries (~0.5 MB) stay in cache (passes of
@@ -170,20 +290,8 @@ PAIRS_PER_PASS = 1 << 16  # (filter, hash) pairs probed at once: a pass's tempor
 
 
 def might_contain_each(payloads: list[bytes], hashes: np.ndarray) -> np.ndarray:
-    """Per serialised filter, whether it might hold one of `hashes`. Filters of one size are stacked and probed
-    together, a batch of hashes at a time, leaving out the filters already hit."""
-    result = np.zeros(len(payloads), dtype=bool)
-    by_length: dict[int, list[int]] = {}
-    for i, payload in enumerate(payloads):
-        by_length.setdefault(len(payload), []).append(i)
-    for length, members in by_length.items():
-        stacked = _stacked([payloads[i] for i in members], length)  # (filters, blocks, 8)
-        hit = np.zeros(len(members), dtype=bool)
-        step = max(1, PAIRS_PER_PASS // len(members))
-        for start in range(0, len(hashes), step):
-            open_rows = np.flatnonzero(~hit)
-            if not len(open_rows):
-                break
-            hit[open_rows] = _probed(stacked[open_rows], hashes[start : start + step]).any(axis=1)
-        result[members] = hit
-    return result
+    """Per serialised filter, whether it might hold one of `hashes` (the filters copied into a bank for this one
+    call; a lookup keeps its bank, `FilterBank`)."""
+    bank, containers = FilterBank(), np.arange(len(payloads))
+    bank.include(containers, payloads, range(len(payloads)))
+    return bank.might_contain_each(containers, hashes)

@@ -8,11 +8,12 @@ counts, None payloads), and every rule reads unknown as "might match, not proven
 from __future__ import annotations
 
 import logging
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import numpy as np
 import pyarrow as pa
@@ -82,6 +83,47 @@ class ColumnStatistics:
         )
 
 
+class Decoded:
+    """What kinds decoded from the payloads of one (column, kind, version) of one provider, by name: the provider
+    keeps one per (column, kind, version) as long as itself (a handle keeps its provider per table state), so a
+    payload is decoded once however many lookups probe it. A decoded value must be keyed by container (the
+    provider's file or row-group index): a container's payload never changes within one provider."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: dict[str, Any] = {}
+
+    def get(self, name: str, make: Callable[[], T]) -> T:
+        """The value kept under `name`, made by `make()` the first time."""
+        with self._lock:
+            if name not in self._values:
+                self._values[name] = make()
+            return self._values[name]
+
+
+class Payloads(Sequence["bytes | None"]):
+    """Payloads of some containers (`containers[i]`'s is `self[i]`: bytes, or None where it has none), with the
+    provider's `Decoded` of their (column, kind, version) when it keeps one. A slice keeps both, narrowed."""
+
+    def __init__(self, items: list[bytes | None], containers: np.ndarray, decoded: Decoded | None = None) -> None:
+        self.items, self.containers, self.decoded = items, containers, decoded
+
+    @overload
+    def __getitem__(self, index: int) -> bytes | None: ...
+    @overload
+    def __getitem__(self, index: slice) -> Payloads: ...
+    def __getitem__(self, index: int | slice) -> bytes | None | Payloads:
+        if isinstance(index, slice):
+            return Payloads(self.items[index], self.containers[index], self.decoded)
+        return self.items[index]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[bytes | None]:
+        return iter(self.items)
+
+
 class StatisticsProvider(ABC):
     """Statistics of N files. `column` and `payloads` are asked once per column (and kind) per lookup stage, so
     providers decode lazily and cache."""
@@ -92,9 +134,10 @@ class StatisticsProvider(ABC):
     def column(self, column: ColumnRef) -> ColumnStatistics:
         """Bounds (in the column's physical domain, see column_stats) and counts of `column` in each file."""
 
-    def payloads(self, column: ColumnRef, kind: str, version: int, files: np.ndarray) -> list[bytes | None]:
+    def payloads(self, column: ColumnRef, kind: str, version: int, files: np.ndarray) -> Sequence[bytes | None]:
         """The payload of index `kind` (at most `version`) for `column` of each of `files` (indices, ascending),
-        None where there is none. Only those files' payloads need be read."""
+        None where there is none. Only those files' payloads need be read. A provider that keeps what kinds decode
+        returns `Payloads` carrying its `Decoded`."""
         return [None] * len(files)
 
     def key_holders(self, column: ColumnRef, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

@@ -27,7 +27,14 @@ from indexlib.statistics.column_stats import (
     same_domain,
     supports_bounds,
 )
-from indexlib.statistics.provider import ColumnRef, ColumnStatistics, StatisticsProvider, isolate_damage
+from indexlib.statistics.provider import (
+    ColumnRef,
+    ColumnStatistics,
+    Decoded,
+    Payloads,
+    StatisticsProvider,
+    isolate_damage,
+)
 
 if TYPE_CHECKING:
     from indexlib.store.snapshot import IndexRows
@@ -47,6 +54,7 @@ class EntryStatistics(StatisticsProvider):
         self._rows_of: dict[int, tuple[pa.Table, np.ndarray]] = {}
         self._payloads: dict[tuple[int, str, int], list[bytes | None]] = {}
         self._asked: dict[tuple[int, str, int], np.ndarray] = {}
+        self._decoded: dict[tuple[int, str, int], Decoded] = {}
 
     def _column_rows(self, field_id: int) -> tuple[pa.Table, np.ndarray]:
         """The column's rows of these files, and the file each describes."""
@@ -58,12 +66,13 @@ class EntryStatistics(StatisticsProvider):
             self._rows_of[field_id] = (rows, pc.drop_null(position).to_numpy().astype(np.int64))
         return self._rows_of[field_id]
 
-    def payloads(self, column: ColumnRef, kind: str, version: int, files: np.ndarray) -> list[bytes | None]:
+    def payloads(self, column: ColumnRef, kind: str, version: int, files: np.ndarray) -> Payloads:
         """The payload of index `kind` for `column` of each of `files`; None where absent, newer than `version`, or
         written for a column type of another physical domain (its keys would not be this type's keys). Only those
-        files' payloads are read (and kept for later calls)."""
+        files' payloads are read (and kept for later calls, with what the kind decodes of them: `Decoded`)."""
         key = (column.field_id, kind, version)
         with self._lock:
+            decoded = self._decoded.setdefault(key, Decoded())
             found = self._payloads.setdefault(key, [None] * self.num_files)
             asked = self._asked.setdefault(key, np.zeros(self.num_files, dtype=bool))
             _, described = self._column_rows(column.field_id)
@@ -75,7 +84,7 @@ class EntryStatistics(StatisticsProvider):
             if wanted.any():
                 self._fill(found, *self._payload_rows(column.field_id, wanted), column, kind, version)
                 asked |= wanted
-            return [found[i] for i in files]
+            return Payloads([found[i] for i in files], np.asarray(files, dtype=np.int64), decoded)
 
     def keyed(self, column: ColumnRef) -> np.ndarray:
         """Per file, whether its rows of `column` are in the global key index (store/key_rows.py), written for a
