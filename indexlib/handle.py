@@ -6,9 +6,10 @@
     handle.lookup("l_orderkey = 42").files
     handle.scan("l_orderkey = 42").to_arrow()                              # or .to_duckdb(), .to_spark(spark), ...
 
-Each lookup first reads the current state of the source (`Source.refreshed`: for Iceberg one catalog and one
-metadata read; for Delta the log entries since the version it knows) and of its index table, never the table object
-the handle was made from. The cache is keyed by
+Each lookup first reads the current state of the source (`Source.refreshed`: for Iceberg the metadata location the
+catalog holds, and the metadata only when that moved; for Delta the log entries since the version it knows) and of
+its index table (the same way: a table whose catalog still points at the metadata file loaded is kept as loaded,
+`sources/iceberg.py` `metadata_location`), never the table object the handle was made from. The cache is keyed by
 everything an answer depends on: the source's state (Iceberg: its metadata location, which changes with a rename or
 a new partition spec as well as with a snapshot; Delta: its version) and the index's snapshot. While neither moved,
 it answers from what it has: the live files, the index rows earlier lookups read (file rows, the bounds of the
@@ -39,7 +40,7 @@ from indexlib.query.model import Expr
 from indexlib.query.sql import Clock, check_dialect
 from indexlib.sources.base import DataFileRef, LiveFiles, Source
 from indexlib.sources.delta import DeltaSource
-from indexlib.sources.iceberg import IcebergSource, only_appends_since
+from indexlib.sources.iceberg import IcebergSource, metadata_location, only_appends_since
 from indexlib.sources.registry import open_source
 from indexlib.store.snapshot import IndexRows, IndexSnapshot
 from indexlib.store.table import IndexTable
@@ -196,7 +197,11 @@ class IndexHandle:
         """The state at the current state of the source and snapshot of the index, updated from the cached one."""
         with self._lock:
             source = self._source = self._source.refreshed()
-            index_table = self._index.reload()
+            index_table = self._index.load()
+            if index_table is None or metadata_location(self._index.catalog, self._index.identifier) != (
+                index_table.metadata_location
+            ):
+                index_table = self._index.reload()
             source_key = source.state_key
             index_snapshot = index_table.current_snapshot() if index_table is not None else None
             index_version = index_snapshot.snapshot_id if index_snapshot is not None else None

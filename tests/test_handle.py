@@ -48,6 +48,15 @@ def test_a_handle_answers_as_a_fresh_lookup_through_the_life_of_a_table(config, 
     for where, _ in QUERIES:
         handle.lookup(where, CLOCK)
     assert handle.reads == reads, "a warm lookup on unchanged snapshots reads nothing but the current snapshots"
+    if lake.kind == "iceberg":
+        tables = (handle._source.table, handle._index.load())
+        handle.lookup(QUERIES[0][0], CLOCK)
+        assert all(
+            now is held for now, held in zip((handle._source.table, handle._index.load()), tables, strict=True)
+        ), (
+            "a warm lookup of unchanged tables parses no table metadata it holds: the catalog still points at the "
+            "metadata files it loaded, so it keeps both tables as loaded"
+        )
 
     lake.append(events_batch(rng, 200, 40, "b"))
     _same_as_lookup(config, handle, lake, "an append after the build (its file unindexed, kept)")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
-from functools import cached_property
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -35,6 +36,38 @@ def _ref(data_file: Any) -> DataFileRef:
         ),
         spec_id=int(spec_id) if spec_id is not None else 0,
         partition=data_file.partition if spec_id is not None else None,
+    )
+
+
+def metadata_location(catalog: Any, identifier: str) -> str | None:
+    """The metadata file `catalog` points table `identifier` at now, asked without reading the metadata (a SQL
+    catalog, SQLite or PostgreSQL: one query of its `iceberg_tables` row), or None where the catalog has no such row
+    or offers no such question (REST, Hive, Glue: the caller loads the table). Metadata files are never rewritten,
+    so a table whose location is the one already loaded is that table: nothing of it changed."""
+    sql = sys.modules.get("pyiceberg.catalog.sql")  # imported by the catalog itself when it is one
+    if sql is None or not isinstance(catalog, sql.SqlCatalog):
+        return None
+    with catalog.engine.connect() as connection:
+        found: str | None = connection.execute(
+            _location_query(sql.IcebergTables),
+            {
+                "catalog": catalog.name,
+                "namespace": catalog.namespace_to_string(catalog.namespace_from(identifier)),
+                "name": catalog.table_name_from(identifier),
+            },
+        ).scalar_one_or_none()
+    return found
+
+
+@cache
+def _location_query(tables: Any) -> Any:
+    """The statement `metadata_location` runs, built once (building one costs more than running it)."""
+    from sqlalchemy import bindparam, select
+
+    return select(tables.metadata_location).where(
+        tables.catalog_name == bindparam("catalog"),
+        tables.table_namespace == bindparam("namespace"),
+        tables.table_name == bindparam("name"),
     )
 
 
@@ -75,7 +108,10 @@ class IcebergSource:
         self.name_mapping_json = self.table.properties.get("schema.name-mapping.default")
 
     def refreshed(self) -> IcebergSource:
-        """The table as the catalog has it now (one catalog read and one metadata read)."""
+        """The table as the catalog has it now: `self` when the catalog still points at the metadata file loaded
+        (`metadata_location`: one catalog read), else the table loaded afresh (one catalog and one metadata read)."""
+        if metadata_location(self.catalog, self.name) == self.table.metadata_location:
+            return self
         return IcebergSource(self.catalog, self.name, self.catalog.load_table(self.name))
 
     def keeps_layout(self, earlier: Source) -> bool:
