@@ -88,6 +88,7 @@ test-fast: $(STAMP)
 
 bench: $(STAMP) $(JARS_STAMP) hudi-env
 	$(BIN)/python benchmarks/bench_lookup.py
+	$(BIN)/python benchmarks/bench_lookup_scale.py --warm-ab --keep build/warm-ab $(if $(BENCH_AGAINST),--against $(BENCH_AGAINST))
 	$(BIN)/python benchmarks/bench_lookup_scale.py --files 10000 100000 --chart docs/lookup_scale.png
 	$(BIN)/python benchmarks/bench_build.py --lineitem-scale 1 --lineitem-order generated
 	$(BIN)/python benchmarks/bench_build.py --small-files 0 --skip-kinds --no-per-file --id-files 2000 --lineitem-scale 3 --lineitem-files 200 --runs 2
