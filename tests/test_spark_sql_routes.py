@@ -10,16 +10,19 @@ planning, which loses NaN rows). `SKIPINDEX_ROUTES_EXAMPLES=N` draws more predic
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from test_serve import TOKEN, Serve, served_catalog
+from test_serve import TOKEN, Serve, call, served_catalog
 from test_spark_sql import SERVED, WRITER, configure, plans
 
 from indexlib.indexing.build import build_index
@@ -56,6 +59,7 @@ class Snapshot:
 class History:
     snapshots: list[Snapshot]
     server: Serve
+    catalog: Any
 
 
 def write_history(spark: Any, config: Any) -> list[Snapshot]:
@@ -97,6 +101,11 @@ def write_history(spark: Any, config: Any) -> list[Snapshot]:
     insert(batch(320, 40, "miles"), files=1)  # after the last build: unindexed
     spark.sql(f"UPDATE {name} SET f = CAST('NaN' AS DOUBLE) WHERE id % 17 = 0")
     snapshot("miles", True, True)
+    nan_only = f"SELECT id, p, k, CAST('NaN' AS DOUBLE) AS f, miles, s FROM ({batch(360, 6, 'miles')})"
+    insert(nan_only, files=1)  # an append of files whose f is NaN alone: no bounds at all
+    snapshot("miles", True, True)
+    spark.sql(f"DELETE FROM {name} WHERE id = 361")
+    snapshot("miles", True, True)
     return found
 
 
@@ -104,7 +113,7 @@ def write_history(spark: Any, config: Any) -> list[Snapshot]:
 def history(connectors, tmp_path_factory) -> Any:
     spark = connectors
     root = tmp_path_factory.mktemp("routes")
-    conf, config, _ = served_catalog(root, "[serve]\ntasks_per_batch = 3\n")
+    conf, config, catalog = served_catalog(root, "[serve]\ntasks_per_batch = 3\n")
     writer = {
         "": "org.apache.iceberg.spark.SparkCatalog",
         "type": "jdbc",
@@ -116,7 +125,7 @@ def history(connectors, tmp_path_factory) -> Any:
     server = Serve(conf).start()
     served = {"": "org.apache.iceberg.spark.SparkCatalog", "type": "rest", "uri": server.url, "token": TOKEN}
     configure(spark, SERVED, {**served, "scan-planning-mode": "server"})
-    yield History(snapshots, server)
+    yield History(snapshots, server, catalog)
     server.stop()
 
 
@@ -203,3 +212,49 @@ def test_a_time_travel_across_a_rename_binds_in_the_client(history, connectors):
     got = counted(spark.sql(query.format(SERVED)).collect())
     whole = spark.sql(f"SELECT * FROM {WRITER}.{TABLE} VERSION AS OF {before.id}")
     assert got == truth(spark, whole, "d = 15.0 OR d > 10000"), "the rows of the snapshot before the rename"
+
+
+def _planned(history: History, body: dict[str, Any]) -> dict[str, Any]:
+    """The tasks of a plan (every batch), by data file path: the residual JSON each carries."""
+    status, payload = call(history.server, "POST", f"/v1/namespaces/db/tables/{TABLE.split('.')[1]}/plan", body)
+    assert status == 200, payload
+    batches, tasks = [payload], {}
+    for token in payload.get("plan-tasks", []):
+        status, more = call(history.server, "POST", "/v1/namespaces/db/tables/routes/tasks", {"plan-task": token})
+        assert status == 200, more
+        batches.append(more)
+    for batch_ in batches:
+        for task in batch_.get("file-scan-tasks", []):
+            tasks[task["data-file"]["file-path"]] = task.get("residual-filter", True)
+    return tasks
+
+
+@pytest.mark.parametrize("route", ["snapshot-id", "incremental", "stats-fields"])
+def test_every_upstream_route_keeps_the_files_nan_matches_and_widens_their_residuals(history, route):
+    """`f > 100` matches NaN in Spark SQL: pyiceberg's own planning drops a file whose bounds (NaN left out) lie at or
+    below 100, so the service plans it with `f > 100 OR is_nan(f)`, and a NaN-prone file's residual says so too
+    (the reader's row-group filter keeps NaN's row groups). Every file holding a match is planned."""
+    table = history.catalog.load_table(TABLE)
+    first, older = history.snapshots[0].id, history.snapshots[-2].id
+    body: dict[str, Any] = {"filter": {"type": "gt", "term": "f", "value": 100.0}}
+    if route == "snapshot-id":
+        body |= {"snapshot-id": older, "use-snapshot-schema": True}
+        files = [t.file for t in table.scan(snapshot_id=older).plan_files()]
+    elif route == "incremental":
+        body |= {"start-snapshot-id": first, "end-snapshot-id": older}
+        scan = table.incremental_append_scan(from_snapshot_id_exclusive=first, to_snapshot_id_inclusive=older)
+        files = [t.file for t in scan.plan_files()]
+    else:
+        body |= {"stats-fields": ["f"]}
+        files = [t.file for t in table.scan().plan_files()]
+    tasks = _planned(history, body)
+    holding = set()
+    for data in files:
+        values = pq.read_table(data.file_path.removeprefix("file:"), columns=["f"]).column("f")
+        nan = pc.any(pc.is_nan(values)).as_py()
+        if nan or pc.any(pc.greater(values, 100.0)).as_py():
+            holding.add(data.file_path)
+        if nan and data.file_path in tasks:
+            assert "is-nan" in json.dumps(tasks[data.file_path]), f"{route}: a NaN file's residual keeps NaN"
+    assert any(pc.any(pc.is_nan(pq.read_table(p.removeprefix("file:")).column("f"))).as_py() for p in holding)
+    assert holding <= set(tasks), f"{route}: every file holding a row with f > 100 (NaN included) is planned"
