@@ -6,7 +6,9 @@ return with a matching row; where the index cannot answer, pyiceberg's own plann
   file (pruning/residuals.py: an IN list keeps the values within the file's bounds, a leaf proven on every row is
   TRUE; AlwaysTrue, written `true`, for a file the index proves all-match): the client's reader filters the file's
   rows with it, and gets exactly the rows the whole filter selects. pyiceberg's own planning (below) sends the
-  filter unchanged.
+  filter as the client sent it. On either route, the residual is then written for the client's reader
+  (`ReaderResiduals`: zeros in Java's order, NaN-prone files widened, leaves the client cannot bind made TRUE), and
+  pyiceberg's planning is given a filter that keeps the files NaN may match in (`_nan_kept`).
 - Columns of the filter, `select` and `stats-fields` are bound in the schema the request names: the table's
   current schema, or with `use-snapshot-schema` the schema of the snapshot scanned (`snapshot-id`, else the current
   snapshot; an incremental scan's `end-snapshot-id`), as Iceberg Java's `useSnapshotSchema` scans do; the pruning
