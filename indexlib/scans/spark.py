@@ -53,6 +53,7 @@ path a lookup takes. Paths are handed to Spark as names, never patterns (`litera
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import logging
 import pickle
@@ -141,10 +142,12 @@ def to_spark(scan: Scan, spark: SparkSession, reader: str = AUTO) -> DataFrame:
 
 @dataclass(frozen=True)
 class Reader:
-    """The reader a lookup's DataFrame is read by (CONNECTOR or FILES) and why, in words."""
+    """The reader a lookup's DataFrame is read by (CONNECTOR or FILES) and why, in words; for FILES, the route of
+    each kept file (`routes`), as `reader_of` found them."""
 
     how: str
     why: str
+    routes: dict[str, Route] | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
 def reader_of(spark: SparkSession, result: LookupResult, dialect: str | None = None, reader: str = AUTO) -> Reader:
@@ -156,12 +159,11 @@ def reader_of(spark: SparkSession, result: LookupResult, dialect: str | None = N
     chosen = _preferred(spark, result, dialect, reader)
     if chosen.how == CONNECTOR:
         return chosen
-    needing = in_python_workers(routes(result, dialect))
-    if not needing:
-        return chosen
-    workers = python_workers(spark)
-    if workers.ready:
-        return chosen
+    found = routes(result, dialect)
+    needing = in_python_workers(found)
+    workers = python_workers(spark) if needing else None
+    if workers is None or workers.ready:
+        return dataclasses.replace(chosen, routes=found)
     why = f"Spark's Python workers ({workers.python}) cannot import {_PACKAGE} ({workers.error})"
     refusal = _connector_refusal(spark, result)
     if reader == AUTO and refusal is None:
@@ -258,14 +260,18 @@ class Read:
 
 
 def plan(
-    result: LookupResult, nan_files: frozenset[str] = frozenset(), zero_files: frozenset[str] = frozenset()
+    result: LookupResult,
+    nan_files: frozenset[str] = frozenset(),
+    zero_files: frozenset[str] = frozenset(),
+    found: dict[str, Route] | None = None,
 ) -> list[Read]:
     """How each kept file is read (`routes`; see the module docstring), grouped. `nan_files`: kept files that may
     hold NaN where the WHERE looks (scans/pushdown.py): when filtered, they are not read by Spark's Parquet reader,
     which would skip their row groups by statistics that leave NaN out. `zero_files`: kept files that may hold a
     zero there: when filtered, Spark's Parquet reader reads them without its dictionary and Bloom filtering, which
-    holds -0.0 and 0.0 apart."""
-    found = _routes(result, nan_files)
+    holds -0.0 and 0.0 apart. `found`: the files' routes where already known (`Reader.routes`, for the same
+    `nan_files`)."""
+    found = _routes(result, nan_files) if found is None else found
     # files read by name carry (column, value) partition pairs; Iceberg files store theirs
     by_name = result.source is not None and result.source.reads is FileReads.PARQUET_BY_NAME
     groups: dict[tuple[str, bool, tuple[tuple[str, Any], ...], Layout | None, bool], list[KeptFile]] = {}
@@ -298,7 +304,7 @@ def from_lookup(
         return _connector_read(spark, result, schema, condition, dialect)
     frames = []
     nan_files = nan_prone(result, dialect)
-    for read in plan(result, nan_files, zero_prone(result, dialect)):
+    for read in plan(result, nan_files, zero_prone(result, dialect), chosen.routes):
         frame = _read(spark, result, read, schema, nan_files)
         frames.append(frame.filter(condition) if read.filtered else frame)
     if not frames:
@@ -435,7 +441,7 @@ def explain_reads(spark: SparkSession, result: LookupResult, dialect: str | None
         name = _CONNECTOR_NAMES[format_of(result)]
         out.append(f"  connector  {len(result.files)} kept files by {name}: its jar, nothing of ours on the executors")
         return "\n".join(out)
-    found = routes(result, dialect)
+    found = chosen.routes if chosen.routes is not None else routes(result, dialect)
     for how, needs in _NEEDS.items():
         of_how = {path: route for path, route in found.items() if route.how == how}
         if of_how:
