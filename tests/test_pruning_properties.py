@@ -9,24 +9,23 @@ Files are real Parquet files written with Iceberg field ids and indexed by the b
 either the automatic index choice or every kind forced with tiny budgets (trimmed automata, Bloom filters with a 30 %
 false-positive rate), so the Bloom and automaton stages are under the same oracle.
 
-Each example checks PREDICATES_PER_EXAMPLE predicates against one random set of files: the CI profile, EXAMPLES x
-PREDICATES_PER_EXAMPLE = 2,800 (file set, predicate) cases per run, fresh ones each run (hypothesis draws new
-examples every time; 10,000 per run took 4 minutes of a suite that must stay under 25). Set
-SKIPINDEX_PROPERTY_EXAMPLES=2500 (or more) for the long run.
+Each example checks PREDICATES_PER_EXAMPLE predicates against one random set of files: EXAMPLES x
+PREDICATES_PER_EXAMPLE (file set, predicate) cases per run, fresh ones each run: 800 in `make test`, 10,000 in `make
+test-long` (SKIPINDEX_PROPERTY_EXAMPLES=N runs N x 4), besides the explicit examples (the field's skipping bugs: NaN,
+LIKE 'prefix%', NULLs, Unicode past the BMP, time zones, coercions), which every run checks.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import os
 from decimal import Decimal
 
 import duckdb
 import pyarrow as pa
 import pytest
 import sqlglot
-from conftest import hash_bits, write_and_index
-from hypothesis import HealthCheck, given, settings
+from conftest import hash_bits, sweep, write_and_index
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyiceberg.schema import Schema
 from pyiceberg.types import (
@@ -46,7 +45,7 @@ from indexlib.index_kinds.settings import IndexSettings
 from indexlib.lookup import prune
 from indexlib.query.binding import bound_predicate
 
-EXAMPLES = int(os.environ.get("SKIPINDEX_PROPERTY_EXAMPLES", "700"))
+EXAMPLES = sweep("SKIPINDEX_PROPERTY_EXAMPLES", short=200, long=2500)
 PREDICATES_PER_EXAMPLE = 4
 
 SCHEMA = Schema(
@@ -61,6 +60,7 @@ SCHEMA = Schema(
     NestedField(9, "tz", TimestamptzType()),
 )
 ARROW_SCHEMA = SCHEMA.as_arrow()
+NAN = float("nan")
 ZONES = ["UTC", "Asia/Kolkata", "America/St_Johns", "Pacific/Kiritimati", "Pacific/Pago_Pago"]
 
 ints = st.integers(-5, 5)
@@ -269,6 +269,57 @@ def duck():
     zone=st.sampled_from(ZONES),
     index_settings=st.one_of(INDEX_SETTINGS, KEY_INDEX_SETTINGS),
     bits=HASH_BITS,
+)
+# NaN above every number, and a NaN-only file whose min/max know nothing
+@example(
+    file_rows=[[{"f": NAN}, {"f": None}], [{"f": 1.0, "r": 0.25}], [{"f": NAN, "r": NAN}]],
+    wheres=["f > 2.5", "NOT (f <= 2.5)", "isnan(f)", "r > 0.25"],
+    zone="UTC",
+    index_settings=IndexSettings(),
+    bits=64,
+)
+# LIKE 'prefix%' (a bound with no upper end), Unicode past the BMP, empty strings, trimmed automata
+@example(
+    file_rows=[[{"s": "ab"}, {"s": "abc"}], [{"s": "Ω"}, {"s": "\U0001f600"}], [{"s": ""}, {"s": None}]],
+    wheres=["s LIKE 'a%'", "s LIKE '\U0001f600%'", "NOT s LIKE 'Ω%'", "(s = '' OR s RLIKE '^$')"],
+    zone="UTC",
+    index_settings=IndexSettings(
+        kinds=("bloom", "automaton"), bloom_fpp=0.3, automaton_max_states=2, automaton_max_bytes=16
+    ),
+    bits=64,
+)
+# NULLs: all-NULL files, NOT IN with a NULL, NULL-safe equality; the key index with colliding hashes
+@example(
+    file_rows=[[{"i": None, "s": None}], [{"i": 1, "s": "a"}, {"i": None, "s": "b"}]],
+    wheres=["i IS NULL", "NOT (s IS NOT NULL)", "i NOT IN (1, NULL)", "NOT (i <=> NULL)"],
+    zone="UTC",
+    index_settings=IndexSettings(key_index=True),
+    bits=2,
+)
+# a day that is another day in the session's time zone; month and day edges
+@example(
+    file_rows=[
+        [{"tz": dt.datetime(2023, 12, 31, 23, tzinfo=dt.UTC), "ts": dt.datetime(2024, 1, 1), "d": dt.date(2024, 1, 31)}]
+    ],
+    wheres=[
+        "CAST(tz AS DATE) = DATE '2024-01-01'",
+        "date_trunc('month', ts) = TIMESTAMP '2024-01-01 00:00:00'",
+        "d + INTERVAL '1' DAY > DATE '2024-01-31'",
+        "month(d) = 1.5",
+    ],
+    zone="Pacific/Kiritimati",
+    index_settings=IndexSettings(),
+    bits=64,
+)
+# literals of another type: '3' and 1.5 against a long, 1 / 3 against a decimal, -0.0 against 0.0
+@example(
+    file_rows=[[{"i": 3, "dec": Decimal("1.00"), "f": -0.0, "b": False}], [{"i": 2, "dec": Decimal("0.33")}]],
+    wheres=["i = '3'", "i > 1.5", "dec = 1 / 3", "(f = 0.0 AND b IS NOT TRUE)"],
+    zone="UTC",
+    index_settings=IndexSettings(
+        kinds=("bloom", "automaton"), bloom_fpp=0.3, automaton_max_states=4, automaton_max_bytes=64
+    ),
+    bits=64,
 )
 def test_lookup_never_skips_a_matching_file_and_never_overclaims_all_match(
     tmp_path_factory, duck, file_rows, wheres, zone, index_settings, bits
