@@ -12,14 +12,13 @@ pruning misses NaN rows for `d = 'NaN'`: an oracle that prunes could hide a fals
 (an overflowing `i + 1`, a FLOAT cast out of range) the engines answer nothing and the case is skipped. Cases where
 Spark types a comparison differently from DuckDB are in test_numeric_edges_spark.py.
 
-EXAMPLES x PREDICATES_PER_EXAMPLE cases per run (the CI profile: 3,000, new ones every run);
-SKIPINDEX_NUMERIC_EXAMPLES=1000 (or more) is the long run.
+EXAMPLES x PREDICATES_PER_EXAMPLE cases per run, new ones every run: 1,000 in `make test`, 10,000 in `make test-long`
+(SKIPINDEX_NUMERIC_EXAMPLES=N runs N x 10), besides the explicit examples at the edges, which every run checks.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from decimal import Decimal
 
 import duckdb
@@ -27,8 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import sqlglot
-from conftest import write_and_index
-from hypothesis import HealthCheck, given, settings
+from conftest import sweep, write_and_index
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyiceberg.schema import Schema
 from pyiceberg.types import DecimalType, DoubleType, FloatType, IntegerType, LongType, NestedField
@@ -36,7 +35,7 @@ from pyiceberg.types import DecimalType, DoubleType, FloatType, IntegerType, Lon
 from indexlib.lookup import prune
 from indexlib.query.binding import bound_predicate
 
-EXAMPLES = int(os.environ.get("SKIPINDEX_NUMERIC_EXAMPLES", "300"))
+EXAMPLES = sweep("SKIPINDEX_NUMERIC_EXAMPLES", short=100, long=1000)
 PREDICATES_PER_EXAMPLE = 10
 
 SCHEMA = Schema(
@@ -176,6 +175,41 @@ def duckdb_truth(duck: duckdb.DuckDBPyConnection, where: str) -> dict[int, tuple
 @given(
     file_rows=files,
     wheres=st.lists(predicates, min_size=PREDICATES_PER_EXAMPLE, max_size=PREDICATES_PER_EXAMPLE),
+)
+# integers past 2^53 against the doubles they round to, and the double one ulp off DuckDB's own conversion
+@example(
+    file_rows=[
+        [{"i": 2**53 + 1, "f": 2.0**53}],
+        [{"i": 2**53, "big": Decimal(2**53 + 1)}, {"big": Decimal(-68789929871880789)}],
+    ],
+    wheres=[
+        "i = 9007199254740992e0",
+        "i > CAST(9007199254740992 AS DOUBLE)",
+        "big = 9.007199254740992e15",
+        "f = 9007199254740993 / 1",
+        "big = -6.878992987188078e16",
+    ],
+)
+# NaN, +-inf and -0.0 in both float widths
+@example(
+    file_rows=[[{"f": math.nan, "r": math.nan}], [{"f": -0.0, "r": -0.0}], [{"f": math.inf, "r": -math.inf}]],
+    wheres=[
+        "f = CAST('NaN' AS DOUBLE)",
+        "f > 1.7976931348623157e308",
+        "r = 0",
+        "NOT (f <= CAST('inf' AS DOUBLE))",
+        "r IN (CAST('NaN' AS DOUBLE), 0.1e0)",
+    ],
+)
+# FLOAT values against the decimals and doubles they round from; decimals with no exact binary form
+@example(
+    file_rows=[[{"r": f32(0.1), "dec": Decimal("0.30"), "wide": Decimal("0.3000000000")}, {"r": 16777216.0}]],
+    wheres=["r = 0.1", "r = CAST(0.1 AS REAL)", "r > 16777217", "dec = 0.3e0", "wide = 0.30000000000000004"],
+)
+# the ends of int and long, where `col + k` overflows
+@example(
+    file_rows=[[{"i": 2**63 - 1, "n": 2**31 - 1}], [{"i": -(2**63), "n": -(2**31)}]],
+    wheres=["i = 9.223372036854776e18", "n + 1 > 2147483647", "i < -9223372036854775808e0", "i + 1 > 0"],
 )
 def test_numeric_comparisons_keep_every_matching_file_and_prove_only_true_all_match(
     tmp_path_factory, duck, file_rows, wheres
