@@ -17,6 +17,7 @@ run's real SparkSession:
 from __future__ import annotations
 
 import json
+import logging
 import math
 import subprocess
 import sys
@@ -221,7 +222,7 @@ WORKER_RULES = [  # (format, WHERE, reader, what happens without the package on 
 
 @pytest.mark.parametrize("fmt, where, reader, outcome, explained, rule", WORKER_RULES)
 def test_a_path_that_needs_the_package_on_the_workers_says_so_before_any_job(
-    bare_workers, config, catalog, tmp_path, fmt, where, reader, outcome, explained, rule
+    bare_workers, config, catalog, tmp_path, caplog, fmt, where, reader, outcome, explained, rule
 ) -> None:
     spark = bare_workers
     if "connector" in explained and not has_runtime(spark, fmt):
@@ -242,7 +243,13 @@ def test_a_path_that_needs_the_package_on_the_workers_says_so_before_any_job(
             assert said in message, f"{rule}: the line says {said!r}: {message}"
         assert jobs_run(spark) == before, f"{rule}: refused before any Spark job runs"
         return
-    assert ids(scan.to_spark(spark, reader).toArrow()) == sql_ids(data, where), f"{fmt} {where}: {rule}"
+    with caplog.at_level(logging.WARNING, logger="indexlib.scans.spark"):
+        assert ids(scan.to_spark(spark, reader).toArrow()) == sql_ids(data, where), f"{fmt} {where}: {rule}"
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    if "Python workers" in explained:
+        assert len(warned) == 1 and "make dist" in warned[0], f"{rule}: one warning line naming the fix: {warned}"
+    else:
+        assert not warned, f"{rule}: nothing to warn of: {warned}"
 
 
 def test_the_scan_says_what_to_spark_needs_on_the_executors(spark, config, catalog, tmp_path) -> None:

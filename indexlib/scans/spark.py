@@ -148,6 +148,7 @@ class Reader:
     how: str
     why: str
     routes: dict[str, Route] | None = dataclasses.field(default=None, compare=False, repr=False)
+    warning: str | None = dataclasses.field(default=None, compare=False)  # logged by `from_lookup` (one line)
 
 
 def reader_of(spark: SparkSession, result: LookupResult, dialect: str | None = None, reader: str = AUTO) -> Reader:
@@ -165,14 +166,14 @@ def reader_of(spark: SparkSession, result: LookupResult, dialect: str | None = N
     if workers is None or workers.ready:
         return dataclasses.replace(chosen, routes=found)
     why = f"Spark's Python workers ({workers.python}) cannot import {_PACKAGE} ({workers.error})"
-    refusal = _connector_refusal(spark, result)
-    if reader == AUTO and refusal is None:
-        return Reader(CONNECTOR, f"{why}, which the jar-free reads of {_counted(needing)} need")
+    fix = "ship the package to the executors (make dist: --archives or --py-files; docs/how-to/spark-cluster.md)"
     connector = _CONNECTOR_NAMES.get(format_of(result))
+    if reader == AUTO and _connector_refusal(spark, result) is None:
+        warning = f"table {result.table}: {why}: read by {connector} instead; for the jar-free reads, {fix}"
+        return Reader(CONNECTOR, f"{why}, which the jar-free reads of {_counted(needing)} need", warning=warning)
     instead = f", or read with {connector} in the session (reader='connector'; make jars)" if connector else ""
     raise UserError(
-        f"table {result.table}: {_counted(needing)} are read inside Spark's Python workers, and {why}: ship the "
-        f"package to the executors (make dist: --archives or --py-files; docs/how-to/spark-cluster.md){instead}"
+        f"table {result.table}: {_counted(needing)} are read inside Spark's Python workers, and {why}: {fix}{instead}"
     )
 
 
@@ -300,6 +301,8 @@ def from_lookup(
     condition = where_sql(result, dialect, clock, "spark")
     chosen = reader_of(spark, result, dialect, reader)
     _log.info("table %s: %d kept files read by %s (%s)", result.table, len(result.files), chosen.how, chosen.why)
+    if chosen.warning is not None:
+        _log.warning(chosen.warning)
     if chosen.how == CONNECTOR:
         return _connector_read(spark, result, schema, condition, dialect)
     frames = []
@@ -755,8 +758,9 @@ def python_workers(spark: SparkSession) -> Workers:
     session: one row read through `_WorkersProbe`, a Python data source of this module, so Spark's Python workers
     unpickle it as they unpickle those (importing this module, hence pyiceberg, pyarrow and numpy), on the
     interpreter and with the files Spark gives them (`spark.pyspark.python` / `PYSPARK_PYTHON`, `--archives`,
-    `--py-files`, `addPyFile`). About a second, once per session, interpreter, shipped files and worker
-    environment (what PySpark hands each Python function it registers): a file shipped later asks again."""
+    `--py-files`, `addPyFile`). One small job (1-2 s once the workers run), once per session, interpreter, shipped
+    files and worker environment (what PySpark hands each Python function it registers): a file shipped later asks
+    again."""
     context = spark.sparkContext
     key = (
         context.applicationId,
