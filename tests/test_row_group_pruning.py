@@ -10,9 +10,10 @@ catalog) with `add_files`, indexed by the real build (`build_index`, the per-fil
 - The property test draws files of every column type the file-level property test covers
   (tests/test_pruning_properties.py, whose predicate strategy it reuses), each row group with its own pattern per
   column (all NULL, all NaN, one value, no NULL beside some NULL), row groups of one row among them, indexed with
-  the automatic choice or every kind forced with tiny budgets. CI profile: EXAMPLES examples x
-  PREDICATES_PER_EXAMPLE predicates; SKIPINDEX_ROW_GROUP_EXAMPLES runs more. (A row group judged with a
-  neighbouring file's evidence took 150 examples to find once, and was missed by 60; a rule test catches it.)
+  the automatic choice or every kind forced with tiny budgets. EXAMPLES examples x PREDICATES_PER_EXAMPLE
+  predicates: 20 examples in `make test`, 150 in `make test-long` (SKIPINDEX_ROW_GROUP_EXAMPLES=N runs N), and the
+  explicit examples every run checks. (A row group judged with a neighbouring file's evidence took 150 examples to
+  find once, and was missed by 60; a rule test and an explicit example catch it.)
 - The rule tests state each rule with a hand-made case and its expected row groups exactly (what must be kept, and
   what the index proves may be left out).
 - `wants_row_groups` decides which files get row-group entries.
@@ -20,9 +21,9 @@ catalog) with `add_files`, indexed by the real build (`build_index`, the per-fil
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,8 +32,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import sqlglot
+from conftest import sweep
 from deltalake import DeltaTable, WriterProperties, write_deltalake
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyiceberg.schema import Schema
 from pyiceberg.table.name_mapping import create_mapping_from_schema
@@ -46,7 +48,7 @@ from indexlib.indexing.file_indexer import AUTO_ROW_GROUPS_MIN_BYTES, wants_row_
 from indexlib.lookup import lookup, lookup_in, read_state
 from indexlib.query.sql import Clock
 
-EXAMPLES = int(os.environ.get("SKIPINDEX_ROW_GROUP_EXAMPLES", "50"))
+EXAMPLES = sweep("SKIPINDEX_ROW_GROUP_EXAMPLES", short=20, long=150)
 PREDICATES_PER_EXAMPLE = 6
 CLOCK = Clock()
 
@@ -152,6 +154,27 @@ def _indexed_table(
     wheres=st.lists(predicates, min_size=PREDICATES_PER_EXAMPLE, max_size=PREDICATES_PER_EXAMPLE),
     zone=st.sampled_from(ZONES),
     setting=st.sampled_from(range(len(INDEX_SETTINGS))),
+)
+# each file's row groups judged by their own evidence, not a neighbouring file's; NULL-only row groups
+@example(
+    file_rows=[[[{"s": "a"}], [{"s": "b"}]], [[{"s": "c"}], [{"s": None}]]],
+    wheres=["s = 'b'", "s = 'c'", "s LIKE 'c%'", "s IS NULL", "NOT (s IS NOT NULL)", "s IN ('a', 'c')"],
+    zone="UTC",
+    setting=1,
+)
+# NaN-only row groups beside numbers: NaN is above every number and min/max leave it out
+@example(
+    file_rows=[[[{"f": math.nan}, {"f": math.nan}], [{"f": 1.0}]], [[{"f": None}], [{"f": 2.5, "r": math.nan}]]],
+    wheres=["f > 2.5", "isnan(f)", "NOT (f < 2.5)", "f = 1.0", "r >= 0.25", "f IS NULL"],
+    zone="UTC",
+    setting=0,
+)
+# one-value row groups, where all-match is provable, beside a row group it is not
+@example(
+    file_rows=[[[{"i": 1, "d": dt.date(2024, 1, 31)}, {"i": 1, "d": dt.date(2024, 1, 31)}], [{"i": 2}]]],
+    wheres=["i = 1", "NOT (i != 1)", "i BETWEEN 1 AND 1", "d = DATE '2024-01-31'", "month(d) = 1", "i IN (1, NULL)"],
+    zone="Asia/Kolkata",
+    setting=2,
 )
 def test_no_row_group_holding_a_true_row_is_left_out_and_all_match_is_never_overclaimed(
     tmp_path_factory, catalogs, duck, file_rows, wheres, zone, setting
