@@ -18,7 +18,8 @@ rows, unfiltered, in memory (no Parquet statistics in play): pyiceberg's own ful
 brute-force rows of tests/delta_vectors.py (Delta). The lookup is checked through them: the scans read only the
 files (and row groups) it keeps, so a skipped file with a matching row is a missing row.
 
-CI profile (`make test`): EXAMPLES examples of up to STEPS steps per format. Long runs: SKIPINDEX_SCANS_EXAMPLES,
+EXAMPLES examples of up to STEPS steps per format: 2 of 8 in `make test`, 16 of 16 in `make test-long`; the rules these
+histories found are cases of tests/test_scan_rules.py, which every run checks. Longer runs: SKIPINDEX_SCANS_EXAMPLES,
 SKIPINDEX_SCANS_STEPS (e.g. 100 and 20), SKIPINDEX_SCANS_SEED (hypothesis's seed), SKIPINDEX_SCANS_VERBOSE (each step as it runs).
 """
 
@@ -39,6 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import sqlglot
+from conftest import sweep
 from delta_vectors import brute_force, commit_deletion_vectors, live_adds
 from deltalake import DeltaTable, WriterProperties, write_deltalake
 from hypothesis import HealthCheck, settings
@@ -60,8 +62,8 @@ from indexlib.scans.polars import lazy_frame
 from indexlib.scans.spark import CONNECTOR, FILES, dataframe
 from indexlib.scans.spark_connectors import has_runtime
 
-EXAMPLES = int(os.environ.get("SKIPINDEX_SCANS_EXAMPLES", "4"))
-STEPS = int(os.environ.get("SKIPINDEX_SCANS_STEPS", "8"))
+EXAMPLES = sweep("SKIPINDEX_SCANS_EXAMPLES", short=2, long=16)
+STEPS = sweep("SKIPINDEX_SCANS_STEPS", short=8, long=16)
 SEED = os.environ.get("SKIPINDEX_SCANS_SEED")
 VERBOSE = bool(os.environ.get("SKIPINDEX_SCANS_VERBOSE"))  # print every step as it runs
 HOSTILE = "lake dir %41 +#é"

@@ -43,9 +43,9 @@ the one-off lookup shows too at that check is counted as the lookup's.
 One rule is aimed: `back_to_the_watermark` rolls back (Iceberg) or restores (Delta) to the index's watermark, where
 the index's idea of which files are live is most at stake; `rollback` / `restore` go to any version written.
 
-CI profile (`make test`): EXAMPLES examples of up to STEPS steps per format (8 and 12: about 40 s each on the 2-core
-machine; about half of them with row-group entries), and KNOWN_HISTORIES, histories the machine found (and two with
-row-group entries and two with the key index, one per format), replayed step by step. Long runs, by environment variable:
+EXAMPLES examples of up to STEPS steps per format (about half of them with row-group entries): 2 of 12 in `make test`,
+40 of 15 in `make test-long`; and KNOWN_HISTORIES, histories the machine found (and two with row-group entries and two
+with the key index, one per format), replayed step by step in every run. Longer runs, by environment variable:
 SKIPINDEX_LIFE_EXAMPLES, SKIPINDEX_LIFE_STEPS (e.g. 300 and 15); SKIPINDEX_LIFE_SEED (hypothesis's seed, printed with
 every failure); SKIPINDEX_LIFE_FOCUS (only the named failure types fail an example: hypothesis stops looking 10 s after
 its first failure, so a hunt for one bug names it; such a run keeps its examples in .hypothesis/table-life/ and goes
@@ -73,6 +73,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import sweep
 from deltalake import DeltaTable, WriterProperties, write_deltalake
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
@@ -105,8 +106,8 @@ from indexlib.query.sql import Clock
 from indexlib.sources.registry import open_source
 from indexlib.store.table import IndexTable
 
-EXAMPLES = int(os.environ.get("SKIPINDEX_LIFE_EXAMPLES", "4"))
-STEPS = int(os.environ.get("SKIPINDEX_LIFE_STEPS", "12"))
+EXAMPLES = sweep("SKIPINDEX_LIFE_EXAMPLES", short=2, long=40)
+STEPS = sweep("SKIPINDEX_LIFE_STEPS", short=12, long=15)
 SEED = os.environ.get("SKIPINDEX_LIFE_SEED")
 # hypothesis stops shrinking after 300 s per test; a long run that must print minimal examples may allow more
 SHRINK_SECONDS = os.environ.get("SKIPINDEX_LIFE_SHRINK_SECONDS")
