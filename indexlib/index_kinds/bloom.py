@@ -158,7 +158,8 @@ class BloomIndex(IndexKind):
     def verdict(  # type: ignore[override]  # asked only about leaves `answers` accepts
         self, leaf: ValueSet | Pattern, payloads: Sequence[bytes | None], stats: ColumnStatistics
     ) -> Verdict | None:
-        filters = sum(payload is not None for payload in payloads)
+        shapes = _shapes(payloads)
+        filters = int(np.count_nonzero(shapes))
         literals = self._literals(leaf) if filters else None  # no filter to probe: no literal is keyed
         if literals is None:
             return None
@@ -166,14 +167,14 @@ class BloomIndex(IndexKind):
             return None  # too long a list for too many files: answering would take seconds; unknown keeps them
         column_type = leaf.column.type
         might = np.ones(len(payloads), dtype=bool)
-        current = _split_block(payloads)
+        current = np.flatnonzero(shapes == SPLIT_BLOCK)
         if len(current):
             hashes = literal_hashes(column_type, literals)
             if hashes is not None:
                 bank, containers = _bank(payloads, current)
                 might[current] = bank.might_contain_each(containers, hashes)
-        written_before = [p if p is not None and not split_block.is_split_block(p) else None for p in payloads]
-        if any(p is not None for p in written_before):
+        if (shapes == WRITTEN_BEFORE).any():
+            written_before = [p if shape == WRITTEN_BEFORE else None for p, shape in zip(payloads, shapes, strict=True)]
             keys = [literal_key(column_type, value) for value in literals]
             might &= might_contain_each(written_before, keys)  # type: ignore[arg-type]
         return Verdict(might, np.zeros(len(payloads), dtype=bool))
@@ -185,7 +186,7 @@ class BloomIndex(IndexKind):
         is one `verdict` rules out alone: no row holds it); filters of the first format and missing ones hold every
         value (not probed: unknown keeps the value)."""
         held = np.ones((len(payloads), len(values)), dtype=bool)
-        current = _split_block(payloads)
+        current = np.flatnonzero(_shapes(payloads) == SPLIT_BLOCK)
         if not len(current) or not values or len(current) * len(values) > MAX_PROBE_PAIRS:
             return held
         hashes = literal_hashes(column_type, values)
@@ -202,10 +203,14 @@ class BloomIndex(IndexKind):
         return "Bloom filters (where built): is any literal's hash present"
 
 
-def _split_block(payloads: Sequence[bytes | None]) -> np.ndarray:
-    """Positions of the payloads that are split-block filters (version 2)."""
+SPLIT_BLOCK, WRITTEN_BEFORE = 1, 2  # a payload's version, by its first byte (0: no payload)
+
+
+def _shapes(payloads: Sequence[bytes | None]) -> np.ndarray:
+    """Per payload: 0 where there is none, SPLIT_BLOCK (version 2) or WRITTEN_BEFORE (version 1), in one pass."""
     return np.array(
-        [i for i, p in enumerate(payloads) if p is not None and split_block.is_split_block(p)], dtype=np.int64
+        [0 if p is None else SPLIT_BLOCK if split_block.is_split_block(p) else WRITTEN_BEFORE for p in payloads],
+        dtype=np.int8,
     )
 
 
