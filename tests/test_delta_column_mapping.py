@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import sweep
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
@@ -449,6 +450,9 @@ def test_random_histories_of_a_column_mapped_table(connectors, tmp_path):
     run_state_machine_as_test(
         lambda: MappedDeltaLife(connectors, tmp_path),
         settings=settings(
-            max_examples=3, stateful_step_count=6, deadline=None, suppress_health_check=list(HealthCheck)
+            max_examples=sweep("SKIPINDEX_MAPPED_EXAMPLES", short=2, long=12),
+            stateful_step_count=6,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
         ),
     )

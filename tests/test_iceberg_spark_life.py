@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import sweep
 from equality_deletes import java_table, write_equality_deletes
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -214,6 +215,9 @@ def test_random_histories_of_a_table_spark_writes(connectors, tmp_path: Path) ->
     run_state_machine_as_test(
         lambda: SparkIcebergLife(connectors, config),
         settings=settings(
-            max_examples=3, stateful_step_count=7, deadline=None, suppress_health_check=list(HealthCheck)
+            max_examples=sweep("SKIPINDEX_SPARK_LIFE_EXAMPLES", short=2, long=12),
+            stateful_step_count=7,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
         ),
     )
