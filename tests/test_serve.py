@@ -124,12 +124,12 @@ def error_of(status: int, payload: Any, expected_status: int, expected_type: str
     return error.message
 
 
-def served_catalog(root: Path, extra: str = "") -> tuple[Path, Any, Any]:
-    """A configuration in `root` (a SQLite catalog holding the namespace `db`, a catalog credential the service must
-    never echo, and `extra` TOML), its loaded Config and its catalog."""
+def served_catalog(root: Path, extra: str = "", name: str = "test") -> tuple[Path, Any, Any]:
+    """A configuration in `root` (a SQLite catalog `name` holding the namespace `db`, a catalog credential the service
+    must never echo, and `extra` TOML), its loaded Config and its catalog."""
     conf = root / "conf.toml"
     conf.write_text(
-        '[catalog]\nname = "test"\ntype = "sql"\nuri = "sqlite:///catalog.db"\nwarehouse = "warehouse"\n'
+        f'[catalog]\nname = "{name}"\ntype = "sql"\nuri = "sqlite:///catalog.db"\nwarehouse = "warehouse"\n'
         f'"s3.secret-access-key" = "{SECRET}"\n{extra}'
     )
     config = load_config(conf)

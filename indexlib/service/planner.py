@@ -60,6 +60,7 @@ from indexlib.service.names import TableName, within
 from indexlib.service.vectors import Vectors
 from indexlib.service.wire import Task, Unplannable, data_file, residual_text, response_text, scan_tasks, task_bytes
 from indexlib.sources.base import DataFileRef
+from indexlib.sources.iceberg import data_file_ref
 from indexlib.sources.iceberg_deletes import data_file_of
 
 
@@ -270,8 +271,10 @@ class Planner:
         snapshot = scan.snapshot()
         snapshot_id = snapshot.snapshot_id if snapshot else None
         reading = ReaderResiduals(loaded.metadata, binding, request.case_sensitive)
-        tasks = self._tasks(loaded.io, scan.plan_files(), row_filter.residual, reading)
-        return Plan(tasks, "upstream", None, snapshot_id, loaded.metadata, stats, pruning.unknown)
+        tasks, total = self._tasks(
+            table, loaded.io, scan.plan_files(), row_filter.residual, pruning.expression, reading
+        )
+        return Plan(tasks, "upstream", total, snapshot_id, loaded.metadata, stats, pruning.unknown)
 
     def _incremental(self, table: TableName, request: PlanTableScanRequest, row_filter: RequestFilter) -> Plan:
         loaded = self.load(table)
@@ -289,22 +292,49 @@ class Planner:
             case_sensitive=True,
         )
         reading = ReaderResiduals(loaded.metadata, binding, request.case_sensitive)
-        tasks = self._tasks(loaded.io, scan.plan_files(), row_filter.residual, reading)
-        return Plan(tasks, "upstream", None, request.end_snapshot_id, loaded.metadata, stats, pruning.unknown)
+        tasks, total = self._tasks(
+            table, loaded.io, scan.plan_files(), row_filter.residual, pruning.expression, reading
+        )
+        return Plan(tasks, "upstream", total, request.end_snapshot_id, loaded.metadata, stats, pruning.unknown)
 
-    def _tasks(self, io: Any, planned: Any, residual: BooleanExpression, reading: ReaderResiduals) -> list[Task]:
-        """pyiceberg's own tasks, the request's filter as residual (pyiceberg's residuals are bound expressions of
-        the pruning filter; the client's whole filter is always a valid residual), as the reader must get it."""
+    def _tasks(
+        self,
+        table: TableName,
+        io: Any,
+        planned: Any,
+        residual: BooleanExpression,
+        pruning: BooleanExpression,
+        reading: ReaderResiduals,
+    ) -> tuple[list[Task], int]:
+        """pyiceberg's own tasks, narrowed by the index, each with the request's filter as residual (pyiceberg's
+        residuals are bound expressions of the pruning filter; the client's whole filter is always a valid residual)
+        as the reader must get it; and how many pyiceberg planned.
+
+        The index's entries are facts about data files, whatever snapshot holds them (a file is never rewritten;
+        deletes only remove rows), so the lookup of `pruning` over the planned files, as if they were the live
+        ones, drops those no row of which can match and simplifies the others' residuals, as on the index route; a
+        file the index has no entry for is kept, and its delete files are pyiceberg's, of the snapshot planned."""
         tasks: list[FileScanTask] = list(planned)
+        result = self._index_of(table, [t.file for t in tasks], pruning)
         resolve = self.vectors.resolve
-        return [
-            Task(
-                t.file,
-                resolve(io, t.file.file_path, tuple(t.delete_files)),
-                reading.of(residual, t.file.spec_id, reading.nan_prone(t.file)),
-            )
-            for t in tasks
-        ]
+        if result is None or result.state is None:
+            made = [(t, reading.of(residual, t.file.spec_id, reading.nan_prone(t.file))) for t in tasks]
+        else:
+            residuals = _file_residuals(result, residual, reading.binding, reading.case_sensitive, reading)
+            live = result.state.live_paths
+            made = [(tasks[p], residuals[live[p]]) for p in result.kept_positions]
+        found = [Task(t.file, resolve(io, t.file.file_path, tuple(t.delete_files)), r) for t, r in made]
+        return found, len(tasks)
+
+    def _index_of(self, table: TableName, files: list[DataFile], pruning: BooleanExpression) -> LookupResult | None:
+        """The index's lookup of `pruning` (columns named as in the current schema) over `files`; None where the
+        table has no index yet."""
+        handle = self.handle(table)
+        current = handle.current()
+        if current.rows is None or not files:
+            return None
+        state = TableState(current.source, [data_file_ref(f) for f in files], current.rows, None, current.index_version)
+        return handle.lookup(pruning, state=state)
 
     def respond(self, table: TableName, plan: Plan) -> Answered:
         """The plan written: the first batch inline, the others as plan tasks for `tasks` (module docstring); every

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from indexlib.config import Config
 
 
-def _ref(data_file: Any) -> DataFileRef:
+def data_file_ref(data_file: Any) -> DataFileRef:
+    """A pyiceberg `DataFile` (a manifest entry's file) as the lookup reads data files."""
     spec_id = getattr(data_file, "spec_id", None)  # without it the partition record cannot be read: leave it unknown
     return DataFileRef(
         path=data_file.file_path,
@@ -151,7 +152,7 @@ class IcebergSource:
         if self.current_version() is None:
             return []
         listed = self.deletes.live_data_files()  # with equality deletes, which pyiceberg's planning refuses
-        return listed if listed is not None else [_ref(task.file) for task in self.table.scan().plan_files()]
+        return listed if listed is not None else [data_file_ref(task.file) for task in self.table.scan().plan_files()]
 
     @property
     def state_key(self) -> object:
@@ -168,7 +169,7 @@ class IcebergSource:
             scan = self.table.incremental_append_scan(
                 from_snapshot_id_exclusive=version, to_snapshot_id_inclusive=current
             )
-            return [_ref(task.file) for task in scan.plan_files()]
+            return [data_file_ref(task.file) for task in scan.plan_files()]
         except (ValueError, ValidationError):
             return None
 
@@ -254,7 +255,7 @@ class IcebergSource:
         return (
             listed
             if listed is not None
-            else [_ref(t.file) for t in self.table.scan(snapshot_id=snapshot_id).plan_files()]
+            else [data_file_ref(t.file) for t in self.table.scan(snapshot_id=snapshot_id).plan_files()]
         )
 
     def partition_label(self, ref: DataFileRef) -> str:
