@@ -5,14 +5,14 @@ evolution, deletes and commits after the index's build, over columns holding NaN
 
 Truth is Spark SQL's WHERE over the snapshot's rows read whole: the rows collected without a filter and filtered by
 Spark over an in-memory DataFrame, where no reader, statistic or planning is consulted (never Spark's own Iceberg
-planning, which loses NaN rows). `SKIPINDEX_ROUTES_EXAMPLES=N` draws more predicates (docs/explanation/testing.md).
+planning, which loses NaN rows). `make test-long` draws 30 predicates per test, `make test` 2 beside the explicit
+examples; `SKIPINDEX_ROUTES_EXAMPLES=N` sets the number (docs/explanation/testing.md).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from conftest import sweep
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_serve import TOKEN, Serve, call, served_catalog
@@ -33,7 +34,7 @@ TABLE = "db.routes"
 # Spark keeps a catalog it made for the session: names of their own, not test_spark_sql.py's; the writer's name is the
 # SQLite catalog's (its rows' catalog_name)
 WRITER, SERVED = "routes", "routes_served"
-EXAMPLES = int(os.environ.get("SKIPINDEX_ROUTES_EXAMPLES", "6"))
+EXAMPLES = sweep("SKIPINDEX_ROUTES_EXAMPLES", 2, 30)  # drawn predicates (short in make test, long in test-long)
 FLOATS = ["CAST('NaN' AS DOUBLE)", "CAST('-0.0' AS DOUBLE)", "NULL", "0.0D", "1.5D", "690.0D", "2000.0D", "-3.0D"]
 
 
