@@ -3,7 +3,7 @@
 `[catalog]` goes to `pyiceberg.catalog.load_catalog(name, **props)` unchanged, with one convenience:
 relative paths in `warehouse` and in a `sqlite:///` `uri` are resolved against the conf file's directory (the
 packaged default's against the data location, `data_home()`), so every configuration works from any working
-directory.
+directory (`PATH_RULE`). A SQLite catalog file is created only by a caller that may write (`Config.load_catalog`).
 
 Each section of the file is a frozen pydantic model (`_BuildSection`, `_SparkSection`, `_LookupSection`,
 `_DeltaSection`, `_AirflowSection` and its `_BuildScheduleSection`s, `ServeSettings`, and `[index]`'s, which
@@ -471,14 +471,41 @@ class Config:
         raw = self.table_settings.get(table, {})
         return _row_groups_mode(raw["row_groups"]) if "row_groups" in raw else self.row_groups
 
-    def load_catalog(self) -> Any:
+    def load_catalog(self, create: bool = True) -> Any:
+        """The configured pyiceberg catalog. A SQLite catalog whose file does not exist yet is created (with its
+        folder) only when `create`; read-only callers (lookups, `explain`, `stats`) pass False and get a UserError
+        naming the resolved path and the path rule (`PATH_RULE`), rather than a new empty catalog."""
         from pyiceberg.catalog import load_catalog
 
+        db_path = sqlite_path(self.catalog_properties)
+        if db_path is not None and not db_path.exists():
+            if not create:
+                raise UserError(
+                    f"catalog {self.catalog_name!r} of {self.path}: SQLite file {db_path} does not exist "
+                    f"({PATH_RULE}); nothing was created"
+                )
+            db_path.parent.mkdir(parents=True, exist_ok=True)
         try:
             return load_catalog(self.catalog_name, **self.catalog_properties)
         except Exception as exc:  # pyiceberg raises many types here; all mean "this catalog config is wrong"
             reason = redact_text(str(exc), self.secrets())
             raise UserError(f"cannot load catalog {self.catalog_name!r} from {self.path}: {reason}") from None
+
+
+# The one rule for relative paths in [catalog], said in the configuration reference and in the errors that name a
+# resolved path. pyiceberg's `load_catalog` itself resolves them against the working directory: Python code gets
+# the configuration's catalog with `load_config(path).load_catalog()`.
+PATH_RULE = "relative paths in [catalog] warehouse and a sqlite:/// uri resolve against the configuration file's folder"
+_SQLITE = "sqlite:///"
+
+
+def sqlite_path(props: dict[str, str]) -> Path | None:
+    """The file of a SQLite catalog (`uri = "sqlite:///<path>"`, as resolved), else None (another catalog, or
+    SQLite in memory)."""
+    uri = props.get("uri", "")
+    if not uri.startswith(_SQLITE) or uri == _SQLITE + ":memory:":
+        return None
+    return Path(uri[len(_SQLITE) :].split("?", 1)[0])
 
 
 def _resolve_relative(props: dict[str, str], base: Path) -> dict[str, str]:
@@ -487,11 +514,8 @@ def _resolve_relative(props: dict[str, str], base: Path) -> dict[str, str]:
     if warehouse and "://" not in warehouse and not Path(warehouse).is_absolute():
         resolved["warehouse"] = f"file://{(base / warehouse).resolve()}"
     uri = resolved.get("uri", "")
-    prefix = "sqlite:///"
-    if uri.startswith(prefix) and not uri.startswith(prefix + "/") and uri != prefix + ":memory:":
-        db_path = (base / uri[len(prefix) :]).resolve()
-        db_path.parent.mkdir(parents=True, exist_ok=True)
-        resolved["uri"] = f"{prefix}{db_path}"
+    if uri.startswith(_SQLITE) and not uri.startswith(_SQLITE + "/") and uri != _SQLITE + ":memory:":
+        resolved["uri"] = f"{_SQLITE}{(base / uri[len(_SQLITE) :]).resolve()}"  # created by `load_catalog`
     return resolved
 
 

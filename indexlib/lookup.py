@@ -306,13 +306,15 @@ class LookupResult:
             if keyed or pc.sum(pc.fill_null(pc.list_value_length(payloads), 0)).as_py():
                 continue
             what = _GIVEN_UP.get(type(column.type).__name__, "no keys indexed")
+            section = f'[index.tables."{self.table}".columns.{column.name}]'  # in the configuration file
             advice = []
             if "=" in asked:
-                advice.append('set kinds = ["bloom"] to answer `=`')
+                advice.append(f'set kinds = ["bloom"] in {section} of the configuration to answer `=`')
             if "LIKE" in asked:
-                advice.append('an automaton answers LIKE on tags (kinds = ["automaton"]), nothing on free text')
+                advice.append(f'an automaton answers LIKE on tags (kinds = ["automaton"] in {section}), not free text')
+            n = bounds.num_rows
             notes.append(
-                f"{column.name}: min/max only: {what} (the {bounds.num_rows} kept indexed files); {'; '.join(advice)}"
+                f"{column.name}: min/max only: {what} (the {n} kept indexed file{'s' * (n != 1)}); {'; '.join(advice)}"
             )
         return notes
 
@@ -447,7 +449,7 @@ def live_files(source: Source, rows: IndexRows | None) -> list[DataFileRef] | Li
 
 def read_state(config: Config, table: str) -> TableState:
     """The source's live files and its index, read now (a one-off lookup; a handle keeps one per snapshot)."""
-    catalog = config.load_catalog()
+    catalog = config.load_catalog(create=False)  # a lookup never creates a catalog
     source = open_source(config, table, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name).load()
     rows = IndexSnapshot.of(index) if index is not None else None

@@ -59,7 +59,7 @@ class TableReport:
 
 
 def table_stats(config: Config, table: str, where: str | None = None) -> TableReport:
-    catalog = config.load_catalog()
+    catalog = config.load_catalog(create=False)  # a report never creates a catalog
     source = open_source(config, table, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name)
     index.require()  # NDV and index bytes are statistics of the index: none to report without one

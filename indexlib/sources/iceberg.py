@@ -83,6 +83,35 @@ def only_appends_since(table: Table, snapshot_id: int) -> bool:
     return False
 
 
+SEEN_TABLES_SHOWN = 10  # an unknown-table error names at most this many of the tables the catalog holds
+
+
+def seen_in(catalog: Any) -> str:
+    """What an unknown-table error adds after the catalog's name: its resolved URI and, in parentheses, its
+    namespaces and tables (the first `SEEN_TABLES_SHOWN` of each) and, for SQLite, the path rule."""
+    from indexlib.config import PATH_RULE
+
+    uri = catalog.properties.get("uri")
+    notes = [PATH_RULE] if uri and uri.startswith("sqlite:") else []
+    try:
+        tables: list[str] = []
+        namespaces = sorted(".".join(ns) for ns in catalog.list_namespaces())
+        for namespace in namespaces:
+            tables += sorted(".".join(t) for t in catalog.list_tables(namespace))
+            if len(tables) > SEEN_TABLES_SHOWN:
+                break
+    except Exception:  # any catalog's listing failure: the error still names the table and the catalog
+        notes.insert(0, "its tables could not be listed")
+    else:
+        notes[:0] = [f"namespaces: {_capped(namespaces)}", f"tables: {_capped(tables)}"]
+    return f"{f'at {uri} ' if uri else ''}({'; '.join(notes)})"
+
+
+def _capped(names: list[str]) -> str:
+    shown = ", ".join(names[:SEEN_TABLES_SHOWN]) + (", ..." if len(names) > SEEN_TABLES_SHOWN else "")
+    return shown or "none"
+
+
 class IcebergSource:
     """An Iceberg table; the watermark is a snapshot id of it.
 
@@ -100,7 +129,7 @@ class IcebergSource:
             try:
                 table = catalog.load_table(name)
             except (NoSuchTableError, NoSuchNamespaceError, ValueError):
-                raise UserError(f"unknown table {name!r} in catalog {catalog.name!r}") from None
+                raise UserError(f"unknown table {name!r} in catalog {catalog.name!r} {seen_in(catalog)}") from None
         self.catalog = catalog
         self.table = table
         self.name = name
