@@ -9,24 +9,34 @@ Planner code:
 
 or, one-off from the TOML configuration the CLI reads: `lookup(load_config("conf/local.toml"), table, where)`.
 
-`build_index` and `IndexHandle` are imported on first use, so a lookup never imports Spark or the build.
+Every name here is imported on first use: a lookup never imports Spark or the build, and `skipindex --help` (which
+imports this package first) none of pyarrow, pyiceberg or sqlglot.
 """
 
 from __future__ import annotations
 
+import sys
 from importlib import import_module
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from indexlib.config import load_config
-from indexlib.errors import UserError
-from indexlib.lookup import LookupResult, lookup  # the function shadows its module's name on the package
-from indexlib.query.sql import Clock
-
 if TYPE_CHECKING:
+    from indexlib.config import load_config
+    from indexlib.errors import UserError
     from indexlib.handle import IndexHandle
     from indexlib.indexing.build import build_index
+    from indexlib.lookup import LookupResult, lookup
+    from indexlib.query.sql import Clock
 
-_LAZY = {"IndexHandle": "indexlib.handle", "build_index": "indexlib.indexing.build"}
+_LAZY = {
+    "Clock": "indexlib.query.sql",
+    "IndexHandle": "indexlib.handle",
+    "LookupResult": "indexlib.lookup",
+    "UserError": "indexlib.errors",
+    "build_index": "indexlib.indexing.build",
+    "load_config": "indexlib.config",
+    "lookup": "indexlib.lookup",
+}
 __all__ = ["Clock", "IndexHandle", "LookupResult", "UserError", "build_index", "load_config", "lookup"]
 
 
@@ -34,3 +44,15 @@ def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module 'indexlib' has no attribute {name!r}")
     return getattr(import_module(_LAZY[name]), name)
+
+
+class _Package(ModuleType):
+    """The package keeps `lookup` the function: importing the submodule `indexlib.lookup` (it is in sys.modules as
+    such) would otherwise bind the module over it, as an eager `from indexlib.lookup import lookup` used to undo."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if not (name == "lookup" and isinstance(value, ModuleType)):
+            super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -1,4 +1,4 @@
-"""`skipindex` command line: build, backfill, explain, stats, compact, verify, expire, serve, demo.
+"""`skipindex` command line: build, backfill, explain, stats, compact, verify, expire, serve, jars, demo.
 
 A failure of a known kind (indexlib/errors.py) prints one line on stderr and exits with its kind's code: 2 bad
 input, 3 a table feature no reader here handles, 4 a data file a build cannot index, 5 the build's Spark job failed
@@ -16,13 +16,22 @@ import logging
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from indexlib.config import CONF_ENV, LOCAL_CONF_PATH, Config, load_config
 from indexlib.errors import SkipIndexError, UserError
 from indexlib.indexing.spark import jvm_log_path, log_jvm_output, relaying_jvm_output
 from indexlib.redaction import redact_text
 
+if TYPE_CHECKING:
+    from indexlib.config import Config
+
+# The configuration (pydantic, the index kinds, and through them pyarrow and pyiceberg) and every command's modules
+# are imported when a command runs, so `--help` and argument errors import none of them.
 EXIT_STALE = 1
+NO_CONFIG = ("jars",)  # commands that read no configuration file
+CONF_HELP = (  # indexlib.config's CONF_ENV and LOCAL_CONF_PATH, written out (tests/test_cli_startup.py checks them)
+    "TOML config (default: $SKIPINDEX_CONF, else ./conf/local.toml if present, else the packaged default)"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,10 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument(
-            "--conf",
-            help=f"TOML config (default: ${CONF_ENV}, else ./{LOCAL_CONF_PATH} if present, else the packaged default)",
-        )
+        p.add_argument("--conf", help=CONF_HELP)
         p.add_argument(
             "--verbose", action="store_true", help="show Spark's and Java's output here (default: in a log file)"
         )
@@ -117,6 +123,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to bind (default: [serve] host, 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default: [serve] port, 8181)")
 
+    sub.add_parser(
+        "jars",
+        help="Print the spark.jars value of a Spark session that reads these tables: the fetched connector jars, "
+        "comma-separated (docs/spark-sql.md).",
+        description="Print the spark.jars value of a Spark session that reads these tables: the jars `make jars` "
+        "fetched (or $SKIPINDEX_JARS holds) that Spark does not ship itself, as comma-separated absolute paths "
+        "(docs/spark-sql.md).",
+    )
+
     demo = command("demo", "Generate TPC-H lineitem as a multi-snapshot Iceberg table, index it, compare pruning.")
     demo.add_argument("--scale", type=float, default=0.1, help="TPC-H scale factor (default: %(default)s)")
     demo.add_argument("--snapshots", type=int, default=4, help="append snapshots to commit (default: %(default)s)")
@@ -127,6 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, config: Config | None = None) -> int:
+    if args.command == "jars":
+        from indexlib.jars import spark_jars_value
+
+        print(spark_jars_value())
+        return 0
+    from indexlib.config import load_config
+
     config = config if config is not None else load_config(args.conf)
     if args.command == "build":
         from indexlib.indexing.build import build_index
@@ -224,8 +246,12 @@ def run_or_raise(argv: Sequence[str]) -> None:
     log_jvm_output()
     secrets: set[str] = set()
     try:
-        config = load_config(args.conf)
-        secrets = config.secrets()
+        config = None
+        if args.command not in NO_CONFIG:
+            from indexlib.config import load_config
+
+            config = load_config(args.conf)
+            secrets = config.secrets()
         with relaying_jvm_output(logging.getLogger("spark.jvm")):
             code = run(args, config)
     except SkipIndexError as exc:
@@ -269,10 +295,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     for handler in logging.getLogger().handlers:
         handler.addFilter(redacting)
     _quiet_libraries()
-    log_jvm_output(not args.verbose)
     try:
-        config = load_config(args.conf)
-        redacting.secrets = config.secrets()
+        config = None
+        if args.command not in NO_CONFIG:
+            log_jvm_output(not args.verbose)
+            from indexlib.config import load_config
+
+            config = load_config(args.conf)
+            redacting.secrets = config.secrets()
         code = run(args, config)
     except SkipIndexError as exc:
         line = " ".join(str(exc).split())  # one line, whatever a library's message spans

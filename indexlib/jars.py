@@ -6,6 +6,9 @@ A folder without the stamp `make jars` writes last is not used (a copy that stop
 Spark itself ships (pyspark/jars: Hadoop's client, Jackson, Parquet, log4j, ...) is not handed over again: Spark's own
 copy is the one its classes were built against, and a second, older copy on the classpath is a conflict waiting for
 the class that differs. The index and the lookup never need any of this (docs/spark-sql.md).
+
+`spark_jars_value()` (and `skipindex jars`, which prints it) is the public way to get them: the comma-separated
+absolute paths a Spark session takes as `spark.jars` (or `spark-submit --jars`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+
+from indexlib.errors import UserError
 
 STAMP = ".fetched"  # written by `make jars` after Maven copied every jar
 _VERSIONED = re.compile(r"^(?P<artifact>.+?)-\d[^_]*\.jar$")  # a version has no "_" (Scala suffixes do)
@@ -48,6 +53,18 @@ def spark_jars(folder: Path | None = None) -> list[Path]:
         return []
     shipped = {artifact(p.name) for p in _pyspark_jars().glob("*.jar")}
     return sorted(p for p in folder.glob("*.jar") if artifact(p.name) not in shipped)
+
+
+def spark_jars_value(folder: Path | None = None) -> str:
+    """The `spark.jars` value of a session that reads these tables: the jars of `spark_jars`, as comma-separated
+    absolute paths. A UserError saying how to fetch them when there are none."""
+    jars = spark_jars(folder)
+    if not jars:
+        raise UserError(
+            "no fetched jars: run `make jars` in the checkout (it fetches them into .jars/), or set $SKIPINDEX_JARS "
+            f"to a folder of them holding the stamp {STAMP} (docs/spark-sql.md)"
+        )
+    return ",".join(str(jar.resolve()) for jar in jars)
 
 
 def has_connector(name: str, jars: list[Path]) -> bool:
