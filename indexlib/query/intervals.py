@@ -32,6 +32,8 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
+from pyiceberg.types import DoubleType, FloatType
+
 from indexlib.query.model import FALSE, And, BoundCompare, BoundIn, Expr, Or, and_, operands, or_
 
 _BELOW = frozenset({"<", "<="})  # FALSE on NaN: bound the range above
@@ -40,12 +42,19 @@ _NAN_TRUE = frozenset({">", ">=", "!="})  # the comparisons NaN may make TRUE (S
 
 
 def conjoined(expr: Expr) -> Expr:
-    """`expr` with every AND chain's same-column comparisons judged as one interval (module docstring)."""
+    """`expr` with every AND chain's same-column comparisons judged as one interval (module docstring); a subtree
+    no rule changes is returned as it came (the same object, its shape kept)."""
+    if not isinstance(expr, And | Or):
+        return expr
+    parts = operands(expr, type(expr))
+    made = [conjoined(part) for part in parts]
+    changed = any(new is not old for new, old in zip(made, parts, strict=True))
     if isinstance(expr, Or):
-        return or_(*(conjoined(part) for part in operands(expr, Or)))
-    if isinstance(expr, And):
-        return _chain([conjoined(part) for part in operands(expr, And)])
-    return expr
+        return or_(*made) if changed else expr
+    chained = _chain(made)
+    if chained is not None:
+        return chained
+    return and_(*made) if changed else expr
 
 
 def _orderable(leaf: Expr) -> bool:
@@ -58,6 +67,11 @@ def _orderable(leaf: Expr) -> bool:
         and not (isinstance(v, float) and math.isnan(v))
         for v in values
     )
+
+
+def _floating(leaf: BoundCompare) -> bool:
+    """A FLOAT or DOUBLE column: the only kind that holds NaN (rule 3 has nothing to say of any other)."""
+    return isinstance(leaf.column.type, FloatType | DoubleType)
 
 
 @dataclass
@@ -91,7 +105,8 @@ class _Range:
         return self.upper is None or bool(value < self.upper[0] or (self.upper[1] and value == self.upper[0]))
 
 
-def _chain(parts: list[Expr]) -> Expr:
+def _chain(parts: list[Expr]) -> Expr | None:
+    """The AND of `parts` with the rules applied, or None where no rule changes any of them."""
     ranges: dict[int, _Range] = {}
     for part in parts:
         if isinstance(part, BoundCompare) and part.op in ("=", *_BELOW, *_ABOVE) and _orderable(part):
@@ -99,7 +114,7 @@ def _chain(parts: list[Expr]) -> Expr:
         elif isinstance(part, BoundIn) and not part.negated and _orderable(part):
             ranges.setdefault(part.column.field_id, _Range()).nan_false = True
     if not ranges:
-        return and_(*parts)
+        return None
     if any(found.empty() for found in ranges.values()):
         return FALSE  # rule 1
     rewritten: list[Expr] = []
@@ -115,8 +130,10 @@ def _chain(parts: list[Expr]) -> Expr:
                 rewritten.append(BoundCompare("=", part.column, within[0]))
             else:
                 rewritten.append(part if len(within) == len(part.values) else replace(part, values=within))
-        elif isinstance(part, BoundCompare) and part.op in _NAN_TRUE and found.nan_false:
+        elif isinstance(part, BoundCompare) and part.op in _NAN_TRUE and found.nan_false and _floating(part):
             rewritten.append(replace(part, nan_excluded=True))  # rule 3
         else:
             rewritten.append(part)
+    if all(new is old for new, old in zip(rewritten, parts, strict=True)):
+        return None
     return and_(*rewritten)
