@@ -21,6 +21,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import sweep
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyiceberg.partitioning import PartitionField, PartitionSpec
@@ -242,7 +243,11 @@ predicates = st.one_of(
 
 
 @pytest.mark.slow
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=sweep("SKIPINDEX_CONTAINER_EXAMPLES", short=10, long=100),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
 @given(file_rows=files, wheres=st.lists(predicates, min_size=4, max_size=4), row_groups=st.booleans())
 def test_no_part_holding_a_true_row_is_left_out_and_all_match_is_never_overclaimed(
     toy_registered, tmp_path_factory, file_rows, wheres, row_groups

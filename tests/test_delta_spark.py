@@ -21,6 +21,7 @@ from urllib.parse import unquote
 import duckdb
 import pyarrow as pa
 import pytest
+from conftest import sweep
 from hypothesis import HealthCheck, given, settings
 from iceberg_tables import predicate
 from test_spark_sql import batch_sql
@@ -30,6 +31,8 @@ from indexlib.handle import IndexHandle
 from indexlib.indexing.build import build_index
 from indexlib.scans.duckdb import relation
 from indexlib.scans.spark import CONNECTOR, from_lookup, reader_of
+
+DELTA_SPARK_EXAMPLES = sweep("SKIPINDEX_DELTA_SPARK_EXAMPLES", short=4, long=16)
 
 CHECKED = ("id = 55", "k = 7", "name = 'zz'", "g = 1 AND f > 0.5", "k IS NULL OR id IN (3, 284, 999)", "f != 0.5")
 
@@ -147,7 +150,7 @@ def test_every_step_keeps_every_file_holding_a_match(delta_lake):
     assert builds["delete after optimize"].files_indexed > 0, "and indexes the files OPTIMIZE wrote"
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=DELTA_SPARK_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(drawn=predicate())
 def test_lookups_and_rows_through_the_index_equal_brute_force(delta_lake, connectors, drawn):
     (lake, _), (where, _) = delta_lake, drawn
@@ -160,7 +163,7 @@ def test_lookups_and_rows_through_the_index_equal_brute_force(delta_lake, connec
     ), f"the rows through the index are delta-spark's rows matching {where}"
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=DELTA_SPARK_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(drawn=predicate())
 def test_the_spark_scan_reads_the_kept_files_through_delta_sparks_own_reader(delta_lake, connectors, drawn):
     """`scans.spark.dataframe` with delta-spark in the session: Delta's own reader (deletion vectors applied by it),

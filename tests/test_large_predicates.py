@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import sqlglot
-from conftest import write_and_index
+from conftest import sweep, write_and_index
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyiceberg.partitioning import PartitionField, PartitionSpec
@@ -139,7 +139,11 @@ def _check(verdicts, tables, truth, k, where):
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=sweep("SKIPINDEX_LARGE_IN_EXAMPLES", short=20, long=200),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
 @given(tables=lakes(), wheres=st.lists(large_in_predicates(), min_size=3, max_size=3), index_settings=INDEX_SETTINGS)
 def test_large_in_lists_never_skip_a_matching_file_and_never_overclaim(
     tmp_path_factory, duck, tables, wheres, index_settings

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import sqlglot
-from conftest import write_and_index
+from conftest import sweep, write_and_index
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyiceberg.schema import Schema
@@ -207,7 +207,11 @@ predicates = st.recursive(
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=sweep("SKIPINDEX_FRAMEWORK_EXAMPLES", short=50, long=500),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
 @given(file_values=files, wheres=st.lists(predicates, min_size=3, max_size=3))
 def test_a_toy_range_kind_never_skips_a_matching_file(tmp_path_factory, with_zones, file_values, wheres):
     tables = [pa.Table.from_pylist([{"id": v, "other": 1} for v in f], schema=SCHEMA.as_arrow()) for f in file_values]

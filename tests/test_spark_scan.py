@@ -21,6 +21,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import sweep
 from delta_vectors import brute_force, commit_deletion_vectors, live_adds
 from deltalake import DeltaTable, WriterProperties, write_deltalake
 from hypothesis import HealthCheck, given, settings
@@ -37,7 +38,11 @@ from indexlib.scans.spark import FILES, PARQUET, PYICEBERG, _groups, dataframe, 
 from indexlib.sources.base import DataFileRef
 from indexlib.sources.iceberg_deletes import data_file_of
 
-EXAMPLES = settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+EXAMPLES = settings(
+    max_examples=sweep("SKIPINDEX_SPARK_SCAN_EXAMPLES", short=8, long=40),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
 
 
 @pytest.fixture

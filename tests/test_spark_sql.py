@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import sweep
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from iceberg_tables import FLOATS, WORDS, predicate
@@ -33,6 +34,8 @@ from indexlib.scans.duckdb import relation
 from indexlib.scans.polars import lazy_frame
 from indexlib.scans.spark import CONNECTOR, FILES, dataframe, from_lookup, reader_of
 from indexlib.service.filters import RequestFilter
+
+SPARK_SQL_EXAMPLES = sweep("SKIPINDEX_SPARK_SQL_EXAMPLES", short=4, long=20)
 
 pytestmark = pytest.mark.servers
 
@@ -233,7 +236,7 @@ def plans(server: Serve) -> dict[str, int]:
     return found
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=SPARK_SQL_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(table=st.sampled_from(["db.t", "db.v3"]), drawn=predicate())
 def test_spark_sql_through_the_service_reads_the_rows_and_files_the_index_keeps(lake, connectors, table, drawn):
     spark, (where, _) = connectors, drawn
@@ -398,7 +401,7 @@ def staged_files(df: Any) -> set[str]:
     return found
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=SPARK_SQL_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(table=st.sampled_from(["db.t", "db.v3"]), drawn=predicate())
 def test_the_spark_scan_reads_the_kept_files_through_icebergs_own_reader(lake, connectors, table, drawn):
     """`scans.spark.dataframe` with Iceberg's runtime in the session: Iceberg's own reader, handed exactly the files
@@ -443,7 +446,7 @@ def test_the_mixed_table_has_position_delete_files_and_deletion_vectors(lake, co
     assert formats == {"PARQUET", "PUFFIN"}, "position delete files (version 2) beside deletion vectors (version 3)"
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=SPARK_SQL_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(table=st.sampled_from(["db.t", "db.v3", "db.mixed"]), drawn=predicate())
 def test_every_scan_returns_the_rows_spark_itself_reads(lake, connectors, table, drawn):
     """Tables Spark wrote (merge-on-read position deletes, deletion vectors, both on one table; renamed and promoted
