@@ -54,6 +54,16 @@ CASES = [
         "SQLite file {project}/conf/catalog.db does not exist",
         "stats is read-only too: the same error, no file created",
     ),
+    *(
+        (
+            "sqlite:///catalog.db",
+            upkeep,
+            2,
+            "SQLite file {project}/conf/catalog.db does not exist",
+            f"{upkeep} works on index tables that exist: the same error, no file created",
+        )
+        for upkeep in ("verify", "compact", "expire")
+    ),
     (
         "sqlite:///../catalog.db",
         "explain",

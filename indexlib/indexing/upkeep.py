@@ -56,7 +56,7 @@ class CompactResult:
 
 def indexed_sources(config: Config) -> list[str]:
     """Every source table with an index table in the configured namespace."""
-    catalog = config.load_catalog()
+    catalog = config.load_catalog(create=False)  # upkeep of existing index tables: never a new catalog
     try:
         identifiers = catalog.list_tables(config.index_namespace)
     except NoSuchNamespaceError:
@@ -76,7 +76,7 @@ def compact(config: Config, table_name: str) -> CompactResult:
     stays: a rollback to it makes those files live again, and lookups take the live files from these rows. The
     rows of files removed since are the next build's to drop, with the new live version. Only rows that claim
     nothing (an index written before the claim existed) are pruned here to the files live now."""
-    catalog = config.load_catalog()
+    catalog = config.load_catalog(create=False)  # upkeep of existing index tables: never a new catalog
     source = open_source(config, table_name, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name)
     upgrade_index(index, source)
@@ -137,7 +137,7 @@ class ExpireResult:
 def expire(config: Config, table_name: str, older_than: timedelta, retain_last: int) -> ExpireResult:
     """Expire index snapshots older than `older_than` (keeping the newest `retain_last`) and delete unreferenced
     files older than that; `older_than` must exceed the longest build or lookup that may still be at work."""
-    catalog = config.load_catalog()
+    catalog = config.load_catalog(create=False)  # upkeep of existing index tables: never a new catalog
     source = open_source(config, table_name, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name)
     cutoff = datetime.now(UTC) - older_than
@@ -215,7 +215,7 @@ def verify(
     """Recompute `sample` live entries from their data files and compare them with the index. The sample is small
     work: it is recomputed in this process whatever `[build] local_max_*` say (indexing/local.py), so verify never
     starts a JVM; only an explicit `spark` session runs it on Spark."""
-    catalog = config.load_catalog()
+    catalog = config.load_catalog(create=False)  # upkeep of existing index tables: never a new catalog
     source = open_source(config, table_name, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name)
     index.require()
