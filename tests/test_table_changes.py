@@ -206,8 +206,9 @@ def test_backfill_where_must_name_a_partition_field(backfill_config, lake, spark
         backfill(backfill_config, lake.name, "service = 'auth'", spark)
 
 
-def test_delta_paths_are_the_data_files_delta_rs_resolves(config, tmp_path):
-    """A partition value with '/', '%' and a space is percent-encoded twice in the log; paths must still open."""
+def test_delta_paths_are_the_data_files_delta_rs_resolves(config, catalog, tmp_path):
+    """A partition value with '/', '%' and a space is percent-encoded twice in the log; paths must still open (the
+    index catalog exists, holding no index: lookups open it read-only)."""
     name = str(tmp_path / "odd")
     write_deltalake(name, pa.table({"k": [1, 2, 3], "p": ["a b", "x/y%", None]}), partition_by=["p"])
     source = open_source(config, name)
@@ -267,8 +268,11 @@ TYPED_PARTITION_QUERIES = [
 
 
 @pytest.mark.parametrize(("where", "matches"), TYPED_PARTITION_QUERIES, ids=[q for q, _ in TYPED_PARTITION_QUERIES])
-def test_delta_partition_values_prune_like_min_max_and_never_skip_a_matching_file(config, tmp_path, where, matches):
-    """Date and int partition values, NULL partitions included, decided from the log alone (no build has run)."""
+def test_delta_partition_values_prune_like_min_max_and_never_skip_a_matching_file(
+    config, catalog, tmp_path, where, matches
+):
+    """Date and int partition values, NULL partitions included, decided from the log alone (no build has run; the
+    index catalog exists, empty: lookups open it read-only)."""
     name = str(tmp_path / "typed")
     rng = random.Random(5)
     for _ in range(3):
