@@ -98,7 +98,7 @@ class IndexHandle:
     def for_table(cls, config: Config, table: str) -> IndexHandle:
         """The table `table` named as the CLI names it (any registered format), with the index, catalog, time
         zone and dialect of a loaded TOML configuration."""
-        catalog = config.load_catalog()
+        catalog = config.load_catalog(create=False)  # a handle only reads: a missing SQLite catalog is an error
         return cls.for_source(
             open_source(config, table, catalog),
             index_catalog=catalog,
