@@ -19,6 +19,7 @@ from pyiceberg.io.pyarrow import expression_to_pyarrow, schema_to_pyarrow
 from pyiceberg.schema import Schema
 from pyiceberg.types import DateType, DecimalType, DoubleType, FloatType, LongType, NestedField, StringType
 from pyiceberg.utils.datetime import date_to_days
+from test_reader_residuals import spark_reading
 
 from indexlib.index_kinds.registry import registry
 from indexlib.index_kinds.settings import IndexSettings
@@ -406,33 +407,11 @@ def test_nan_widening_selects_the_same_rows_under_sparks_reading() -> None:
     """The engine applies its own WHERE; under Spark's reading (NaN above every number, equal to itself) each
     widened residual selects exactly the rows of the residual: NaN, NULL, numbers on and around the literal."""
 
-    def spark_reading(node: Any, x: float | None) -> bool | None:
-        if isinstance(node, ice.And | ice.Or):
-            left, right = spark_reading(node.left, x), spark_reading(node.right, x)
-            if isinstance(node, ice.And):
-                return False if False in (left, right) else None if None in (left, right) else True
-            return True if True in (left, right) else None if None in (left, right) else False
-        if isinstance(node, ice.Not):
-            child = spark_reading(node.child, x)
-            return None if child is None else not child
-        if isinstance(node, ice.IsNaN | ice.NotNaN):
-            is_nan = x is not None and x != x
-            return (is_nan if isinstance(node, ice.IsNaN) else not is_nan) if x is not None else False
-        if x is None:
-            return None
-        value = node.literal.value
-        # NaN sorts above every number and equals itself
-        a, b = ((1, 0.0) if x != x else (0, x)), ((1, 0.0) if value != value else (0, value))
-        return {
-            ice.GreaterThan: a > b,
-            ice.GreaterThanOrEqual: a >= b,
-            ice.LessThan: a < b,
-            ice.LessThanOrEqual: a <= b,
-            ice.EqualTo: a == b,
-        }[type(node)]
-
     for residual, widened, rule in NAN_WIDENED:
-        if "s" in str(residual):
+        if "name='s'" in str(residual):  # the cases on column s leave the residual as it came
             continue
-        for x in (None, float("nan"), 0.5, 1.0, 1.5, 100.0, 101.0, -1.0):
+        for x in (float("nan"), 0.5, 1.0, 1.5, 100.0, 101.0, -1.0):
             assert bool(spark_reading(widened, x)) == bool(spark_reading(residual, x)), f"{rule}: x = {x}"
+        # NULL: never lost; under a NOT it may be gained (NOT (x <= c AND not_nan(x)) is TRUE on NULL), which the
+        # engine's own WHERE drops
+        assert spark_reading(widened, None) is True or spark_reading(residual, None) is not True, rule
