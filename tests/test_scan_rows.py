@@ -425,6 +425,7 @@ class DeltaRows(ScanRows):
     def create(self) -> None:
         self.columns = {name: role for name, role in ICEBERG_COLUMNS.items()} | {"p": "p"}
         self.name = str(self.dir / "table")
+        self.config.load_catalog()  # the index's catalog, empty: lookups open it read-only, never create it
 
     def arrow_schema(self) -> pa.Schema:
         return pa.schema([pa.field(name, ARROW[role]) for name, role in self.columns.items()])
