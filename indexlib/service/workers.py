@@ -104,8 +104,17 @@ class InProcesses:
                 self._pool = self._started()
 
     def close(self) -> None:
+        """The workers stopped, then the log queue closed and released here. Its locks are named semaphores that
+        Python's resource tracker unlinks only when this process releases them; the service's process ends by the
+        signal that stopped it (uvicorn raises it again once it has shut down), so no exit handler releases them
+        later, and the queue's feeder thread (started by the listener's last message) still held two of them: the
+        tracker then warned of leaked semaphores. Closed, its thread joined and every reference dropped, the queue
+        releases them now."""
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._listener.stop()
+        self._queue.close()
+        self._queue.join_thread()
+        del self._pool, self._listener, self._queue, self._initargs
 
 
 def _set(logger: logging.Logger | logging.PlaceHolder) -> TypeGuard[logging.Logger]:
