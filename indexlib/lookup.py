@@ -46,12 +46,15 @@ from indexlib.query.normalize import leaves, normalize, unusable_parts
 from indexlib.query.sql import Clock, parse_where, predicate_from_tree
 from indexlib.sources.base import DataFileRef, KeptFile, LiveFiles, Source, paths_of, pick
 from indexlib.sources.registry import open_source
+from indexlib.statistics.provider import Placed
 from indexlib.statistics.verdict import Verdict
 from indexlib.store.containers import PartKind, part_kinds
 from indexlib.store.entries import EntryStatistics
 from indexlib.store.key_rows import KeyReads
 from indexlib.store.snapshot import IndexRows, IndexSnapshot
 from indexlib.store.table import IndexTable, build_hint
+
+FORMAT_STAGE = "format statistics"  # the stage judging unindexed files by the format's own statistics
 
 
 @dataclass(frozen=True)
@@ -434,6 +437,20 @@ class TableState:
     def aligned(self) -> AlignedEntries:
         return AlignedEntries.of(self.live_paths, self.rows)
 
+    @cached_property
+    def format_evidence(self) -> list[Evidence]:
+        """The "format statistics" stage, when some live file has no index entry: the min/max rules over what the
+        format itself records of those files (`Source.format_statistics`), so a file committed after the last build
+        is kept only where the format's own statistics cannot rule it out, as the format's planning would keep it
+        (and also where that planning would drop it wrongly: NaN, -0.0, cut strings; pruning/minmax.py)."""
+        unindexed = np.flatnonzero(~self.aligned.indexed)
+        if not len(unindexed):
+            return []
+        recorded = self.source.format_statistics(pick(self.live, unindexed.tolist()))
+        covers = ~self.aligned.indexed
+        placed = Placed(recorded, unindexed, len(self.live_paths))
+        return [MinMaxEvidence(placed, covers, FORMAT_STAGE, whose="of unindexed files: the format's")]
+
 
 def live_files(source: Source, rows: IndexRows | None) -> list[DataFileRef] | LiveFiles:
     """The source's live files. The one place a lookup takes them from the index: when its file rows claim a live
@@ -491,7 +508,7 @@ def lookup_in(
     live_paths = state.live_paths
     kinds = list(registry().values())
     partitions = PartitionEvidence(state.source, state.live)
-    evidence = [partitions, *index_evidence(state.aligned, kinds)]
+    evidence = [partitions, *state.format_evidence, *index_evidence(state.aligned, kinds)]
     learnt: dict[int, Verdict] = {}
     keys_before = replace(state.rows.key_reads) if state.rows is not None and state.rows.key_reads else None
     results = evaluate(predicate, evidence, len(live_paths), learnt)

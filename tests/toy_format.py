@@ -25,6 +25,7 @@ from pyiceberg.schema import assign_fresh_schema_ids
 from indexlib.errors import UserError
 from indexlib.sources.base import DataFileRef, DeleteFileRef, FileReads, IdentityPartitioning, Source
 from indexlib.sources.registry import SourceFormat
+from indexlib.statistics.provider import NoStatistics, StatisticsProvider
 
 PREFIX = "toy:"
 MANIFEST = "manifest.json"
@@ -80,6 +81,9 @@ class ToySource:
     def files_at(self, version: int) -> list[DataFileRef] | None:
         return self.live_files() if version == self.version else None
 
+    def at_version(self, version: int) -> Source | None:
+        return self if version == self.version else None  # the manifest describes the current version alone
+
     def live_after(self, version: int, known: pa.Table) -> list[DataFileRef] | None:
         return None
 
@@ -102,6 +106,9 @@ class ToySource:
     def partitioning(self) -> IdentityPartitioning:
         by_name = {f.name: f for f in self.schema.fields}
         return IdentityPartitioning(tuple(by_name[c] for c in self.partition_columns))
+
+    def format_statistics(self, files: Sequence[DataFileRef]) -> StatisticsProvider:
+        return NoStatistics(len(files))  # the manifest records no column statistics
 
 
 def _open(config: Any, name: str, catalog: Any) -> ToySource:

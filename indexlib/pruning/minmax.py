@@ -237,14 +237,18 @@ class MinMaxEvidence(Evidence):
 
     name = "minmax"
 
-    def __init__(self, stats: StatisticsProvider, covers: np.ndarray | None = None, name: str = "minmax") -> None:
-        self.stats, self.covers, self.name = stats, covers, name
+    def __init__(
+        self, stats: StatisticsProvider, covers: np.ndarray | None = None, name: str = "minmax", whose: str = ""
+    ) -> None:
+        """`whose`: for explain, whose statistics these are when not the index's (e.g. "the format's")."""
+        self.stats, self.covers, self.name, self.whose = stats, covers, name, whose
 
     def answer(self, leaf: Expr, candidates: np.ndarray) -> Verdict | None:
         return _LeafRules(self.stats).visit(leaf)  # bounds are decoded once per column, for every container
 
     def describe(self, leaf: Expr) -> str | None:
-        return statistics_used(leaf)
+        used = statistics_used(leaf)
+        return f"{self.whose} {used}" if self.whose else used
 
 
 class _LeafRules(ExprVisitor[Verdict | None]):

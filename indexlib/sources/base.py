@@ -19,6 +19,8 @@ import pyarrow as pa
 from pyiceberg.schema import Schema
 from pyiceberg.types import NestedField
 
+from indexlib.statistics.provider import StatisticsProvider
+
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
@@ -30,6 +32,10 @@ class DataFileRef:
     `spec_id` and `partition` (the pyiceberg partition Record, positional per that spec's fields) feed the partition
     stage only; they stay in the planner process and are never shipped to Spark tasks. `partition` is None when
     the source does not say, which that stage reads as "unknown: keep".
+
+    `stats`: the format's own record of the file's column statistics, as the source listed it (Iceberg: pyiceberg's
+    `DataFile`, its manifest entry; Delta: its add action's row), read only by that source's `format_statistics`;
+    None where the file was listed from the index's rows.
     """
 
     path: str
@@ -38,6 +44,7 @@ class DataFileRef:
     file_format: str
     spec_id: int = 0
     partition: Any = field(default=None, compare=False)
+    stats: Any = field(default=None, compare=False, repr=False)
 
 
 class LiveFiles(Sequence[DataFileRef]):
@@ -213,6 +220,11 @@ class Source(Protocol):
         """The files live at `version` (None when the source no longer has that version)."""
         ...
 
+    def at_version(self, version: int) -> Source | None:
+        """The source as it was at `version`, an earlier version of it (its files, deletes and schema then), for a
+        scan of that version; None when the source no longer has it."""
+        ...
+
     def live_after(self, version: int, known: pa.Table) -> list[DataFileRef] | LiveFiles | None:
         """The live files from `known`, the index's file rows, which are exactly the files live at `version`, and
         the files appended since (`appended_since`); None when the source cannot tell them so (the caller calls
@@ -231,6 +243,13 @@ class Source(Protocol):
     @property
     def partitioning(self) -> IcebergPartitioning | IdentityPartitioning:
         """What the files' `partition` says, for the partition stage (pruning/partitions.py)."""
+        ...
+
+    def format_statistics(self, files: Sequence[DataFileRef]) -> StatisticsProvider:
+        """What the format itself records of each of `files` (Iceberg: manifest bounds and null, NaN and value
+        counts; Delta: the add actions' `stats`), as statistics in the index's semantics: true bounds, counts that
+        hold for every live row, unknown wherever the format's record cannot promise that. The lookup judges the
+        files the index has no entry for by them (a source that records nothing answers `NoStatistics`)."""
         ...
 
 

@@ -46,6 +46,7 @@ from pyiceberg.types import NestedField
 
 from indexlib.errors import UnsupportedFeature, UserError
 from indexlib.sources.base import DataFileRef, DeleteFileRef, FileReads, IdentityPartitioning, Source
+from indexlib.sources.delta_stats import ActionRow, DeltaStatistics
 from indexlib.sources.registry import SourceFormat
 
 if TYPE_CHECKING:
@@ -281,8 +282,16 @@ class DeltaSource:
         ):
             partition = tuple((c, v[i]) for c, v in columns.items() if v is not None)
             count = counts[i] if counts is not None and counts[i] is not None else -1
-            refs.append(DataFileRef(self.absolute(path), count, int(size), "PARQUET", 0, partition))
+            refs.append(
+                DataFileRef(self.absolute(path), count, int(size), "PARQUET", 0, partition, ActionRow(actions, i))
+            )
         return refs
+
+    def format_statistics(self, files: Sequence[DataFileRef]) -> DeltaStatistics:
+        """The files' add actions' `stats` as statistics (sources/delta_stats.py), each top-level column found under
+        its physical name."""
+        columns = {f.field_id: self.physical_names[f.name] for f in self.schema.fields if f.name in self.physical_names}
+        return DeltaStatistics([ref.stats for ref in files], columns, [ref.path for ref in files])
 
     def absolute(self, path: str) -> str:
         """The data file as delta-rs's `file_uris()` spells it: the log's path is a percent-encoded URI reference."""
@@ -308,6 +317,16 @@ class DeltaSource:
             return self._files(DeltaTable(self.name, version=version, storage_options=self.storage_options or None))
         except Exception:
             return None
+
+    def at_version(self, version: int) -> DeltaSource | None:
+        """The table as it was at that version (None when the log no longer has it)."""
+        from deltalake import DeltaTable
+
+        try:
+            table = DeltaTable(self.name, version=version, storage_options=self.storage_options or None)
+        except Exception:  # delta-rs raises DeltaError or OSError for a version it cannot load
+            return None
+        return DeltaSource(self.name, self.storage_options, self.io_properties, table)
 
     def live_after(self, version: int, known: pa.Table) -> list[DataFileRef] | None:
         """None: see `appended_since`."""

@@ -16,28 +16,14 @@ from pyiceberg.typedef import Record
 
 from indexlib.errors import UserError
 from indexlib.sources.base import DataFileRef, DeleteFileRef, FileReads, IcebergPartitioning, LiveFiles, Source
-from indexlib.sources.iceberg_deletes import SnapshotDeletes
+from indexlib.sources.iceberg_deletes import SnapshotDeletes, data_file_ref
 from indexlib.sources.registry import SourceFormat
+from indexlib.statistics.manifest_stats import ManifestStatistics
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
     from indexlib.config import Config
-
-
-def data_file_ref(data_file: Any) -> DataFileRef:
-    """A pyiceberg `DataFile` (a manifest entry's file) as the lookup reads data files."""
-    spec_id = getattr(data_file, "spec_id", None)  # without it the partition record cannot be read: leave it unknown
-    return DataFileRef(
-        path=data_file.file_path,
-        record_count=int(data_file.record_count),
-        file_size_in_bytes=int(data_file.file_size_in_bytes),
-        file_format=str(
-            data_file.file_format.value if hasattr(data_file.file_format, "value") else data_file.file_format
-        ),
-        spec_id=int(spec_id) if spec_id is not None else 0,
-        partition=data_file.partition if spec_id is not None else None,
-    )
 
 
 def metadata_location(catalog: Any, identifier: str) -> str | None:
@@ -220,6 +206,22 @@ class IcebergSource:
 
         return LiveFiles(paths + [ref.path for ref in added], lambda: self.refs_of(known) + added, pick)
 
+    def format_statistics(self, files: Sequence[DataFileRef]) -> ManifestStatistics:
+        """The files' manifest entries as statistics (statistics/manifest_stats.py): those the files were listed
+        with, else (files listed from the index's rows) those of the loaded snapshot's plan, read once."""
+        entries = [ref.stats for ref in files]
+        if any(entry is None for entry in entries):
+            planned = self._planned_entries
+            entries = [
+                planned.get(ref.path) if entry is None else entry for ref, entry in zip(files, entries, strict=True)
+            ]
+        return ManifestStatistics(entries, [ref.path for ref in files])
+
+    @cached_property
+    def _planned_entries(self) -> dict[str, Any]:
+        """The manifest entry of every live file of the loaded snapshot, by path."""
+        return {ref.path: ref.stats for ref in self.live_files()}
+
     def stored_partition(self, ref: DataFileRef) -> list[bytes | None] | None:
         """The file's partition record in Iceberg's single-value serialisation, per field of its spec (None when
         the source does not say or the spec cannot be typed with the current schema)."""
@@ -286,6 +288,21 @@ class IcebergSource:
             if listed is not None
             else [data_file_ref(t.file) for t in self.table.scan(snapshot_id=snapshot_id).plan_files()]
         )
+
+    def at_version(self, snapshot_id: int) -> IcebergSource | None:
+        """The table as it was at that snapshot (None when it expired): the loaded metadata with that snapshot and
+        the schema it was written with as current, as pyiceberg's `table.scan(snapshot_id=...)` reads it."""
+        from pyiceberg.table import Table
+
+        snapshot = self.table.snapshot_by_id(snapshot_id)
+        if snapshot is None:
+            return None
+        pinned: dict[str, Any] = {"current_snapshot_id": snapshot_id}
+        if snapshot.schema_id in self.table.schemas():
+            pinned["current_schema_id"] = snapshot.schema_id
+        metadata = self.table.metadata.model_copy(update=pinned)
+        table = Table(self.table.name(), metadata, self.table.metadata_location, self.table.io, self.table.catalog)
+        return IcebergSource(self.catalog, self.name, table)
 
     def partition_label(self, ref: DataFileRef) -> str:
         spec = self.partition_specs.get(ref.spec_id)

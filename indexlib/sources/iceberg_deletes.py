@@ -140,7 +140,7 @@ class SnapshotDeletes:
                 continue
             for entry in manifest.fetch_manifest_entry(self._table.io, discard_deleted=True):
                 data_file = entry.data_file
-                found[data_file.file_path] = _LiveData(_data_ref(data_file), int(entry.sequence_number or 0))
+                found[data_file.file_path] = _LiveData(data_file_ref(data_file), int(entry.sequence_number or 0))
         return found
 
     def live_data_files(self) -> list[DataFileRef] | None:
@@ -188,12 +188,18 @@ def _values(file: Any) -> tuple[Any, ...]:
     return tuple(partition) if partition is not None else ()
 
 
-def _data_ref(data_file: DataFile) -> DataFileRef:
+def data_file_ref(data_file: Any) -> DataFileRef:
+    """A pyiceberg `DataFile` (a manifest entry's file) as the lookup reads data files, the entry kept as its
+    statistics (`DataFileRef.stats`)."""
+    spec_id = getattr(data_file, "spec_id", None)  # without it the partition record cannot be read: leave it unknown
     return DataFileRef(
         path=data_file.file_path,
         record_count=int(data_file.record_count),
         file_size_in_bytes=int(data_file.file_size_in_bytes),
-        file_format=str(data_file.file_format.value),
-        spec_id=int(data_file.spec_id or 0),
-        partition=data_file.partition,
+        file_format=str(
+            data_file.file_format.value if hasattr(data_file.file_format, "value") else data_file.file_format
+        ),
+        spec_id=int(spec_id) if spec_id is not None else 0,
+        partition=data_file.partition if spec_id is not None else None,
+        stats=data_file,
     )

@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from indexlib.statistics.column_stats import physical_arrow_type, supports_bounds
 
 if TYPE_CHECKING:
     from pyiceberg.types import IcebergType
@@ -199,3 +202,54 @@ def isolate_damage(
 
     failed(0, n, error)
     return parts, bad, errors[0] if errors else error
+
+
+class NoStatistics(StatisticsProvider):
+    """N files of which nothing is known."""
+
+    def __init__(self, num_files: int) -> None:
+        self.num_files = num_files
+
+    def column(self, column: ColumnRef) -> ColumnStatistics:
+        return ColumnStatistics.unknown(
+            self.num_files, physical_arrow_type(column.type) if supports_bounds(column.type) else pa.null()
+        )
+
+
+class Placed(StatisticsProvider):
+    """`inner`'s statistics of k files, placed at `positions` (ascending) among `num_files`; unknown elsewhere. A
+    lookup judges a few unindexed files among many this way, without listing the others' records."""
+
+    def __init__(self, inner: StatisticsProvider, positions: np.ndarray, num_files: int) -> None:
+        self.inner, self.positions, self.num_files = inner, np.asarray(positions, dtype=np.int64), num_files
+        self._columns: dict[int, ColumnStatistics] = {}
+
+    def column(self, column: ColumnRef) -> ColumnStatistics:
+        if column.field_id not in self._columns:
+            found = self.inner.column(column)
+            index = np.full(self.num_files, -1, dtype=np.int64)
+            index[self.positions] = np.arange(len(self.positions))
+            present = pa.array(index >= 0)
+            taken = pa.array(np.where(index >= 0, index, 0), pa.int64())
+
+            def spread(counts: np.ndarray) -> np.ndarray:
+                out = np.full(self.num_files, -1, dtype=np.int64)
+                out[self.positions] = counts
+                return out
+
+            def bounds(values: pa.Array) -> pa.Array:
+                if not len(values):
+                    return pa.nulls(self.num_files, values.type)
+                return pc.if_else(present, values.take(taken), pa.nulls(self.num_files, values.type))
+
+            self._columns[column.field_id] = ColumnStatistics(
+                lower=bounds(found.lower),
+                upper=bounds(found.upper),
+                value_count=spread(found.value_count),
+                null_count=spread(found.null_count),
+                nan_count=spread(found.nan_count),
+            )
+        return self._columns[column.field_id]
+
+    def file_name(self, index: int) -> str:
+        return self.inner.file_name(int(np.searchsorted(self.positions, index)))
