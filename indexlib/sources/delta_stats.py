@@ -92,7 +92,8 @@ class DeltaStatistics(StatisticsProvider):
             known = files[both]
             value_count[known] = records.to_numpy(zero_copy_only=False)[both]
             null_count[known] = nulls.to_numpy(zero_copy_only=False)[both]
-            nan_count[known] = -1 if floating else 0
+            # the log keeps no NaN count: unknown for a floating column, unless every value is NULL
+            nan_count[known] = np.where(value_count[known] == null_count[known], 0, -1) if floating else 0
             for side, bounds in (("min", lower), ("max", upper)):
                 if f"{side}.{name}" not in names or arrow_type == pa.null():
                     continue

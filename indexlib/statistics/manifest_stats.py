@@ -11,8 +11,8 @@ so they decode the same way; what differs is what the entry does not say:
   microseconds) is unknown, never reinterpreted.
 - Counts: a file whose entry lacks the column's value count or null count is unknown for that column (the column
   was added after the file was written, or its metrics mode is `none`). A floating column without a NaN count (every
-  file pyiceberg writes) may hold NaN: its NaN count is unknown, so `>`, `>=` and `!=` keep the file, as they must
-  where engines order NaN above every number.
+  file pyiceberg writes) may hold NaN: its NaN count is unknown (0 where every value is NULL), so `>`, `>=` and `!=`
+  keep the file, as they must where engines order NaN above every number.
 - A NaN bound (writers before NaN counts existed) is unknown. Truncated string and binary bounds are true bounds
   (Iceberg increments a truncated upper bound), looser than the values, which the rules allow.
 
@@ -74,7 +74,7 @@ class ManifestStatistics(StatisticsProvider):
                 continue  # counts the entry does not give: the column is unknown in this file
             value_count[i], null_count[i] = values, nulls
             nans = (entry.nan_value_counts or {}).get(field_id) if floating else 0
-            nan_count[i] = -1 if nans is None else nans
+            nan_count[i] = nans if nans is not None else (0 if values == nulls else -1)  # all NULL: no room for NaN
             lower[i] = (entry.lower_bounds or {}).get(field_id)
             upper[i] = (entry.upper_bounds or {}).get(field_id)
         if not supports_bounds(column.type):
