@@ -9,6 +9,9 @@
   side (store/table.py re-plans a commit that lost a race).
 - `skipindex_upkeep`: per table, compact, verify (stale entries fail the task), expire old index snapshots and the
   files no snapshot needs.
+- `skipindex_follow`, when `[airflow] follow_minutes` is set: one long task, `skipindex build --follow` over the
+  `[follow] tables` for that many minutes (each new commit indexed within seconds), on Airflow's continuous
+  schedule, so the next run starts as soon as one ends and resumes from the index's watermark.
 
 No logic here: each task runs a `skipindex` command in its own process, or, when `[airflow] spark_conn_id` names a
 Spark connection, the Spark jobs run through `SparkSubmitOperator` with the scripts in indexlib/jobs/. The
@@ -22,7 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from airflow.sdk import DAG, Asset, AssetAlias, Context, Param, Variable, task
@@ -257,6 +260,27 @@ def upkeep_dag(config: Config) -> DAG:
     return _checked(dag, config, "airflow.upkeep_schedule")
 
 
+def follow_dag(config: Config) -> DAG:
+    minutes = config.airflow.follow_minutes
+    if not config.follow.tables:
+        _one_line_import_error()
+        raise UserError(
+            f"config file {config.path}: airflow.follow_minutes: the follower DAG follows [follow] tables, which "
+            f"lists none (from {CONF_SOURCE})"
+        )
+    with _dag(
+        config,
+        "skipindex_follow",
+        f"Index each new commit of {', '.join(config.follow.tables)} within seconds, {minutes:g} minutes a run",
+        "@continuous",
+        max_active_runs=1,
+    ) as dag:
+        skipindex.override(task_id="follow", execution_timeout=timedelta(minutes=minutes) + config.airflow.timeout)(
+            command="build", args=[*CONF_ARGS, "--follow", "--max-minutes", f"{minutes:g}"]
+        )
+    return _checked(dag, config, "airflow.follow_minutes")
+
+
 def _schedule(build: BuildSchedule) -> tuple[object, str]:
     """The DAG's schedule, and the setting it came from (for the error if Airflow refuses it)."""
     where = f'airflow.builds."{build.table}"'
@@ -275,3 +299,5 @@ for _build in _config.airflow.builds:
     globals()[_build_dag.dag_id] = _build_dag
 skipindex_backfill = backfill_dag(_config)
 skipindex_upkeep = upkeep_dag(_config)
+if _config.airflow.follow_minutes > 0:
+    skipindex_follow = follow_dag(_config)

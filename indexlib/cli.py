@@ -51,7 +51,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     table_help = "source table: namespace.name in the configured catalog, or the path/URI of a Delta table"
     build = command("build", "Index the data files committed to a table since the last build; drop removed ones.")
-    build.add_argument("--table", required=True, help=table_help)
+    build.add_argument(
+        "--table",
+        action="append",
+        help=table_help + " (repeatable: each in turn; with --follow, default: [follow] tables)",
+    )
+    build.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep running: index each new commit within seconds, until SIGTERM / SIGINT (docs/how-to/follow.md)",
+    )
+    build.add_argument(
+        "--interval",
+        type=float,
+        metavar="SECONDS",
+        help="with --follow: seconds between polls of each table (default: [follow] interval_seconds, 1)",
+    )
+    build.add_argument(
+        "--max-minutes",
+        type=float,
+        metavar="MINUTES",
+        help="with --follow: stop (exit 0) at the first batch boundary after this many minutes (default: never)",
+    )
 
     backfill = command(
         "backfill",
@@ -151,9 +172,7 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
 
     config = config if config is not None else load_config(args.conf)
     if args.command == "build":
-        from indexlib.indexing.build import build_index
-
-        print(build_index(config, args.table).message())
+        _build(config, args)
     elif args.command == "backfill":
         from indexlib.indexing.backfill import backfill, plan_backfill
 
@@ -205,6 +224,34 @@ def run(args: argparse.Namespace, config: Config | None = None) -> int:
 
         run_demo(config, scale=args.scale, snapshots=args.snapshots, files_per_snapshot=args.files_per_snapshot)
     return 0
+
+
+def _build(config: Config, args: argparse.Namespace) -> None:
+    """`build`: each table once, or with `--follow` every table until stopped (indexing/follow.py)."""
+    if not args.follow:
+        if args.interval is not None or args.max_minutes is not None:
+            raise UserError("--interval and --max-minutes go with --follow")
+        if not args.table:
+            raise UserError("skipindex build needs --table T")
+        from indexlib.indexing.build import build_index
+
+        for table in args.table:
+            print(build_index(config, table).message(), flush=True)
+        return
+    from dataclasses import replace
+
+    from indexlib.indexing.follow import follow
+
+    if args.interval is not None:
+        if not args.interval > 0:
+            raise UserError(f"--interval must be more than 0 seconds, got {args.interval}")
+        config = replace(config, follow=config.follow.model_copy(update={"interval_seconds": args.interval}))
+    if args.max_minutes is not None and not args.max_minutes >= 0:
+        raise UserError(f"--max-minutes must be >= 0, got {args.max_minutes}")
+    max_seconds = None if args.max_minutes is None else args.max_minutes * 60
+    follow(
+        config, args.table or config.follow.tables, max_seconds=max_seconds, out=lambda line: print(line, flush=True)
+    )
 
 
 def _serve(config: Config, host: str | None, port: int | None) -> None:

@@ -242,6 +242,7 @@ class _AirflowSection(_Section):
     upkeep_schedule: _Text = "@daily"
     verify_sample: int = Field(default=20, ge=0)
     expire_older_than_hours: float = Field(default=72.0, ge=0)
+    follow_minutes: float = Field(default=0.0, ge=0)  # >0: a follower DAG, following [follow] tables
     builds: dict[str, _BuildScheduleSection] = Field(default_factory=dict)
 
     def settings(self) -> AirflowSettings:
@@ -255,7 +256,18 @@ class _AirflowSection(_Section):
             upkeep_schedule=self.upkeep_schedule,
             verify_sample=self.verify_sample,
             expire_older_than_hours=float(self.expire_older_than_hours),
+            follow_minutes=float(self.follow_minutes),
         )
+
+
+class FollowSettings(_Section):
+    """`[follow]`: `skipindex build --follow` (indexing/follow.py): the tables it follows when no `--table` is given,
+    how often it asks each for its current version, and how it retries a transient failure."""
+
+    tables: list[Annotated[str, BeforeValidator(_non_empty)]] = Field(default_factory=list)
+    interval_seconds: float = Field(default=1.0, gt=0)
+    retries: int = Field(default=10, ge=0)  # consecutive transient failures retried before the follower exits
+    max_backoff_seconds: float = Field(default=60.0, gt=0)
 
 
 _ServeText = Annotated[str, BeforeValidator(_non_empty_unshown)]
@@ -343,6 +355,7 @@ class _ConfigFile(_Section):
     lookup: _LookupSection = Field(default_factory=_LookupSection)
     delta: _DeltaSection = Field(default_factory=_DeltaSection)
     airflow: _AirflowSection = Field(default_factory=_AirflowSection)
+    follow: FollowSettings = Field(default_factory=FollowSettings)
     serve: ServeSettings = Field(default_factory=ServeSettings)
 
 
@@ -397,6 +410,7 @@ class AirflowSettings:
     upkeep_schedule: str = _AIRFLOW.upkeep_schedule
     verify_sample: int = _AIRFLOW.verify_sample
     expire_older_than_hours: float = _AIRFLOW.expire_older_than_hours
+    follow_minutes: float = _AIRFLOW.follow_minutes  # 0: no follower DAG
 
 
 @dataclass(frozen=True, repr=False)
@@ -425,6 +439,7 @@ class Config:
     # [index.tables."ns.name"]: table-wide settings, and per column under `columns` (validated at load)
     table_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     airflow: AirflowSettings = AirflowSettings()
+    follow: FollowSettings = field(default_factory=FollowSettings)
     serve: ServeSettings = field(default_factory=ServeSettings)
 
     def __repr__(self) -> str:  # the property tables hold credentials: shown redacted (indexlib/redaction.py)
@@ -651,12 +666,21 @@ SETTING_HELP: dict[str, str] = {
     "airflow.verify_sample": "entries the upkeep DAG's verify recomputes per table",
     "airflow.expire_older_than_hours": "the upkeep DAG's expire: index snapshots and unreferenced files older than "
     "this",
+    "airflow.follow_minutes": "0: no follower DAG; N: a `skipindex_follow` DAG whose one task runs `skipindex build "
+    "--follow` over `[follow] tables` for N minutes, then the next run starts at once",
     "airflow.builds": 'one incremental build DAG per table (`[airflow.builds."ns.name"]`), with one of `schedule`, '
     "`every_minutes` or `asset`",
     "airflow.builds.*.schedule": "a cron expression or preset (`@hourly`)",
     "airflow.builds.*.every_minutes": "a fixed interval, in minutes",
     "airflow.builds.*.asset": "the URI of the source table's Airflow Asset, which the writer's DAG lists in its "
     "outlets",
+    "follow": "`skipindex build --follow`: a long-running process that indexes each new commit of its tables",
+    "follow.tables": 'the tables followed when no `--table` is given, e.g. ["db.events", "/data/lake/clicks"]',
+    "follow.interval_seconds": "seconds between two polls of each table's current version (one catalog query for "
+    "SQL catalogs, the new log entries for Delta)",
+    "follow.retries": "consecutive transient failures (a lost commit race, an I/O or catalog outage) retried with "
+    "back-off before the follower exits with the error's code",
+    "follow.max_backoff_seconds": "the longest wait between two retries (jittered exponential back-off up to it)",
     "serve": "the planning service (`skipindex serve`)",
     "serve.host": "address to bind; bind other addresses only behind a firewall or proxy",
     "serve.port": "port to listen on",
@@ -750,6 +774,7 @@ def load_config(path: str | Path | None = None) -> Config:
         row_groups=file.index.row_groups,
         table_settings=table_settings,
         airflow=file.airflow.settings(),
+        follow=file.follow,
         serve=file.serve,
     )
 

@@ -269,3 +269,26 @@ def test_with_a_spark_connection_the_build_runs_through_spark_submit(airflow_hom
     assert dag.test().state == "success"
     assert len(_asset_events(uri)) == before + 1, "and none when nothing changed"
     checked_answers(config, lake.name)
+
+
+def test_the_follow_dag_runs_the_follower_as_one_long_task_on_the_continuous_schedule(airflow_home, conf_path, lake):
+    conf = _conf(conf_path, 'follow_minutes = 0.05\n[follow]\ntables = ["db.events"]\ninterval_seconds = 0.2\n')
+    bag = _dags(conf)
+    config = load_config(conf_path)
+    dag = bag.get_dag("skipindex_follow")
+    assert type(dag.timetable).__name__ == "ContinuousTimetable", "the next run starts as soon as one ends"
+    [follow] = dag.tasks
+    assert follow.execution_timeout.total_seconds() == 0.05 * 60 + 3 * 3600, "its minutes plus [airflow] timeout"
+    assert dag.test().state == "success", "the follower stops by itself after follow_minutes, exit 0"
+    assert _indexed(config, lake.name) == set(live_rows(config, lake.name)), "it indexed every commit"
+    checked_answers(config, lake.name)
+
+
+def test_a_follow_dag_without_tables_is_one_import_error_naming_the_setting(airflow_home, conf_path):
+    from airflow.dag_processing.dagbag import DagBag
+
+    os.environ["SKIPINDEX_CONF"] = str(_conf(conf_path, "follow_minutes = 30\n"))
+    bag = DagBag(dag_folder=str(DAGS))
+    [error] = bag.import_errors.values()
+    assert "airflow.follow_minutes: the follower DAG follows [follow] tables, which lists none" in error
+    assert len(error.strip().splitlines()) == 1, f"one line: {error}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -177,8 +177,10 @@ def _why_the_job_failed(exc: Exception) -> str:
     return lines[-1] if isinstance(exc, PythonException) else lines[0]
 
 
-def build_index(config: Config, table_name: str, spark: SparkSession | None = None) -> BuildResult:
-    catalog = config.load_catalog()
+def build_index(config: Config, table_name: str, spark: SparkSession | None = None, catalog: Any = None) -> BuildResult:
+    """Index `table_name` up to its current version (the module docstring); `catalog`: the configured catalog when
+    the caller keeps one loaded (a follower, indexing/follow.py), else loaded here."""
+    catalog = catalog if catalog is not None else config.load_catalog()
     for _ in range(_RESTARTS):
         source = open_source(config, table_name, catalog)
         index = IndexTable(catalog, config.index_namespace, source.name)
