@@ -95,6 +95,7 @@ bench: $(STAMP) $(JARS_STAMP) hudi-env
 	$(BIN)/python benchmarks/bench_build.py --small-files 0 --skip-kinds --choice
 	$(BIN)/python benchmarks/bench_automaton.py
 	$(BIN)/python benchmarks/bench_changes.py
+	$(BIN)/python benchmarks/bench_follow.py
 	$(BIN)/python benchmarks/bench_query.py --chart docs/query_bench.png
 	$(BIN)/python benchmarks/bench_query.py --row-groups 16 --build-runs 3
 	$(BIN)/python benchmarks/bench_lookup_scale.py --files 10000 100000 --row-groups 8 --runs 5

@@ -1,0 +1,286 @@
+"""Following a table: a writer appends small commits every 1-2 s with pyiceberg while `skipindex build --follow`
+runs in its own process; per commit, the lag from the source commit to the index commit that holds it; the
+follower's CPU share; and, sampled while the writer runs, the files a lookup keeps for a point query and a range
+query against pyiceberg's own planning (`table.scan(row_filter=...).plan_files()`) and the files that hold a match
+(brute force over the rows of every live file).
+
+    python benchmarks/bench_follow.py [--minutes 10] [--rows 5000] [--period 1 2] [--seed-files 40]
+
+The lag is read after the run from the two tables' own histories, not by polling: each index snapshot records the
+source version it reached (`skipindex.source-version`) and its commit time, so a source commit's lag is the first
+index snapshot at or past it minus the source snapshot's timestamp. The CPU share is the follower process's user +
+system time (/proc/<pid>/stat) over the writer's run, per one core. Prints Markdown for docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLE = "bench.events"
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("ts", pa.timestamp("us")),
+        ("service", pa.string()),
+        ("latency", pa.float64()),
+    ]
+)
+SERVICES = [f"svc-{n:02d}" for n in range(30)]
+ABSENT = 2**62 + 12345  # inside every file's id range, in none (the writer's ids are random 63-bit: ~1e-12 odds)
+
+
+def batch(rng: random.Random, rows: int, now: datetime) -> pa.Table:
+    """Random 63-bit ids (a trace id: min/max cannot prune it), timestamps over the last second (a time-ordered
+    table: min/max prunes a recent range), two services per commit (a clustered tag)."""
+    services = rng.sample(SERVICES, 2)
+    start = now - timedelta(seconds=1)
+    return pa.table(
+        {
+            "id": pa.array([rng.getrandbits(63) for _ in range(rows)], pa.int64()),
+            "ts": pa.array(
+                [start + timedelta(microseconds=rng.randrange(1_000_000)) for _ in range(rows)], pa.timestamp("us")
+            ),
+            "service": pa.array([rng.choice(services) for _ in range(rows)]),
+            "latency": pa.array([rng.expovariate(1 / 50) for _ in range(rows)], pa.float64()),
+        },
+        schema=SCHEMA,
+    )
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process `pid` (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Sample:
+    seconds: float  # since the writer started
+    files_total: int
+    unindexed: int
+    kept: dict[str, int] = field(default_factory=dict)  # per query: the lookup's files
+    planned: dict[str, int] = field(default_factory=dict)  # per query: pyiceberg's plan_files
+    true: dict[str, int] = field(default_factory=dict)  # per query: files holding a matching row
+    stages: list[str] = field(default_factory=list)
+
+
+def queries(last_key: int, since: datetime) -> dict[str, tuple[str, object, object]]:
+    """name -> (SQL for the lookup, pyiceberg row filter, Arrow filter for brute force)."""
+    from pyiceberg.expressions import EqualTo, GreaterThanOrEqual
+
+    stamp = since.strftime("%Y-%m-%d %H:%M:%S.%f")
+    return {
+        "point (key of the newest commit)": (
+            f"id = {last_key}",
+            EqualTo("id", last_key),
+            pc.field("id") == last_key,
+        ),
+        "point (absent key)": (f"id = {ABSENT}", EqualTo("id", ABSENT), pc.field("id") == ABSENT),
+        "range (last 5 s)": (
+            f"ts >= TIMESTAMP '{stamp}'",
+            GreaterThanOrEqual("ts", since.isoformat()),
+            pc.field("ts") >= pa.scalar(since, pa.timestamp("us")),
+        ),
+    }
+
+
+def sample(config, table, started: float, last_key: int) -> Sample:
+    """One look at the table now: the lookup, pyiceberg's planning and the truth for each query."""
+    from indexlib.lookup import lookup
+
+    table = table.refresh()
+    since = datetime.now() - timedelta(seconds=5)  # the writer stamps rows in local wall time
+    live = [task.file.file_path for task in table.scan().plan_files()]
+    out = Sample(time.monotonic() - started, len(live), 0)
+    for name, (sql, row_filter, arrow_filter) in queries(last_key, since).items():
+        result = lookup(config, TABLE, sql)
+        out.unindexed = max(out.unindexed, result.summary["files_unindexed"])
+        out.stages = [s["name"] for s in result.summary["stages"]]
+        out.kept[name] = len(result.files)
+        out.planned[name] = len(list(table.scan(row_filter=row_filter).plan_files()))
+        out.true[name] = sum(1 for path in live if _rows(path).filter(arrow_filter).num_rows)
+    return out
+
+
+_ROWS: dict[str, pa.Table] = {}  # data files never change: each is read once
+
+
+def _rows(path: str) -> pa.Table:
+    if path not in _ROWS:
+        _ROWS[path] = pq.read_table(path.removeprefix("file://"), columns=["id", "ts"])
+    return _ROWS[path]
+
+
+def lags(table, index_table) -> list[float]:
+    """Per source commit after the first index snapshot of the run: seconds from its commit to the index commit
+    that holds it (the first whose watermark is it or a later commit)."""
+    from indexlib.store.table import WATERMARK_PROPERTY
+
+    order = {s.snapshot_id: n for n, s in enumerate(table.snapshots())}  # appends only: history order
+    commits = [(order[s.snapshot_id], s.timestamp_ms / 1000) for s in table.snapshots()]
+    reached = []  # (position of the source version, index commit time), in index order
+    for snapshot in index_table.snapshots():
+        version = (snapshot.summary or {}).get(WATERMARK_PROPERTY)
+        if version is not None and int(version) in order:
+            reached.append((order[int(version)], snapshot.timestamp_ms / 1000))
+    out = []
+    for position, committed in commits:
+        held = [when for at, when in reached if at >= position]
+        if held:
+            out.append(min(held) - committed)
+    return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def run(minutes: float, rows: int, period: tuple[float, float], seed_files: int, interval: float) -> str:
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestampType
+
+    from indexlib.config import load_config
+    from indexlib.indexing.build import build_index
+    from indexlib.store.table import IndexTable
+
+    rng = random.Random(58)
+    with tempfile.TemporaryDirectory() as tmp:
+        conf = Path(tmp) / "conf.toml"
+        conf.write_text(
+            '[catalog]\nname = "bench"\ntype = "sql"\nuri = "sqlite:///catalog.db"\nwarehouse = "warehouse"\n'
+            f"[follow]\ninterval_seconds = {interval}\n"
+        )
+        config = load_config(conf)
+        catalog = config.load_catalog()
+        catalog.create_namespace("bench")
+        schema = Schema(
+            NestedField(1, "id", LongType()),
+            NestedField(2, "ts", TimestampType()),
+            NestedField(3, "service", StringType()),
+            NestedField(4, "latency", DoubleType()),
+        )
+        table = catalog.create_table(TABLE, schema=schema)
+        for n in range(seed_files):
+            table.append(batch(rng, rows, datetime.now() - timedelta(minutes=seed_files - n)))
+        build_index(config, TABLE)  # the history before the follower starts
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        follower = subprocess.Popen(
+            [sys.executable, "-m", "indexlib.cli", "build", "--follow", "--conf", str(conf), "--table", TABLE],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        lines: list[str] = []
+        threading.Thread(target=lambda: lines.extend(follower.stdout), daemon=True).start()
+        while not lines:  # started: its first line
+            time.sleep(0.1)
+        started, cpu_start = time.monotonic(), cpu_seconds(follower.pid)
+        commits, samples, last_key, next_sample = 0, [], -1, started + 20
+        end = started + minutes * 60
+        while time.monotonic() < end:
+            data = batch(rng, rows, datetime.now())
+            table.append(data)
+            commits += 1
+            last_key = int(data.column("id")[0].as_py())
+            if time.monotonic() >= next_sample:  # right after a commit: its file may not be indexed yet
+                samples.append(sample(config, table, started, last_key))
+                next_sample = time.monotonic() + 20
+            time.sleep(rng.uniform(*period))
+        wall = time.monotonic() - started
+        cpu = cpu_seconds(follower.pid) - cpu_start
+        time.sleep(max(5.0, 3 * interval))  # the last commit's batch
+        samples.append(sample(config, table, started, last_key))
+        follower.send_signal(signal.SIGTERM)
+        code = follower.wait(timeout=600)
+        index_table = IndexTable(catalog, config.index_namespace, TABLE).reload()
+        measured = lags(table.refresh(), index_table)[seed_files:]  # the writer's commits
+        batches = [line for line in lines if " indexed (" in line]
+    return report(minutes, rows, period, commits, wall, cpu, measured, batches, samples, code, interval)
+
+
+def report(minutes, rows, period, commits, wall, cpu, measured, batches, samples, code, interval) -> str:
+    out = [
+        f"### {wall / 60:.1f} minutes, {commits} pyiceberg appends of {rows:,} rows every {period[0]:g}-{period[1]:g} s, "
+        f"follower polling every {interval:g} s",
+        "",
+        "| measure | value |",
+        "|---|---:|",
+        f"| commits / index batches | {commits} / {len(batches)} |",
+        f"| lag commit -> index, p50 | {percentile(measured, 0.5):.2f} s |" if measured else "| lag | none measured |",
+    ]
+    if measured:
+        out += [
+            f"| lag p99 | {percentile(measured, 0.99):.2f} s |",
+            f"| lag max | {max(measured):.2f} s |",
+            f"| lag mean | {statistics.mean(measured):.2f} s |",
+        ]
+    out += [
+        f"| follower CPU | {cpu:.1f} s over {wall:.0f} s = {100 * cpu / wall:.1f} % of one core |",
+        f"| follower exit code after SIGTERM | {code} |",
+        "",
+        "Files per query, sampled right after a commit (lookup kept / pyiceberg's planning / files with a match; "
+        "`unindexed`: live files the index had no entry for at that moment):",
+        "",
+        "| s | live files | unindexed | " + " | ".join(samples[0].kept) + " |",
+        "|---:|---:|---:|" + "---:|" * len(samples[0].kept),
+    ]
+    for s in samples:
+        cells = [f"{s.kept[q]} / {s.planned[q]} / {s.true[q]}" for q in s.kept]
+        out.append(f"| {s.seconds:.0f} | {s.files_total} | {s.unindexed} | " + " | ".join(cells) + " |")
+    worse = sum(1 for s in samples for q in s.kept if s.kept[q] > s.planned[q])
+    indexed = [s for s in samples if s.unindexed == 0]
+    ratio = max((s.kept[q] / max(1, s.true[q]) for s in indexed for q in s.kept), default=float("nan"))
+    out += [
+        "",
+        f"Lookup stages: {', '.join(samples[-1].stages)}. Samples where the lookup kept more files than pyiceberg's "
+        f"planning: {worse} of {len(samples) * len(samples[0].kept)}; worst kept / true (at least 1) once every "
+        f"file was indexed: {ratio:.2f}.",
+    ]
+    return "\n".join(out)
+
+
+def revision() -> str:
+    """The commit measured, and whether the lookup's files differ from it (work in progress in the tree)."""
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    changed = subprocess.run(
+        ["git", "-C", str(ROOT), "status", "--short", "--", "indexlib"], capture_output=True, text=True
+    ).stdout.split("\n")
+    edited = sorted(line[3:] for line in changed if line.strip())
+    return f"Measured at {head.stdout.strip() or 'an unknown revision'}" + (
+        f", with uncommitted changes to {', '.join(edited)}." if edited else "."
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=10.0, help="how long the writer commits (default: 10)")
+    parser.add_argument("--rows", type=int, default=5000, help="rows per commit (default: 5000)")
+    parser.add_argument("--period", type=float, nargs=2, default=(1.0, 2.0), help="seconds between commits")
+    parser.add_argument("--seed-files", type=int, default=40, help="files committed and indexed before the run")
+    parser.add_argument("--interval", type=float, default=1.0, help="the follower's poll interval (default: 1)")
+    args = parser.parse_args()
+    print(run(args.minutes, args.rows, tuple(args.period), args.seed_files, args.interval))
+    print(f"\n{revision()}")
+
+
+if __name__ == "__main__":
+    main()
