@@ -22,8 +22,8 @@ commit starts a fresh read). A live list is a fact about one source snapshot (ho
 file rows under their live-version claim, or from the source's plan, docs/index-table.md), so a new index snapshot
 alone does not replace it.
 
-Answers are those of `lookup.lookup` over the same states: files committed after the last build stay "unindexed,
-kept", removed files are never returned. Thread safety: the snapshot check and the cache update run under one lock;
+Answers are those of `lookup.lookup` over the same states: files committed after the last build are judged by their
+partition values and format statistics ("unindexed"), removed files are never returned. Thread safety: the snapshot check and the cache update run under one lock;
 a lookup then works on the state it got, which no one modifies, so concurrent lookups never see a half-updated cache.
 """
 
@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from pyiceberg.expressions import BooleanExpression
 
 from indexlib.config import DEFAULT_INDEX_NAMESPACE
+from indexlib.errors import UserError
 from indexlib.lookup import LookupResult, TableState, live_files, lookup_in
 from indexlib.query.model import Expr
 from indexlib.query.sql import Clock, check_dialect
@@ -180,18 +181,41 @@ class IndexHandle:
         case_sensitive: bool = True,
         *,
         selected_fields: tuple[str, ...] = ("*",),
+        limit: int | None = None,
+        snapshot_id: int | None = None,
     ) -> Scan:
         """`where` looked up now (as `lookup` reads it), as one scan object: its kept files' rows in any engine,
         `.to_arrow()`, `.to_duckdb()`, `.to_polars()`, `.to_spark(spark)`, `.count()`, ... (`scans/scan.py`), all
         at the version this lookup answered for, with the top-level columns `selected_fields` names (default:
-        all). A pyiceberg row filter is applied with pyiceberg's semantics by the Arrow outputs, as
-        `table.scan(row_filter=...)` applies it; SQL text keeps its SQL meaning everywhere."""
+        all), at most `limit` rows (default: every matching row). A pyiceberg row filter is applied with
+        pyiceberg's semantics by the Arrow outputs, as `table.scan(row_filter=...)` applies it; SQL text keeps its
+        SQL meaning everywhere.
+
+        `snapshot_id`: an earlier version of the source to read (an Iceberg snapshot id, a Delta table version), as
+        pyiceberg's `table.scan(snapshot_id=...)`; default the current one (`state_at` says how it is answered)."""
         from indexlib.scans.scan import Scan
 
         clock = clock or Clock.system(self._time_zone)
-        result = self.lookup(where, clock, case_sensitive)
+        state = self.current() if snapshot_id is None else self.state_at(snapshot_id)
+        result = self.lookup(where, clock, case_sensitive, state=state)
         row_filter = where if isinstance(where, BooleanExpression) else None
-        return Scan(result, self._dialect, clock, row_filter, tuple(selected_fields))
+        return Scan(result, self._dialect, clock, row_filter, tuple(selected_fields), limit)
+
+    def state_at(self, version: int) -> TableState:
+        """The state of the source at `version` (`Source.at_version`: its files, deletes and schema then) with the
+        index's current snapshot, for a lookup of that version (`lookup(..., state=)`). Its live files come from
+        the index's file rows where they are a fact about `version` (those rows' live version is `version` or an
+        ancestor of it reached by appends alone, `live_files`), else from the source's plan of `version`; the
+        index's entries are facts about data files, whatever version holds them. Read afresh on every call (the
+        handle caches the current version only). UserError when the source no longer has `version`."""
+        current = self.current()
+        if version == current.source_version:
+            return current
+        source = current.source.at_version(version)
+        if source is None:
+            raise UserError(f"table {self.name} has no version {version} (an Iceberg snapshot id, a Delta version)")
+        live = live_files(source, current.rows)
+        return TableState(source, live, current.rows, source.current_version(), current.index_version, None)
 
     def current(self) -> TableState:
         """The state at the current state of the source and snapshot of the index, updated from the cached one."""
@@ -249,11 +273,13 @@ def scan(
     where: str | Expr | BooleanExpression,
     *,
     selected_fields: tuple[str, ...] = ("*",),
+    limit: int | None = None,
+    snapshot_id: int | None = None,
 ) -> Scan:
-    """`handle.scan(where, selected_fields=...)`; a pyiceberg Table is read through its index in the same catalog (a
-    handle made for this one scan: planner code that scans a table often keeps its `IndexHandle`, and its cache)."""
+    """`handle.scan(where, ...)`; a pyiceberg Table is read through its index in the same catalog (a handle made
+    for this one scan: planner code that scans a table often keeps its `IndexHandle`, and its cache)."""
     handle = table_or_handle if isinstance(table_or_handle, IndexHandle) else IndexHandle.for_iceberg(table_or_handle)
-    return handle.scan(where, selected_fields=selected_fields)
+    return handle.scan(where, selected_fields=selected_fields, limit=limit, snapshot_id=snapshot_id)
 
 
 def open_handle(config: Config, table: str) -> IndexHandle:

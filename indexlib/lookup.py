@@ -2,12 +2,14 @@
 
 Stages run in order over the live files of the source's current snapshot, each over the files the previous one
 kept, one per source of evidence handed to the one evaluator (pruning/evaluator.py): "partition" (the source's own
-partition values; covers every live file), "minmax" (bounds and counts of the index entries), "key index" (the
-global key index, for `=` / IN on keyed columns), then one stage per index kind ("bloom", "automaton"). Each stage evaluates the whole predicate with everything known so far (a leaf's
-verdict combines the evidence up to that stage), so the stages report how many files each removed. A live file with
-no index entry (committed after the last build) is unknown to the index stages: it is kept and counted in
-`files_unindexed` (unless the predicate is FALSE on every row, as `x NOT IN (1, NULL)` is: the first stage then
-keeps no file).
+partition values; covers every live file), "format statistics" (when some live file has no index entry: the
+min/max rules over what the format records of those files, `Source.format_statistics`), "minmax" (bounds and counts
+of the index entries), "key index" (the global key index, for `=` / IN on keyed columns), then one stage per index
+kind ("bloom", "automaton"). Each stage evaluates the whole predicate with everything known so far (a leaf's verdict
+combines the evidence up to that stage), so the stages report how many files each removed. A live file with no index
+entry (committed after the last build) is unknown to the index stages: it is kept unless its partition values or
+its format statistics rule it out, and counted in `files_unindexed` (a predicate FALSE on every row, as
+`x NOT IN (1, NULL)` is, keeps no file).
 Index entries of files that are no longer live are never returned. A file is in `all_match` when any stage proves
 every row of it matches the whole predicate.
 

@@ -14,7 +14,7 @@ return with a matching row; where the index cannot answer, pyiceberg's own plann
   snapshot; an incremental scan's `end-snapshot-id`), as Iceberg Java's `useSnapshotSchema` scans do; the pruning
   filter names them by field id in the current schema, which the index and pyiceberg's planning bind to.
 - The index answers a plan of the table's current snapshot (no `snapshot-id`, or the one the index's handle just
-  read): the lookup's kept files (files committed after the last build are kept, unindexed), each with its delete
+  read): the lookup's kept files (files committed after the last build judged by their manifest entries), each with its delete
   files; a deletion vector as its blob for that file (vectors.py), on either route.
 - pyiceberg's own planning (`table.scan(...).plan_files()` here, in the service) answers a plan pinned to another
   snapshot, an incremental scan (`start-snapshot-id` / `end-snapshot-id`: `incremental_append_scan`, appends only,
