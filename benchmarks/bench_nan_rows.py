@@ -30,7 +30,6 @@ from timing import best_of
 from indexlib.config import load_config
 from indexlib.handle import open_handle
 from indexlib.indexing.build import build_index
-from indexlib.scans.duckdb import relation
 
 ROW_GROUP_ROWS = 100_000
 
@@ -70,7 +69,7 @@ def main(files: int, rows: int, spark_too: bool) -> None:
         handles = {name: open_handle(config, name) for name in ("db.clean", "db.nan")}
 
         def duck(name: str) -> int:
-            return relation(handles[name], where).aggregate("count(*)").fetchall()[0][0]
+            return handles[name].scan(where).to_duckdb().aggregate("count(*)").fetchall()[0][0]
 
         times = {name: best_of(3, lambda name=name: duck(name)) for name in handles}
         assert duck("db.nan") == duck("db.clean") + files, "every NaN row returned"
@@ -80,14 +79,12 @@ def main(files: int, rows: int, spark_too: bool) -> None:
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's Python workers import indexlib
             from pyspark.sql import SparkSession
 
-            from indexlib.scans.spark import dataframe
-
             builder = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
             spark = builder.config("spark.ui.showConsoleProgress", "false").getOrCreate()
             spark.sparkContext.setLogLevel("ERROR")
 
             def spark_count(name: str) -> int:
-                return dataframe(spark, handles[name], None, where).count()
+                return handles[name].scan(where).to_spark(spark).count()
 
             times = {name: best_of(3, lambda name=name: spark_count(name)) for name in handles}
             clean, nan = times["db.clean"], times["db.nan"]

@@ -15,8 +15,8 @@ Per query, the wall time of:
 
 Files and bytes each way reads, and the rows returned, which must be equal across all ways (asserted).
 
-Through the index, each engine runs what a user runs: pyiceberg `indexlib.scans.pyiceberg.scan(handle, where)`,
-DuckDB `indexlib.scans.duckdb.relation(handle, where)` (lookup, then the DuckDB scan over the kept files); DuckDB's
+Through the index, each engine runs what a user runs: pyiceberg `handle.scan(where).to_arrow()`, DuckDB
+`handle.scan(where).to_duckdb()` (lookup, then the DuckDB scan over the kept files); DuckDB's
 own read and its limit are `read_parquet` over the paths with the WHERE.
 
 The lineitem point query is a key held by exactly one file, the one nearest the middle of the key range: lineitem
@@ -64,10 +64,10 @@ from pyiceberg.io.pyarrow import ArrowScan
 from indexlib.config import load_config
 from indexlib.demo import _events_shard, trace_id
 from indexlib.handle import open_handle
-from indexlib.scans.duckdb import relation as duckdb_relation
+from indexlib.query.sql import Clock
 from indexlib.scans.duckdb import relation_of
-from indexlib.scans.pyiceberg import IndexedScan, row_filter
-from indexlib.scans.pyiceberg import scan as indexed_scan
+from indexlib.scans.pyiceberg import row_filter
+from indexlib.scans.scan import Scan
 
 TABLE = "bench.small"  # the name bench_build._registered gives
 WAYS = ["own", "index warm", "index cold", "limit"]
@@ -176,18 +176,16 @@ import json, sys, time
 started = time.perf_counter()
 from indexlib.config import load_config
 from indexlib.handle import open_handle
-if sys.argv[3] == "pyiceberg":
-    from indexlib.scans.pyiceberg import scan
-else:
-    from indexlib.scans.duckdb import relation
+from indexlib.query.sql import Clock
 config = load_config(sys.argv[1])
 handle = open_handle(config, sys.argv[2])
 where = sys.stdin.read()
 imported = time.perf_counter()
+scan = handle.scan(where)
 if sys.argv[3] == "pyiceberg":
-    rows = scan(handle, where).to_arrow().num_rows
+    rows = scan.to_arrow().num_rows
 else:
-    rows = relation(handle, where).to_arrow_table().num_rows
+    rows = scan.to_duckdb().to_arrow_table().num_rows
 done = time.perf_counter()
 print(json.dumps({"total_s": done - started, "read_s": done - imported, "rows": rows}))
 """
@@ -236,11 +234,11 @@ def _measure(name: str, conf: Path, paths: list[str], queries: list[tuple[str, s
 
         ways: dict[tuple[str, str], tuple[Callable[[], pa.Table], list[str]]] = {
             ("pyiceberg", "own"): (lambda f=ice_filter: table.scan(row_filter=f).to_arrow(), planned),
-            ("pyiceberg", "index warm"): (lambda w=where: indexed_scan(handle, w).to_arrow(), kept),
+            ("pyiceberg", "index warm"): (lambda w=where: handle.scan(w).to_arrow(), kept),
             ("pyiceberg", "limit"): (limit_pyiceberg, truth),
             ("duckdb", "own"): (lambda w=where: duckdb_read(con, paths, w, first), paths),
             ("duckdb", "index warm"): (
-                lambda w=where: duckdb_relation(handle, w, connection=con).to_arrow_table(),
+                lambda w=where: handle.scan(w).to_duckdb(con).to_arrow_table(),
                 kept,
             ),
             ("duckdb", "limit"): (lambda t=truth, w=where: duckdb_read(con, t, w, first), truth),
@@ -280,7 +278,7 @@ def _all_match(conf: Path, where: str, runs: int) -> dict[str, tuple[int, int, f
     filtered = replace(result, all_match=[])
     con = duckdb.connect()
     reads = {
-        "pyiceberg": lambda r: IndexedScan(r).to_arrow(),
+        "pyiceberg": lambda r: Scan(r, handle.dialect, Clock.system(handle.time_zone)).to_arrow(),
         "duckdb": lambda r: relation_of(r, dialect=handle.dialect, connection=con).to_arrow_table(),
     }
     measured = {}

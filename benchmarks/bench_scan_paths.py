@@ -6,10 +6,10 @@ as two Iceberg tables over the same rows in one SQLite catalog: `bench.small`, t
 appended by pyiceberg (field ids). Both indexed by the build, in this process. Per table and query, side by side in
 one run (best of `--runs`):
 
-- DuckDB: its own `read_parquet` over every file with the WHERE; `indexlib.scans.duckdb.relation(handle, where)`
+- DuckDB: its own `read_parquet` over every file with the WHERE; `handle.scan(where).to_duckdb()`
   on a warm handle (lookup + relation + count); the limit: `read_parquet` over only the files holding a match.
 - Spark (`--spark`, local[2], with the connectors' jars when `make jars` fetched them): its own
-  `spark.read.parquet(every file).filter(where)`; `indexlib.scans.spark.dataframe(spark, handle, None, where)` with
+  `spark.read.parquet(every file).filter(where)`; `handle.scan(where).to_spark(spark, reader)` with
   the jar-free reads (`reader="files"`) and, where Iceberg's runtime is in the session, with Iceberg's own reader
   over the kept files (`reader="connector"`); the limit: Spark's read of only the files holding a match; each
   counted. Which path read the kept files (`routes`: Spark's Parquet reader or pyiceberg in Spark tasks).
@@ -39,7 +39,6 @@ from timing import best_of
 from indexlib.config import load_config
 from indexlib.handle import open_handle
 from indexlib.indexing.build import build_index
-from indexlib.scans.duckdb import relation
 
 TABLES = {"without field ids": "bench.small", "with field ids": "bench.ids"}
 
@@ -89,12 +88,11 @@ def _ways(
 
     ways: dict[str, Callable[[], int]] = {
         "duckdb own": lambda: duck(live),
-        "duckdb index": lambda: relation(handle, where).aggregate("count(*)").fetchall()[0][0],
+        "duckdb index": lambda: handle.scan(where).to_duckdb().aggregate("count(*)").fetchall()[0][0],
         "duckdb limit": lambda: duck(true),
     }
     if spark is None:
         return ways
-    from indexlib.scans.spark import dataframe
     from indexlib.scans.spark_connectors import has_runtime
 
     def own_spark(files: list[str]) -> int:
@@ -102,11 +100,11 @@ def _ways(
 
     ways |= {
         "spark own": lambda: own_spark(live),
-        "spark index": lambda: dataframe(spark, handle, None, where, reader="files").count(),
+        "spark index": lambda: handle.scan(where).to_spark(spark, "files").count(),
         "spark limit": lambda: own_spark(true),
     }
     if has_runtime(spark, "iceberg"):
-        ways["spark connector"] = lambda: dataframe(spark, handle, None, where, reader="connector").count()
+        ways["spark connector"] = lambda: handle.scan(where).to_spark(spark, "connector").count()
     return ways
 
 

@@ -33,8 +33,6 @@ from test_spark_sql import batch_sql
 from indexlib.errors import UserError
 from indexlib.handle import IndexHandle
 from indexlib.indexing.build import build_index
-from indexlib.scans.duckdb import relation
-from indexlib.scans.polars import lazy_frame
 from indexlib.scans.spark import CONNECTOR, FILES, from_lookup, reader_of
 from indexlib.sources.delta import DeltaSource
 
@@ -125,7 +123,7 @@ def check(lake: DeltaLake, rows: pa.Table, where: str, names: dict[str, str], st
     assert holding <= kept, (
         f"{mode_of(lake)} mode, after {step}: the lookup of {asked} keeps every file holding a match"
     )
-    got = relation(lake.handle, asked).to_arrow_table()
+    got = lake.handle.scan(asked).to_duckdb().to_arrow_table()
     got = got.rename_columns([{v: k for k, v in names.items()}.get(c, c) for c in got.column_names])
     assert same_rows(got, expected), f"{mode_of(lake)} mode, after {step}: DuckDB's rows through the index for {asked}"
 
@@ -168,7 +166,7 @@ def test_every_scan_returns_delta_sparks_rows(mapped_lake, connectors, drawn):
     expected = matching(rows, where)
     result = lake.handle.lookup(where)
     scans = {
-        "polars": lambda: lazy_frame(lake.handle, where).collect().to_arrow(),
+        "polars": lambda: lake.handle.scan(where).to_polars().collect().to_arrow(),
         "spark files": lambda: _spark(from_lookup(connectors, result, reader=FILES)),
         "spark connector": lambda: _spark(from_lookup(connectors, result, reader=CONNECTOR)),
     }
@@ -196,7 +194,7 @@ def test_a_file_whose_field_ids_disagree_with_the_id_mapping_is_refused(connecto
     handle = IndexHandle.for_delta(str(lake.path), index_catalog=lake.config.load_catalog())
     result = handle.lookup("id = 5")
     for scan in (
-        lambda: relation(handle, "id = 5").to_arrow_table(),
+        lambda: handle.scan("id = 5").to_duckdb().to_arrow_table(),
         lambda: from_lookup(connectors, result, reader=FILES).collect(),
     ):
         with pytest.raises(UserError, match=r"field id \d+, which the column mapping \('id' mode\) gives another"):
@@ -255,7 +253,7 @@ def test_deletion_vectors_delta_rs_cannot_read_are_refused_in_one_line(connector
     connectors.sql(f"DELETE FROM {lake.table} WHERE id = 3")
     handle = IndexHandle.for_delta(str(lake.path), index_catalog=lake.config.load_catalog())
     result = handle.lookup("id = 3")
-    for scan in (lambda: relation(handle, "id = 3"), lambda: from_lookup(connectors, result, reader=FILES)):
+    for scan in (lambda: handle.scan("id = 3").to_duckdb(), lambda: from_lookup(connectors, result, reader=FILES)):
         with pytest.raises(UserError, match=rf"^Delta table {re.escape(str(lake.path))}: delta-rs cannot read"):
             scan()
     everything = handle.lookup("id >= 0")
@@ -285,7 +283,7 @@ def rows_of_every_scan(spark: Any, handle: IndexHandle, where: str) -> dict[str,
     """Each scan's rows through the index: DuckDB, Spark's Parquet reader (jar-free), delta-spark's reader."""
     result = handle.lookup(where)
     return {
-        "duckdb": relation(handle, where).to_arrow_table().to_pylist(),
+        "duckdb": handle.scan(where).to_duckdb().to_arrow_table().to_pylist(),
         **{
             f"spark {reader}": [r.asDict() for r in from_lookup(spark, result, reader=reader).collect()]
             for reader in (FILES, CONNECTOR)

@@ -29,7 +29,6 @@ from test_spark_sql import batch_sql
 from indexlib.config import load_config
 from indexlib.handle import IndexHandle
 from indexlib.indexing.build import build_index
-from indexlib.scans.duckdb import relation
 from indexlib.scans.spark import CONNECTOR, from_lookup, reader_of
 
 DELTA_SPARK_EXAMPLES = sweep("SKIPINDEX_DELTA_SPARK_EXAMPLES", short=4, long=16)
@@ -157,7 +156,7 @@ def test_lookups_and_rows_through_the_index_equal_brute_force(delta_lake, connec
     rows = every_row(connectors, lake)
     check(lake, rows, where, "the whole history")
     expected = matching(rows, where).drop_columns(["_file"])
-    got = relation(lake.handle, where).to_arrow_table().select(expected.column_names)
+    got = lake.handle.scan(where).to_duckdb().to_arrow_table().select(expected.column_names)
     assert Counter(map(tuple, (r.values() for r in got.to_pylist()))) == Counter(
         map(tuple, (r.values() for r in expected.to_pylist()))
     ), f"the rows through the index are delta-spark's rows matching {where}"
@@ -166,7 +165,7 @@ def test_lookups_and_rows_through_the_index_equal_brute_force(delta_lake, connec
 @settings(max_examples=DELTA_SPARK_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(drawn=predicate())
 def test_the_spark_scan_reads_the_kept_files_through_delta_sparks_own_reader(delta_lake, connectors, drawn):
-    """`scans.spark.dataframe` with delta-spark in the session: Delta's own reader (deletion vectors applied by it),
+    """`Scan.to_spark` with delta-spark in the session: Delta's own reader (deletion vectors applied by it),
     handed exactly the kept files, returns delta-spark's rows matching the WHERE."""
     (lake, _), (where, _) = delta_lake, drawn
     expected = matching(every_row(connectors, lake), where).drop_columns(["_file"])

@@ -38,12 +38,11 @@ from hypothesis import strategies as st
 from iceberg_tables import WORDS, batch, commit_equality_delete, commit_equality_deletes, make_lake, predicate, rows
 
 from indexlib.errors import UserError
-from indexlib.handle import IndexHandle, open_handle
+from indexlib.handle import IndexHandle, open_handle, scan
 from indexlib.indexing.build import build_index
 from indexlib.query.sql import Clock
 from indexlib.scans import duckdb as duckdb_scan
-from indexlib.scans.duckdb import relation, relation_of
-from indexlib.scans.polars import lazy_frame
+from indexlib.scans.duckdb import relation_of
 from indexlib.sources import delta as delta_source
 
 pytestmark = pytest.mark.slow  # about 40 s of hypothesis examples: CI runs them, `make test-fast` does not
@@ -57,8 +56,8 @@ def unpruned(table: pa.Table, where: str) -> pa.Table:
 
 def read(where: str, handle: IndexHandle) -> tuple[pa.Table, pa.Table, int]:
     """The relation's rows, the LazyFrame's rows, and the lookup's version."""
-    rel = relation(handle, where)
-    frame = lazy_frame(handle, where).collect().to_arrow()
+    rel = handle.scan(where).to_duckdb()
+    frame = handle.scan(where).to_polars().collect().to_arrow()
     return rel.to_arrow_table(), frame, handle.lookup(where).source_version
 
 
@@ -117,15 +116,17 @@ def test_files_proven_all_match_are_read_without_the_filter_and_rows_stay_exact(
 def test_an_empty_kept_list_is_an_empty_relation_with_the_tables_columns(lake) -> None:
     handle = IndexHandle.for_iceberg(lake)
     assert handle.lookup("id = 100000").files == [], "no file can hold id 100000"
-    empty = relation(handle, "id = 100000")
-    some = relation(handle, "id = 20")
+    empty = handle.scan("id = 100000").to_duckdb()
+    some = handle.scan("id = 20").to_duckdb()
     assert empty.to_arrow_table().num_rows == 0, "no rows, no failure"
     assert (empty.columns, empty.types) == (some.columns, some.types), "the table's columns and types"
-    assert lazy_frame(handle, "id = 100000").collect().schema == lazy_frame(handle, "id = 20").collect().schema
+    assert (
+        handle.scan("id = 100000").to_polars().collect().schema == handle.scan("id = 20").to_polars().collect().schema
+    )
 
 
 def test_the_relation_stays_at_the_snapshot_its_lookup_answered_for(lake) -> None:
-    rel = relation(lake, "id >= 100 AND id < 500")
+    rel = scan(lake, "id >= 100 AND id < 500").to_duckdb()
     pinned = IndexHandle.for_iceberg(lake).lookup("id >= 0").source_version
     later = batch(200, 40, 1).rename_columns(["id", "g", "k", "f", "name"])
     lake.append(later.cast(lake.schema().as_arrow()))
@@ -147,7 +148,7 @@ def test_equality_deletes_on_a_double_match_as_icebergs_readers_match_them(confi
     build_index(config, "db.doubles")
     handle = IndexHandle.for_iceberg(catalog.load_table("db.doubles"))
     for output, got in {
-        "duckdb": relation(handle, "id >= 0").to_arrow_table(),
+        "duckdb": handle.scan("id >= 0").to_duckdb().to_arrow_table(),
         "arrow": handle.scan("id >= 0").to_arrow(),
     }.items():
         assert sorted(got.column("id").to_pylist()) == [1, 3], f"{output}: -0.0 and 1.5 stay, 0.0, NaN, NULL go"
@@ -158,7 +159,7 @@ def test_equality_delete_files_are_applied(lake) -> None:
     commit_equality_delete(lake, 105)
     expected = before.filter(pc.not_equal(before.column("id"), 105))
     assert expected.num_rows < before.num_rows, "the rule needs rows of the deleted key"
-    assert rows(relation(lake, "id >= 100 AND id < 110").to_arrow_table()) == rows(expected), (
+    assert rows(scan(lake, "id >= 100 AND id < 110").to_duckdb().to_arrow_table()) == rows(expected), (
         "every row whose id equals the delete's is dropped, only those"
     )
 
@@ -176,7 +177,7 @@ def test_files_imported_without_field_ids_are_read_by_duckdb_itself_through_the_
     monkeypatch.setattr(duckdb_scan, "_through_pyiceberg", through_pyiceberg)
     for where in ["name = 'ab' OR id >= 0", "name = 'ab'", "k > 100 OR f = 1.25"]:
         expected = unpruned(table.scan().to_arrow(), where)
-        assert rows(relation(table, where).to_arrow_table()) == rows(expected), f"{where}: the unpruned rows"
+        assert rows(scan(table, where).to_duckdb().to_arrow_table()) == rows(expected), f"{where}: the unpruned rows"
 
 
 @pytest.mark.parametrize(
@@ -185,7 +186,7 @@ def test_files_imported_without_field_ids_are_read_by_duckdb_itself_through_the_
 )
 def test_the_where_is_read_in_the_lookup_dialect(lake, dialect, where) -> None:
     handle = IndexHandle.for_iceberg(lake, dialect=dialect)
-    got = relation(handle, where).to_arrow_table()
+    got = handle.scan(where).to_duckdb().to_arrow_table()
     expected = unpruned(lake.scan().to_arrow(), sqlglot.transpile(where, read=dialect, write="duckdb")[0])
     assert rows(got) == rows(expected) and expected.num_rows > 0, f"{dialect}: {where} as the lookup read it"
 
@@ -261,7 +262,9 @@ def test_delta_rows_are_the_unpruned_rows_with_typed_partition_values(config, de
         assert rows(frame) == rows(expected), f"{where}: the Polars LazyFrame returns delta-rs's rows"
 
     check()
-    types = dict(zip(*(relation(handle, "id > 0").columns, relation(handle, "id > 0").types), strict=True))
+    types = dict(
+        zip(*(handle.scan("id > 0").to_duckdb().columns, handle.scan("id > 0").to_duckdb().types), strict=True)
+    )
     assert (str(types["p"]), str(types["d"])) == ("VARCHAR", "DATE"), "partition columns keep the table's types"
 
 
@@ -368,7 +371,7 @@ def test_the_frame_applies_what_polars_pushes_down_and_the_relation_joins_the_ca
     handle = IndexHandle.for_iceberg(lake)
     where = "k IS NULL OR name LIKE '%b%'"
     expected = pl.from_arrow(unpruned(lake.scan().to_arrow(), where))
-    frame = lazy_frame(handle, where)
+    frame = handle.scan(where).to_polars()
     pushed = frame.filter(pl.col("id") > 120).select("name", "id").collect()
     assert rows(pushed.to_arrow()) == rows(expected.filter(pl.col("id") > 120).select("name", "id").to_arrow()), (
         "a filter and a projection Polars pushes into the source keep the rows"
@@ -376,7 +379,7 @@ def test_the_frame_applies_what_polars_pushes_down_and_the_relation_joins_the_ca
     assert frame.filter(pl.col("id") > 120).head(3).collect().height == 3, "a row limit after a pushed filter"
     con = duckdb.connect()
     con.sql("CREATE TABLE wanted AS SELECT * FROM range(100, 200) r(id)")
-    joined = relation(handle, where, connection=con).join(con.table("wanted"), "id").to_arrow_table()
+    joined = handle.scan(where).to_duckdb(con).join(con.table("wanted"), "id").to_arrow_table()
     assert joined.num_rows == expected.filter(pl.col("id").is_between(100, 199)).height > 0, (
         "the relation lives in the caller's connection"
     )
@@ -426,5 +429,5 @@ def test_an_iceberg_file_that_leaves_out_its_identity_partition_column_reads_it_
     full = catalog.load_table("db.sparse").scan().to_arrow()
     assert sorted(full.column("g").to_pylist()) == [3, 3, 7, 7], "pyiceberg fills g from the partition"
     for where in ("g = 7", "g = 3", "id > 4", "g IS NULL"):
-        got = relation(handle, where).to_arrow_table()
+        got = handle.scan(where).to_duckdb().to_arrow_table()
         assert rows(got) == rows(unpruned(full, where)), f"{where!r}: the partition's value, not NULL"

@@ -22,10 +22,10 @@ import pyarrow.parquet as pq
 import pytest
 from toy_format import write_toy
 
+from indexlib import plugins
 from indexlib.errors import UserError
 from indexlib.handle import IndexHandle
 from indexlib.indexing.build import build_index
-from indexlib.sources import registry
 from indexlib.sources.registry import BUILT_IN, ENTRY_POINT_GROUP, format_for, formats
 
 TOY = EntryPoint("toy", "toy_format:FORMAT", ENTRY_POINT_GROUP)
@@ -33,7 +33,7 @@ TOY = EntryPoint("toy", "toy_format:FORMAT", ENTRY_POINT_GROUP)
 
 def _registered(monkeypatch, points: list[EntryPoint]) -> None:
     """What the registry sees when the entry-point group holds `points` (as installed packages would declare)."""
-    monkeypatch.setattr(registry, "entry_points", lambda group: points if group == ENTRY_POINT_GROUP else [])
+    monkeypatch.setattr(plugins, "entry_points", lambda group: points if group == ENTRY_POINT_GROUP else [])
     formats.cache_clear()
 
 
@@ -76,12 +76,6 @@ def test_the_built_in_formats_are_registered_and_found_without_package_metadata(
     _registered(monkeypatch, [])  # a checkout on sys.path, not installed
     assert list(formats()) == ["delta", "iceberg"], "Delta's paths are tried before Iceberg's dotted names"
     assert format_for("/data/t").name == "delta"
-
-
-def test_a_registered_format_of_a_built_in_name_replaces_it(monkeypatch) -> None:
-    _registered(monkeypatch, [EntryPoint("iceberg", "toy_format:FORMAT", ENTRY_POINT_GROUP)])
-    assert formats()["iceberg"].name == "toy", "the registered one"
-    assert list(formats()) == ["delta", "iceberg"], "in the built-in one's place"
 
 
 # A toy table: every scan through the index holds exactly the rows SQL returns ---------------------------------------

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType, LongType, NestedField
 
+from indexlib import plugins
 from indexlib.index_kinds import loading
 from indexlib.index_kinds.base import BuiltIndex, IndexKind, KindLeaf
 from indexlib.index_kinds.loading import ENTRY_POINT_GROUP
@@ -102,7 +103,7 @@ class RangeZones(IndexKind):
 def with_zones(monkeypatch):
     zones = EntryPoint("zones", f"{__name__}:RangeZones", ENTRY_POINT_GROUP)
     points = [*entry_points(group=ENTRY_POINT_GROUP), zones]
-    monkeypatch.setattr(loading, "entry_points", lambda group: points if group == ENTRY_POINT_GROUP else [])
+    monkeypatch.setattr(plugins, "entry_points", lambda group: points if group == ENTRY_POINT_GROUP else [])
     loading.loaded_kinds.cache_clear()
     yield
     loading.loaded_kinds.cache_clear()

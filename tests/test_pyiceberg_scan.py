@@ -23,10 +23,9 @@ from hypothesis import strategies as st
 from iceberg_tables import COLUMNS, WORDS, batch, commit_equality_delete, make_lake, predicate, rows
 from pyiceberg import expressions as ice
 
-from indexlib.handle import IndexHandle
+from indexlib.handle import IndexHandle, scan
 from indexlib.indexing.build import build_index
 from indexlib.query.from_iceberg import from_iceberg
-from indexlib.scans.pyiceberg import scan
 from indexlib.service.filters import RequestFilter
 
 

@@ -35,10 +35,11 @@ from pyiceberg.types import LongType, NestedField
 from indexlib.handle import IndexHandle, open_handle
 from indexlib.indexing.build import build_index
 from indexlib.lookup import LookupResult
+from indexlib.query.sql import Clock
 from indexlib.scans.duckdb import relation_of
 from indexlib.scans.polars import of_relation
-from indexlib.scans.pyiceberg import IndexedScan
 from indexlib.scans.row_groups import shift_positions
+from indexlib.scans.scan import Scan
 from indexlib.scans.spark import FILES, PARQUET, PYICEBERG, from_lookup, plan
 from indexlib.sources.base import KeptFile
 
@@ -99,7 +100,7 @@ def unpruned(table: pa.Table, where: str) -> pa.Table:
 
 
 def pyiceberg_rows(result: LookupResult) -> pa.Table:
-    return IndexedScan(result).to_arrow()
+    return Scan(result, None, Clock.system(None)).to_arrow()
 
 
 def duckdb_rows(result: LookupResult) -> pa.Table:

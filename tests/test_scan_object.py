@@ -21,12 +21,10 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from iceberg_tables import batch, make_lake, rows
 
+from indexlib import plugins
 from indexlib.errors import UserError
 from indexlib.handle import IndexHandle, open_handle, scan
 from indexlib.indexing.build import build_index
-from indexlib.scans import scan as scan_module
-from indexlib.scans.duckdb import relation
-from indexlib.scans.polars import lazy_frame
 from indexlib.scans.scan import BUILT_IN, ENTRY_POINT_GROUP, Scan, targets
 
 WHERES = ["id >= 100 AND id < 250", "id = 7 OR id IN (120, 330, 999)", "id >= 0", "id = 100000"]
@@ -94,12 +92,35 @@ def test_sql_without_a_pyiceberg_row_filter_keeps_its_sql_meaning_in_every_outpu
 
 
 @pytest.mark.parametrize("table", ["iceberg", "delta"])
-def test_the_old_functions_are_thin_aliases_of_the_scans_outputs(request, table) -> None:
+def test_the_module_function_scans_as_the_handle_does(request, table) -> None:
     handle, _ = request.getfixturevalue(table)
     where = WHERES[1]
-    assert rows(relation(handle, where).to_arrow_table()) == rows(handle.scan(where).to_duckdb().to_arrow_table())
-    assert rows(lazy_frame(handle, where).collect().to_arrow()) == rows(handle.scan(where).to_arrow())
     assert rows(scan(handle, where).to_arrow()) == rows(handle.scan(where).to_arrow()), "scan(handle, where)"
+
+
+LIMITS = [0, 1, 7, 10_000]
+
+
+@pytest.mark.parametrize("table", ["iceberg", "delta"])
+@pytest.mark.parametrize("where", [*WHERES[:3], SQL_ONLY[0]])
+def test_a_limit_returns_that_many_of_the_matching_rows_or_all_of_them(request, table, where) -> None:
+    handle, read_whole = request.getfixturevalue(table)
+    where = where.replace("s ", "name ") if table == "iceberg" else where  # the lake renamed s to name
+    for limit in LIMITS:
+        found = handle.scan(where, limit=limit)
+        matching = rows(unpruned(read_whole(found.snapshot_id), where))
+        wanted = min(limit, sum(matching.values()))
+        for output, got in outputs(found).items():
+            assert not got - matching, f"{table}, {where}, limit {limit}: {output} returns only matching rows"
+            assert sum(got.values()) == wanted, f"{table}, {where}, limit {limit}: {output} returns min(limit, matches)"
+        assert found.count() == wanted, f"{table}, {where}, limit {limit}: count() is min(limit, matches)"
+
+
+@pytest.mark.parametrize("limit", [-1, 1.5, True, "3"])
+def test_a_limit_that_is_not_a_row_count_is_refused_when_the_scan_is_made(iceberg, limit) -> None:
+    handle, _ = iceberg
+    with pytest.raises(UserError, match=r"^table db\.t: limit .* is not a whole number of rows \(0 or more\)$"):
+        handle.scan(WHERES[0], limit=limit)
 
 
 @pytest.mark.parametrize("table", ["iceberg", "delta"])
@@ -162,7 +183,7 @@ def kept_paths(found: Scan, prefix: str = "") -> list[str]:
 
 
 def _registered(monkeypatch, points: list[EntryPoint]) -> None:
-    monkeypatch.setattr(scan_module, "entry_points", lambda group: points if group == ENTRY_POINT_GROUP else [])
+    monkeypatch.setattr(plugins, "entry_points", lambda group: points if group == ENTRY_POINT_GROUP else [])
     targets.cache_clear()
 
 
@@ -180,13 +201,6 @@ def test_a_registered_target_is_reached_by_its_name_with_its_options(monkeypatch
     found = handle.scan(WHERES[1])
     assert found.to("paths", prefix="x:") == ["x:" + k.file.path for k in found.result.kept_files]
     assert rows(found.to_arrow()) == rows(found.to("arrow")), "the built-in targets are still there"
-
-
-def test_a_registered_target_replaces_the_built_in_one_of_its_name(monkeypatch, iceberg) -> None:
-    handle, _ = iceberg
-    _registered(monkeypatch, [EntryPoint("count", f"{__name__}:kept_paths", ENTRY_POINT_GROUP)])
-    found = handle.scan(WHERES[1])
-    assert found.to("count") == kept_paths(found), "the registration wins over the built-in count"
 
 
 def test_the_built_in_targets_are_registered_and_found_without_package_metadata(monkeypatch) -> None:
@@ -214,3 +228,8 @@ def test_to_spark_holds_the_rows_of_the_unpruned_query(spark, iceberg) -> None:
         projected = handle.scan(where, selected_fields=("k", "id")).to_spark(spark)
         got = Counter(tuple(row.asDict().items()) for row in projected.collect())
         assert got == rows(expected.select(["id", "k"])), f"{where}: the DataFrame holds id and k alone"
+        for limit in (0, 3):
+            limited = handle.scan(where, limit=limit).to_spark(spark, reader="files").collect()
+            got = Counter(tuple(row.asDict().items()) for row in limited)
+            assert not got - rows(expected), f"{where}, limit {limit}: only matching rows"
+            assert len(limited) == min(limit, expected.num_rows), f"{where}, limit {limit}: min(limit, matches) rows"

@@ -56,10 +56,7 @@ from indexlib.config import load_config
 from indexlib.errors import UserError
 from indexlib.handle import open_handle
 from indexlib.indexing.build import build_index
-from indexlib.scans import pyiceberg as pyiceberg_scan
-from indexlib.scans.duckdb import relation
-from indexlib.scans.polars import lazy_frame
-from indexlib.scans.spark import CONNECTOR, FILES, dataframe
+from indexlib.scans.spark import CONNECTOR, FILES
 from indexlib.scans.spark_connectors import has_runtime
 
 EXAMPLES = sweep("SKIPINDEX_SCANS_EXAMPLES", short=2, long=16)
@@ -303,14 +300,12 @@ class ScanRows(RuleBasedStateMachine):
 
     def scans(self, handle: Any, text: str) -> list[tuple[str, Any]]:
         found = [
-            ("duckdb", lambda: relation(handle, text).to_arrow_table()),
-            ("polars", lambda: lazy_frame(handle, text).collect().to_arrow()),
-            ("spark", lambda: dataframe(self.spark, handle, None, text, reader=FILES).toArrow()),
+            ("duckdb", lambda: handle.scan(text).to_duckdb().to_arrow_table()),
+            ("polars", lambda: handle.scan(text).to_polars().collect().to_arrow()),
+            ("spark", lambda: handle.scan(text).to_spark(self.spark, FILES).toArrow()),
         ]
         if has_runtime(self.spark, self.kind):  # the format's own Spark reader over the kept files
-            found.append(
-                ("spark connector", lambda: dataframe(self.spark, handle, None, text, reader=CONNECTOR).toArrow())
-            )
+            found.append(("spark connector", lambda: handle.scan(text).to_spark(self.spark, CONNECTOR).toArrow()))
         return found
 
     def teardown(self) -> None:
@@ -415,7 +410,7 @@ class IcebergRows(ScanRows):
         self.ask(data)
 
     def scans(self, handle: Any, text: str) -> list[tuple[str, Any]]:
-        return [("pyiceberg", lambda: pyiceberg_scan.scan(handle, text).to_arrow()), *super().scans(handle, text)]
+        return [("pyiceberg", lambda: handle.scan(text).to_arrow()), *super().scans(handle, text)]
 
 
 class DeltaRows(ScanRows):

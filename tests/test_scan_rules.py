@@ -37,9 +37,7 @@ from indexlib.errors import UserError
 from indexlib.handle import IndexHandle, open_handle
 from indexlib.indexing.build import build_index
 from indexlib.scans import pyiceberg as pyiceberg_scan
-from indexlib.scans.duckdb import relation
-from indexlib.scans.polars import lazy_frame
-from indexlib.scans.spark import CONNECTOR, FILES, dataframe, reader_of
+from indexlib.scans.spark import CONNECTOR, FILES, reader_of
 from indexlib.scans.spark_connectors import has_runtime
 from indexlib.scans.where import where_sql
 from indexlib.sources.delta import is_delta_name
@@ -62,18 +60,18 @@ def sql_ids(table: pa.Table, where: str) -> list[int]:
 def through_every_scan(spark: Any, handle: IndexHandle, where: str) -> dict[str, list[int]]:
     """The ids each scan returns (the pyiceberg scan: Iceberg only; a refusal is its one-line message)."""
     got = {
-        "duckdb": ids(relation(handle, where).to_arrow_table()),
-        "polars": ids(lazy_frame(handle, where).collect().to_arrow()),
-        "spark": ids(dataframe(spark, handle, None, where, reader=FILES).toArrow()),
+        "duckdb": ids(handle.scan(where).to_duckdb().to_arrow_table()),
+        "polars": ids(handle.scan(where).to_polars().collect().to_arrow()),
+        "spark": ids(handle.scan(where).to_spark(spark, FILES).toArrow()),
     }
     if has_runtime(spark, "delta" if is_delta_name(handle.name) else "iceberg"):
         try:
-            got["spark connector"] = ids(dataframe(spark, handle, None, where, reader=CONNECTOR).toArrow())
+            got["spark connector"] = ids(handle.scan(where).to_spark(spark, CONNECTOR).toArrow())
         except UserError as exc:
             assert "\n" not in str(exc) and "_metadata" in str(exc), f"a refusal is one line: {exc}"
     if not is_delta_name(handle.name):
         try:
-            got["pyiceberg"] = ids(pyiceberg_scan.scan(handle, where).to_arrow())
+            got["pyiceberg"] = ids(handle.scan(where).to_arrow())
         except UserError as exc:
             assert "\n" not in str(exc), "a refusal is one line"
     return got
@@ -259,7 +257,7 @@ def test_spark_reads_timestamptz_through_pyiceberg_and_pyarrow(spark, config, co
     data_file = next(iter(table.scan().plan_files())).file
     commit_delete_files(table, [position_delete_file(table, data_file, [0], file_scoped=True)])
     build_index(config, "db.t")
-    got = dataframe(spark, open_handle(config, "db.t"), None, "id >= 0", reader=FILES).toArrow()
+    got = open_handle(config, "db.t").scan("id >= 0").to_spark(spark, FILES).toArrow()
     assert ids(got) == [1, 2, 3, 4, 5], "Iceberg timestamptz through pyiceberg in Spark tasks, deleted row gone"
     assert got.column("ts").to_pylist()[0].astimezone(dt.UTC) in instants, "the instant as written"
 
@@ -273,9 +271,7 @@ def test_spark_reads_timestamptz_through_pyiceberg_and_pyarrow(spark, config, co
     build_index(conf, delta)
     handle = open_handle(conf, delta)
     assert handle.lookup("id = 3").kept_files[0].row_groups == (1,), "one row group of three kept"
-    assert ids(dataframe(spark, handle, None, "id = 3", reader=FILES).toArrow()) == [3], (
-        "Delta timestamp read in part by pyarrow"
-    )
+    assert ids(handle.scan("id = 3").to_spark(spark, FILES).toArrow()) == [3], "Delta timestamp read in part by pyarrow"
 
 
 # LIKE escapes --------------------------------------------------------------------------------------------------
@@ -413,7 +409,7 @@ def test_duckdb_reads_a_delta_file_whose_columns_hide_its_row_numbers_by_pyarrow
     by pyarrow, the deleted row still gone."""
     build_index(config, odd_delta)
     handle = open_handle(config, odd_delta)
-    got = relation(handle, "p = 'x y'").to_arrow_table()
+    got = handle.scan("p = 'x y'").to_duckdb().to_arrow_table()
     assert ids(got) == [0, 2], "the row the deletion vector deletes stays deleted"
     assert sorted(got.column("file_row_number").to_pylist()) == [100, 102], "the column's values, not row numbers"
 
@@ -604,7 +600,7 @@ def test_the_formats_own_reader_is_taken_where_it_reads_no_more_and_is_exact(
     result = handle.lookup(where)
     chosen = reader_of(connectors, result, handle.dialect, asked)
     assert (chosen.how, why in chosen.why) == (given, True), f"{fmt} {where} reader={asked}: {rule} ({chosen})"
-    got = ids(dataframe(connectors, handle, None, where, reader=asked).toArrow())
+    got = ids(handle.scan(where).to_spark(connectors, asked).toArrow())
     assert got == sql_ids(data, where), f"{fmt} {where} reader={asked}: the rows of SQL over the rows"
 
 
@@ -622,4 +618,4 @@ def test_a_large_iceberg_table_is_read_by_the_jar_free_reads_unless_asked(connec
 def test_an_unknown_reader_is_refused_in_one_line(spark, config, nan_table) -> None:
     name, _ = nan_table
     with pytest.raises(UserError, match=r"^reader 'jvm': one of 'auto', 'connector', 'files'$"):
-        dataframe(spark, open_handle(config, name), None, "id = 1", reader="jvm")
+        open_handle(config, name).scan("id = 1").to_spark(spark, "jvm")

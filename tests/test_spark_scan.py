@@ -34,7 +34,7 @@ from pyiceberg.table import FileScanTask
 from indexlib.handle import IndexHandle, open_handle
 from indexlib.indexing.build import build_index
 from indexlib.query.sql import Clock
-from indexlib.scans.spark import FILES, PARQUET, PYICEBERG, _groups, dataframe, from_lookup, plan, routes
+from indexlib.scans.spark import FILES, PARQUET, PYICEBERG, _groups, from_lookup, plan, routes
 from indexlib.sources.base import DataFileRef
 from indexlib.sources.iceberg_deletes import data_file_of
 
@@ -64,7 +64,7 @@ def test_the_dataframe_holds_the_unpruned_iceberg_rows_under_every_kind_of_chang
         where, row_filter = drawn
         result = handle.lookup(where)
         expected = lake.scan(row_filter=row_filter, snapshot_id=result.source_version).to_arrow()
-        got = dataframe(spark, handle, None, where, reader=FILES)
+        got = handle.scan(where).to_spark(spark, FILES)
         assert got.columns == expected.column_names, f"{where}: the current schema's columns (renamed ones too)"
         assert rows(got.toArrow()) == rows(expected), f"{where}: the rows of pyiceberg's own read at that snapshot"
 
@@ -93,7 +93,7 @@ def test_sparks_parquet_reader_reads_every_file_without_deletes_read_whole(confi
 def test_an_empty_lookup_gives_an_empty_dataframe_with_the_table_schema(spark, lake) -> None:
     handle = IndexHandle.for_iceberg(lake)
     assert handle.lookup("id = -100").kept_files == [], "the index keeps no file for an absent key"
-    got = dataframe(spark, handle, None, "id = -100", reader=FILES)
+    got = handle.scan("id = -100").to_spark(spark, FILES)
     expected = lake.scan(row_filter="id = -100").to_arrow()
     assert got.columns == expected.column_names and got.count() == 0, "no rows, the table's columns"
     assert [f.dataType.simpleString() for f in got.schema.fields] == ["bigint", "int", "bigint", "double", "string"], (
@@ -103,7 +103,7 @@ def test_an_empty_lookup_gives_an_empty_dataframe_with_the_table_schema(spark, l
 
 def test_a_dataframe_stays_at_the_snapshot_its_lookup_answered_for(spark, lake) -> None:
     where = "id >= 100 AND id < 620"
-    got = dataframe(spark, IndexHandle.for_iceberg(lake), None, where, reader=FILES)
+    got = IndexHandle.for_iceberg(lake).scan(where).to_spark(spark, FILES)
     pinned = lake.current_snapshot().snapshot_id
     lake.delete(ice.LessThan("id", 150))  # copy-on-write: rewrites files the DataFrame reads, after it was made
     expected = lake.scan(row_filter=where, snapshot_id=pinned).to_arrow()
@@ -153,7 +153,7 @@ def test_the_dataframe_holds_the_unpruned_delta_rows_with_partition_values(spark
         with duckdb.connect() as con:
             con.register("unpruned", unpruned)
             expected = con.sql(f"SELECT * FROM unpruned WHERE {where}").to_arrow_table()
-        got = dataframe(spark, config, delta_lake, where, reader=FILES)
+        got = IndexHandle.for_table(config, delta_lake).scan(where).to_spark(spark, FILES)
         assert got.columns == expected.column_names, f"{where}: the table's columns, partition column included"
         assert rows(got.toArrow()) == rows(expected), f"{where}: the rows of delta-rs's own read, filtered"
 
@@ -214,13 +214,13 @@ def test_the_dataframe_drops_the_rows_delta_deletion_vectors_delete(spark, confi
         with duckdb.connect() as con:
             con.register("unpruned", table)
             expected = con.sql(f"SELECT * FROM unpruned WHERE {where}").to_arrow_table()
-        got = dataframe(spark, handle, None, where, reader=FILES)
+        got = handle.scan(where).to_spark(spark, FILES)
         assert rows(got.toArrow()) == rows(expected), f"{where}: every deleted row dropped, and only those"
 
     check()
     for where in ["id >= 0", f"part = '{ODD}'", "id = 731 OR id = 730"]:
         expected = duckdb.connect().from_arrow(table).query("t", f"SELECT * FROM t WHERE {where}").to_arrow_table()
-        assert rows(dataframe(spark, handle, None, where, reader=FILES).toArrow()) == rows(expected), f"{where}: exact"
+        assert rows(handle.scan(where).to_spark(spark, FILES).toArrow()) == rows(expected), f"{where}: exact"
 
 
 @pytest.mark.parametrize(

@@ -29,10 +29,7 @@ from test_serve import TOKEN, Serve, served_catalog
 from indexlib.errors import UnsupportedFeature
 from indexlib.handle import IndexHandle
 from indexlib.indexing.build import build_index
-from indexlib.scans import pyiceberg as pyiceberg_scan
-from indexlib.scans.duckdb import relation
-from indexlib.scans.polars import lazy_frame
-from indexlib.scans.spark import CONNECTOR, FILES, dataframe, from_lookup, reader_of
+from indexlib.scans.spark import CONNECTOR, FILES, from_lookup, reader_of
 from indexlib.service.filters import RequestFilter
 
 SPARK_SQL_EXAMPLES = sweep("SKIPINDEX_SPARK_SQL_EXAMPLES", short=4, long=20)
@@ -406,7 +403,7 @@ def staged_files(df: Any) -> set[str]:
 @settings(max_examples=SPARK_SQL_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(table=st.sampled_from(["db.t", "db.v3"]), drawn=predicate())
 def test_the_spark_scan_reads_the_kept_files_through_icebergs_own_reader(lake, connectors, table, drawn):
-    """`scans.spark.dataframe` with Iceberg's runtime in the session: Iceberg's own reader, handed exactly the files
+    """`Scan.to_spark` with Iceberg's runtime in the session: Iceberg's own reader, handed exactly the files
     the index kept (their position deletes and deletion vectors applied by Iceberg), returns Spark's own rows."""
     spark, (where, _) = connectors, drawn
     handle = IndexHandle.for_iceberg(lake.catalog.load_table(table))
@@ -435,11 +432,11 @@ def test_the_spark_scan_opens_only_the_kept_files(lake, connectors, table, where
 def every_scan(spark: Any, handle: IndexHandle, where: str) -> dict[str, Any]:
     """Each of the project's scans of `where`, as a callable giving an Arrow table."""
     return {
-        "pyiceberg": lambda: pyiceberg_scan.scan(handle, where).to_arrow(),
-        "duckdb": lambda: relation(handle, where).to_arrow_table(),
-        "polars": lambda: lazy_frame(handle, where).collect().to_arrow(),
-        "spark": lambda: dataframe(spark, handle, None, where, reader=FILES).toArrow(),
-        "spark connector": lambda: dataframe(spark, handle, None, where, reader=CONNECTOR).toArrow(),
+        "pyiceberg": lambda: handle.scan(where).to_arrow(),
+        "duckdb": lambda: handle.scan(where).to_duckdb().to_arrow_table(),
+        "polars": lambda: handle.scan(where).to_polars().collect().to_arrow(),
+        "spark": lambda: handle.scan(where).to_spark(spark, FILES).toArrow(),
+        "spark connector": lambda: handle.scan(where).to_spark(spark, CONNECTOR).toArrow(),
     }
 
 

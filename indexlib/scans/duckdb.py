@@ -54,7 +54,6 @@ from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.transforms import IdentityTransform
 
 from indexlib.errors import UnsupportedFeature, UserError
-from indexlib.handle import scan as scan_of
 from indexlib.lookup import LookupResult
 from indexlib.query.sql import Clock
 from indexlib.scans.pushdown import nan_prone
@@ -63,27 +62,16 @@ from indexlib.scans.where import where_sql
 from indexlib.sources.base import DeleteFileRef, FileReads, IcebergFiles, KeptFile, ParquetByName
 
 if TYPE_CHECKING:
-    from pyiceberg.table import Table
-
-    from indexlib.handle import IndexHandle
     from indexlib.scans.scan import Scan
 
 
-def relation(
-    table_or_handle: IndexHandle | Table, where: str, *, connection: duckdb.DuckDBPyConnection | None = None
-) -> duckdb.DuckDBPyRelation:
-    """Look `where` (SQL text in the handle's dialect) up now and return a relation over the kept files at that
-    version, in `connection` (default: a cursor of this module's in-memory database). `table_or_handle`: an
-    `IndexHandle` (Iceberg or Delta; `open_handle(config, table)` makes one from a configuration) or a pyiceberg
-    Table (its index in the same catalog). The same as `handle.scan(where).to_duckdb(connection)`."""
-    return scan_of(table_or_handle, where).to_duckdb(connection)
-
-
 def to_duckdb(scan: Scan, connection: duckdb.DuckDBPyConnection | None = None) -> duckdb.DuckDBPyRelation:
-    """The scan target "duckdb" (`scans/scan.py`): the relation over the scan's kept files, with its columns."""
+    """The scan target "duckdb" (`scans/scan.py`): the relation over the scan's kept files, with its columns and its
+    limit."""
     found = relation_of(scan.result, dialect=scan.dialect, clock=scan.clock, connection=connection)
     columns = scan.columns()
-    return found if columns is None else found.project(", ".join(map(quote_name, columns)))
+    found = found if columns is None else found.project(", ".join(map(quote_name, columns)))
+    return found if scan.limit is None else found.limit(scan.limit)
 
 
 def record_batches(relation: duckdb.DuckDBPyRelation, batch_size: int) -> pa.RecordBatchReader:

@@ -1,6 +1,6 @@
 """A Polars `LazyFrame` over a lookup's kept files, with the rows of the DuckDB relation (scans/duckdb.py).
 
-    lf = handle.scan("k = 42").to_polars()     # or indexlib.scans.polars.lazy_frame(handle_or_table, "k = 42")
+    lf = handle.scan("k = 42").to_polars()
     lf.select("id", "name").collect()
 
 The lookup runs now (the frame is pinned to the version it answered for); rows are read when the frame is collected,
@@ -18,30 +18,18 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from indexlib.errors import UserError
-from indexlib.handle import scan as scan_of
 from indexlib.scans import duckdb as duckdb_scan
 
 try:
     import polars as pl
     from polars.io.plugins import register_io_source
 except ImportError:  # optional: pip install 'skipindex[polars]'
-    pl = None  # type: ignore[assignment]  # the module or None: `lazy_frame` checks
+    pl = None  # type: ignore[assignment]  # the module or None: `to_polars` checks
 
 if TYPE_CHECKING:
     import duckdb
-    from pyiceberg.table import Table
 
-    from indexlib.handle import IndexHandle
     from indexlib.scans.scan import Scan
-
-
-def lazy_frame(
-    table_or_handle: IndexHandle | Table, where: str, *, connection: duckdb.DuckDBPyConnection | None = None
-) -> pl.LazyFrame:
-    """Look `where` up now and return a `polars.LazyFrame` of the matching rows of the kept files (arguments as
-    `scans.duckdb.relation`). The same as `handle.scan(where).to_polars(connection)`."""
-    _check_installed()
-    return scan_of(table_or_handle, where).to_polars(connection)
 
 
 def to_polars(scan: Scan, connection: duckdb.DuckDBPyConnection | None = None) -> pl.LazyFrame:

@@ -3,19 +3,22 @@ whichever engine the caller reads with.
 
     scan = handle.scan("l_orderkey IN (1, 2, 3)")       # or indexlib.handle.scan(table, where): a pyiceberg Table
     scan = handle.scan(where, selected_fields=("l_orderkey", "l_comment"))   # only these columns, in every output
+    scan = handle.scan(where, limit=10)            # at most 10 of the matching rows, in every output
+    scan = handle.scan(where, snapshot_id=s)       # the rows at an older version (Iceberg snapshot, Delta version)
     scan.to_arrow()          # .to_arrow_batch_reader() .to_pandas() .to_duckdb() .to_polars() .to_spark(spark)
     scan.count(); scan.plan_files(); print(scan.explain())
 
 The lookup is made when the scan is (`IndexHandle.scan`), so every output of one scan reads the same files at the
 same source version, whatever was committed since, and CURRENT_DATE in the WHERE means what it meant when the lookup
-pruned (the scan keeps the lookup's clock and dialect).
+pruned (the scan keeps the lookup's clock and dialect). That version is the source's current one, or the one asked
+for (`snapshot_id`, as pyiceberg's `table.scan(snapshot_id=...)`; `IndexHandle.scan` says how it is answered).
 
 Each engine is a scan target: a function `(scan, **options)` returning that engine's object, registered under the
 entry-point group `skipindex.scan_targets` (pyproject.toml), as the index kinds are. `to_duckdb()` is
-`to("duckdb")`, and a new engine is one module and one registration: `scan.to("<its name>")`. Targets are loaded by
-name, so this module imports no engine (the handle, which makes scans, imports none either); the built-in ones are
-also found without package metadata (a checkout on sys.path, not installed), and a registered target of the same
-name replaces a built-in one.
+`to("duckdb")`, and a new engine is one module and one registration: `scan.to("<its name>")`. A target returns the
+scan's `columns()` of the rows of `result.kept_files` that match, at most `limit` of them. Targets are loaded by name
+(`plugins.py`, the one rule for every plug-in group), so this module imports no engine (the handle, which makes
+scans, imports none either).
 """
 
 from __future__ import annotations
@@ -24,11 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from pyiceberg.expressions import BooleanExpression
 
+from indexlib import plugins
 from indexlib.errors import UserError
 from indexlib.lookup import LookupResult
 from indexlib.query.sql import Clock
@@ -56,17 +59,9 @@ Target = Callable[..., Any]  # (scan, **options) -> the engine's object
 
 @cache
 def targets() -> dict[str, Target]:
-    """Every scan target by name: the built-in ones, then the entry-point group's (which win on a shared name).
-    Loaded once, on the first scan that is read."""
-    found = {name: _load(target) for name, target in BUILT_IN.items()}
-    found.update({point.name: point.load() for point in entry_points(group=ENTRY_POINT_GROUP)})
-    return found
-
-
-def _load(target: str) -> Target:
-    module, name = target.split(":")
-    loaded: Target = getattr(import_module(module), name)
-    return loaded
+    """Every scan target by name: the built-in ones, then the plug-ins of the entry-point group (`plugins.load`: a
+    plug-in may not replace a built-in). Loaded once, on the first scan that is read."""
+    return plugins.load(ENTRY_POINT_GROUP, BUILT_IN)
 
 
 @dataclass(frozen=True)
@@ -82,9 +77,21 @@ class Scan:
     clock: Clock
     row_filter: BooleanExpression | None = None
     selected_fields: tuple[str, ...] = ("*",)
+    limit: int | None = None  # at most this many of the matching rows (None: all), as pyiceberg's scan `limit`
 
     def __post_init__(self) -> None:
         self.columns()  # an unknown column is refused when the scan is made, not when it is read
+        if self.limit is not None and (
+            isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 0
+        ):
+            raise UserError(
+                f"table {self.result.table}: limit {self.limit!r} is not a whole number of rows (0 or more)"
+            )
+
+    @property
+    def snapshot_id(self) -> int | None:
+        """The source version the scan reads (Iceberg: a snapshot id; Delta: a table version): the lookup's."""
+        return self.result.source_version
 
     def columns(self) -> list[str] | None:
         """The top-level columns `selected_fields` names, in the table's order (as pyiceberg's `select` orders
@@ -109,6 +116,7 @@ class Scan:
         says exactly, for a session)."""
         spark_needs = import_module("indexlib.scans.spark").spark_needs(self.result, self.dialect)
         fields = "" if "*" in self.selected_fields else f", selected_fields={self.selected_fields!r}"
+        fields += "" if self.limit is None else f", limit={self.limit}"
         return (
             f"Scan(table={self.result.table!r}, where={self.result.where!r}{fields}, "
             f"files kept {len(self.result.files)} of {self.result.files_total}, to_spark needs: {spark_needs})"

@@ -2,8 +2,7 @@
 answered for.
 
     df = handle.scan("l_orderkey = 42").to_spark(spark)     # or to_spark(spark, reader="files")
-    from indexlib.scans.spark import dataframe               # the same, from a handle or a configuration:
-    df = dataframe(spark, handle, None, "l_orderkey = 42")   # or dataframe(spark, config, "db.lineitem", where)
+    df = IndexHandle.for_table(config, "db.lineitem").scan(where).to_spark(spark)   # from a configuration
 
 Two readers (`reader_of` says which one a lookup gets, and why; `reader=` chooses):
 - CONNECTOR: the format's own Spark reader (Iceberg's runtime, delta-spark) over exactly the kept files
@@ -86,7 +85,6 @@ from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type, to_arro
 from pyspark.sql.types import DataType, StructField, StructType
 
 from indexlib.errors import UnsupportedFeature, UserError
-from indexlib.handle import IndexHandle, open_handle
 from indexlib.lookup import LookupResult
 from indexlib.query.sql import Clock
 from indexlib.scans.pushdown import nan_prone, zero_prone
@@ -97,7 +95,6 @@ from indexlib.scans.where import where_sql
 from indexlib.sources.base import FileReads, IcebergFiles, KeptFile, ParquetByName
 
 if TYPE_CHECKING:
-    from indexlib.config import Config
     from indexlib.scans.scan import Scan
 
 _log = logging.getLogger(__name__)
@@ -113,31 +110,14 @@ CONNECTOR_MAX_LIVE_FILES = 1000
 _CONNECTOR_NAMES = {"iceberg": "Iceberg's Spark runtime", "delta": "delta-spark"}
 
 
-def dataframe(
-    spark: SparkSession, config_or_handle: IndexHandle | Config, table: str | None, where: str, reader: str = AUTO
-) -> DataFrame:
-    """Look `where` (SQL text) up now and return a DataFrame of the matching rows of the kept files at that
-    version. `config_or_handle`: an `IndexHandle` (`table` None) or a loaded Config (`table` names the table);
-    `reader`: AUTO, CONNECTOR or FILES (module docstring)."""
-    if isinstance(config_or_handle, IndexHandle):
-        if table is not None and table != config_or_handle.name:
-            raise UserError(f"table {table}: the handle is for {config_or_handle.name}")
-        handle = config_or_handle
-    else:
-        if table is None:
-            raise UserError("dataframe(spark, config, table, where): name the table")
-        handle = open_handle(config_or_handle, table)
-    _check_reader(reader)
-    return handle.scan(where).to_spark(spark, reader)
-
-
 def to_spark(scan: Scan, spark: SparkSession, reader: str = AUTO) -> DataFrame:
-    """The scan target "spark" (`scans/scan.py`): the DataFrame of the scan's kept files, with its columns (`reader`
-    as `dataframe`)."""
+    """The scan target "spark" (`scans/scan.py`): the DataFrame of the scan's kept files, with its columns and its
+    limit (`reader`: AUTO, CONNECTOR or FILES, module docstring)."""
     _check_reader(reader)
     frame = from_lookup(spark, scan.result, scan.dialect, scan.clock, reader)
     columns = scan.columns()
-    return frame if columns is None else frame.select(*(F.col("`" + c.replace("`", "``") + "`") for c in columns))
+    frame = frame if columns is None else frame.select(*(F.col("`" + c.replace("`", "``") + "`") for c in columns))
+    return frame if scan.limit is None else frame.limit(scan.limit)
 
 
 @dataclass(frozen=True)

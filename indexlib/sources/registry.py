@@ -2,10 +2,10 @@
 
 Each format is one `SourceFormat` in one module: whether a name is one of its tables, and how to open it as a
 `Source` (base.py), which also says how engines read its files (`FileReads`). Formats are registered under the
-entry-point group `skipindex.formats` (pyproject.toml), as the index kinds and the scan targets are; the built-in
-ones are also found without package metadata (a checkout on sys.path, not installed). A name is opened by the first
-format that recognises it: registered ones that are not built in, then Delta (a path or URI), then Iceberg
-(`namespace.table` in the configured catalog), which takes any dotted name.
+entry-point group `skipindex.formats` (pyproject.toml), loaded by the rule every plug-in group follows (plugins.py:
+the built-in ones always, a plug-in may not take a built-in's name). A name is opened by the first format that
+recognises it: the plug-ins, then Delta (a path or URI), then Iceberg (`namespace.table` in the configured
+catalog), which takes any dotted name.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from importlib import import_module
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
+from indexlib import plugins
 from indexlib.errors import UserError
 from indexlib.sources.base import Source
 
@@ -44,19 +43,10 @@ class SourceFormat:
 
 @cache
 def formats() -> dict[str, SourceFormat]:
-    """Every format by name, in the order names are tried: registered ones first, then the built-in ones (a
-    registered format of a built-in's name replaces it in place). Loaded once."""
-    registered = {point.name: point.load() for point in entry_points(group=ENTRY_POINT_GROUP)}
-    found = {name: fmt for name, fmt in registered.items() if name not in BUILT_IN}
-    for name, target in BUILT_IN.items():
-        found[name] = registered[name] if name in registered else _load(target)
-    return found
-
-
-def _load(target: str) -> SourceFormat:
-    module, name = target.split(":")
-    loaded: SourceFormat = getattr(import_module(module), name)
-    return loaded
+    """Every format by name, in the order names are tried: the plug-ins (by name), then the built-in ones, whose
+    Iceberg takes any dotted name (`plugins.load`). Loaded once."""
+    loaded = plugins.load(ENTRY_POINT_GROUP, BUILT_IN)
+    return {name: loaded[name] for name in sorted(loaded, key=lambda name: name in BUILT_IN)}
 
 
 def format_for(name: str) -> SourceFormat:

@@ -25,13 +25,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import import_module
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
+from indexlib import plugins
 from indexlib.statistics.provider import StatisticsProvider
 
 if TYPE_CHECKING:
@@ -65,14 +64,6 @@ class PartKind:
 
 @cache
 def part_kinds() -> dict[str, PartKind]:
-    """Every kind by key, in the order a lookup judges them: the built-in ones, then the entry-point group's (which
-    replace a built-in one of the same key in place). Loaded once."""
-    registered = {point.name: point.load() for point in entry_points(group=ENTRY_POINT_GROUP)}
-    found = {key: registered.pop(key) if key in registered else _load(target) for key, target in BUILT_IN.items()}
-    return found | registered
-
-
-def _load(target: str) -> PartKind:
-    module, name = target.split(":")
-    loaded: PartKind = getattr(import_module(module), name)
-    return loaded
+    """Every kind by key, in the order a lookup judges them: the built-in ones, then the plug-ins of the
+    entry-point group by key (`plugins.load`: a plug-in may not replace a built-in). Loaded once."""
+    return plugins.load(ENTRY_POINT_GROUP, BUILT_IN)
