@@ -34,8 +34,11 @@ PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^ *```python\n(.*?)^ *```", re.M | re.S)
 # (page, text the block holds): why it is not run here
 NOT_RUN = {
-    ("docs/how-to/serve.md", "scan-planning-mode"): "needs `skipindex serve` running (tests/test_serve.py makes the "
-    "same stock-client calls against it)",
+    ("docs/how-to/serve.md", "127.0.0.1:8181"): "the local section's clients need its `skipindex serve` running: "
+    "tests/test_serve_local.py starts it as the page does and runs these blocks as printed",
+    ("docs/spark-sql.md", "127.0.0.1:8181"): "the same",
+    ("docs/how-to/serve.md", "skipindex.example.com"): "a production address (the service behind a TLS proxy): the "
+    "same client calls run against a local service in tests/test_serve_local.py and tests/test_serve.py",
     ("docs/index-kinds.md", "class MyKindIndex"): "a sketch of a kind, its methods elided (`...`)",
     ("docs/getting-started/iceberg.md", 'Path("lake")'): "the local section runs as printed in an empty folder, "
     "with its TOML file and command lines, in tests/test_getting_started_local.py",

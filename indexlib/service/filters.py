@@ -51,6 +51,7 @@ LEAVES = frozenset(
     }
 )
 MAX_DEPTH = 200  # deeper subtrees are unknown (might match) rather than a recursion error
+OUTLINE_CHARS = 300  # the longest filter outline a plan's log line holds
 
 
 class FilterError(ValueError):
@@ -111,6 +112,16 @@ class RequestFilter:
     def modelled(self) -> bool:
         return not isinstance(self.residual, Opaque)
 
+    @property
+    def outline(self) -> str:
+        """The filter's operators and the columns they name, never its values, for the plan's log line: what the
+        client pushed into its scan (`not-null(id) and gt(id)`; an IN of any length is `in(id)`); `none` without a
+        filter. A term other than a column reads as its transform (`day(ts)`); past OUTLINE_CHARS it is cut."""
+        if self.raw is None:
+            return "none"
+        text = _outline(self.raw, 0)
+        return text if len(text) <= OUTLINE_CHARS else text[: OUTLINE_CHARS - 3] + "..."
+
     def pruning(self, binding: Schema, planning: Schema, case_sensitive: bool) -> Pruning:
         """The pruning filter (module docstring): columns bound in `binding` by name, named as in `planning`."""
         result = Pruning(AlwaysTrue(), bound=AlwaysTrue())
@@ -119,6 +130,36 @@ class RequestFilter:
             result.expression = converter.convert(self.raw)
             result.bound = converter.bound_tree(result.expression, 0) if binding is planning else None
         return result
+
+
+def _outline(node: Any, depth: int) -> str:
+    if isinstance(node, bool):
+        return str(node).lower()
+    if depth > MAX_DEPTH or not isinstance(node, dict):
+        return "..."
+    kind = str(node.get("type"))
+    if kind in ("and", "or", "not"):
+        children = [node.get(side) for side in (("child",) if kind == "not" else ("left", "right"))]
+        # a child of another kind is parenthesised: `a and (b or c)`, `not (a and b)`
+        parts = [
+            f"({_outline(child, depth + 1)})" if _compound(child, kind) else _outline(child, depth + 1)
+            for child in children
+        ]
+        return f"not {parts[0]}" if kind == "not" else f" {kind} ".join(parts)
+    return f"{kind}({_term(node.get('term'))})" if "term" in node else kind
+
+
+def _compound(node: Any, parent: str) -> bool:
+    return isinstance(node, dict) and node.get("type") in ("and", "or") and node["type"] != parent
+
+
+def _term(term: Any) -> str:
+    if isinstance(term, str):
+        return term
+    if isinstance(term, dict) and "term" in term:
+        inner = _term(term["term"])
+        return f"{term['transform']}({inner})" if isinstance(term.get("transform"), str) else inner
+    return "?"
 
 
 def _leaves_of(raw: Any, parsed: BooleanExpression, found: dict[int, BooleanExpression], depth: int) -> None:

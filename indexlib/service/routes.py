@@ -129,13 +129,14 @@ class Routes:
         planned = self.planner.plan(name, parsed, row_filter)
         answered = self.planner.respond(name, planned)
         metrics = PlanMetrics(planned.route, time.perf_counter() - started, len(planned.tasks), planned.files_total)
-        log.info(
-            "plan %s: %s, snapshot %s, %d file(s)%s%s",
+        log.info(  # what the client pushed (its filter's operators and columns, no values) and what it kept
+            "plan %s: %s, snapshot %s, %d file(s)%s; filter %s%s",
             name,
             planned.route,
             planned.snapshot_id,
             len(planned.tasks),
             f" of {planned.files_total}" if planned.files_total is not None else "",
+            row_filter.outline,
             f"; kept as might-match: {'; '.join(planned.unknown)}" if planned.unknown else "",
         )
         further = replace(answered, first="") if answered.further else None
