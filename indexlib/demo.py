@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
@@ -186,10 +187,11 @@ def run_demo(config: Config, scale: float = 0.1, snapshots: int = 4, files_per_s
     steps = 5
     catalog = config.load_catalog()
     started = _step(1, steps, f"source tables {LINEITEM} (TPC-H scale {scale}) and {EVENTS} (service logs)")
-    for name, create in (
+    creators: list[tuple[str, Callable[[], object]]] = [
         (LINEITEM, lambda: _create_lineitem(config, scale, snapshots, files_per_snapshot)),
         (EVENTS, lambda: _create_events(config, snapshots, files_per_snapshot)),
-    ):
+    ]
+    for name, create in creators:
         try:
             catalog.load_table(name)
             print(

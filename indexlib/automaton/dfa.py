@@ -61,11 +61,11 @@ def build_dfa(words: Iterable[tuple[str, str, Accept]], max_states: int, merge: 
     children: list[dict[str, int]] = [{}]
     labels: list[dict[str, set[int]]] = [{}]
     accept: list[Accept] = [Accept.NO]
-    register: dict[tuple, int] = {}
+    register: dict[tuple[object, ...], int] = {}
     path = [0]  # states along the previous word: path[i + 1] is the child of path[i] on previous_keys[i]
     previous_keys = ""
 
-    def signature(state: int) -> tuple:
+    def signature(state: int) -> tuple[object, ...]:
         keys = sorted(children[state])
         if merge:
             return accept[state], tuple((key, children[state][key]) for key in keys)

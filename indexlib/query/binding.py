@@ -490,7 +490,9 @@ def _as_number(value: Any, column: BoundColumn, on_grid: bool = False) -> Fracti
     raise _CannotCoerce(f"{column.name} is numeric but the literal is {type(value).__name__}")
 
 
-def _coerce_discrete(op: str, column: BoundColumn, value: Fraction, scale: int, value_range: tuple) -> Expr:
+def _coerce_discrete(
+    op: str, column: BoundColumn, value: Fraction, scale: int, value_range: tuple[Fraction | int, Fraction | int]
+) -> Expr:
     """`column op value` for a column holding multiples of 10**-scale within `value_range`: exact."""
     unit = Fraction(1, 10**scale)
 

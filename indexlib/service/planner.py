@@ -60,8 +60,7 @@ from indexlib.service.names import TableName, within
 from indexlib.service.vectors import Vectors
 from indexlib.service.wire import Task, Unplannable, data_file, residual_text, response_text, scan_tasks, task_bytes
 from indexlib.sources.base import DataFileRef
-from indexlib.sources.iceberg import data_file_ref
-from indexlib.sources.iceberg_deletes import data_file_of
+from indexlib.sources.iceberg_deletes import data_file_of, data_file_ref
 
 
 class NoSuchPlanTask(LookupError):
