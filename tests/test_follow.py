@@ -263,3 +263,33 @@ def test_a_stop_during_a_back_off_ends_it_without_another_attempt():
 
     assert _retrying(FollowSettings(retries=5), stop, "t", step) is None, "stopped: nothing to report, no error"
     assert len(calls) == 1, "no attempt after the stop"
+
+
+def test_the_follower_compacts_the_index_every_few_batches_and_answers_stay_right(
+    conf_path, catalog, tmp_path, monkeypatch
+):
+    from indexlib.indexing import follow
+
+    monkeypatch.setattr(follow, "COMPACT_EVERY", 2)
+    config = load_config(_conf(conf_path))
+    lake = Lake("iceberg", catalog, tmp_path, "events", partitioned=True)
+    rng = random.Random(5)
+    lake.append(events_batch(rng, 0, 40, "a"))
+    stop, lines = threading.Event(), []
+    runner = threading.Thread(
+        target=follow.follow, args=(config, [lake.name]), kwargs={"stop": stop, "out": lines.append}
+    )
+    runner.start()  # in a thread: no signal handlers, the test sets `stop` itself
+    index = IndexTable(config.load_catalog(), config.index_namespace, lake.name)
+    for n in range(1, 5):
+        lake.append(events_batch(rng, n * 40, 40, PARTS[n % 3]))
+        deadline = time.monotonic() + HANG
+        while index.reload() is None or index.watermark() != lake.version():
+            assert runner.is_alive() and time.monotonic() < deadline, f"the follower did not catch up: {lines}"
+            time.sleep(0.1)
+    stop.set()
+    runner.join(timeout=HANG)
+    compactions = [line for line in lines if "; index compacted from " in line]
+    assert len(compactions) >= 2, f"every 2 batches the index is compacted: {lines}"
+    assert _unindexed(config, lake) == 0, "compaction keeps every entry"
+    checked_answers(config, lake.name, "after compactions: ")

@@ -7,7 +7,10 @@ has) and runs the ordinary incremental build (indexing/build.py) on each table w
 last build reached (`due`). A build indexes everything up to the source's version when it starts, so the commits
 that arrived while the previous build ran are one batch; removals, compactions, expiry and rollbacks are handled as
 `skipindex build` handles them, in the process for small batches and on Spark above `[build] local_max_files` /
-`local_max_bytes`. A round that built nothing waits `[follow] interval_seconds` before the next.
+`local_max_bytes`. A round that built nothing waits `[follow] interval_seconds` before the next. Every
+`COMPACT_EVERY` batches of a table its index is compacted (`skipindex compact`): each batch adds small index
+files that every later build reads (the file rows it plans from), so an index followed for hours would otherwise
+cost more per batch as it goes.
 
 Failures: a transient one (`is_transient`: a lost commit race, a failed Spark job, an I/O or catalog outage) is
 retried with jittered exponential back-off, up to `[follow] retries` consecutive times, then raised; a permanent one
@@ -47,6 +50,7 @@ from pyiceberg.exceptions import (
 
 from indexlib.errors import SkipIndexError, UserError
 from indexlib.indexing.build import BuildResult, build_index
+from indexlib.indexing.upkeep import CompactResult, compact
 from indexlib.sources.registry import open_source
 from indexlib.store.table import IndexTable
 
@@ -58,6 +62,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+COMPACT_EVERY = 50  # batches of a table between two compactions of its index (docs/benchmarks.md, "Following a table")
 # The build's own planning and progress lines: a follower prints one line per batch instead.
 _QUIET = ("indexlib.indexing.build", "indexlib.indexing.progress")
 # pyiceberg's errors of a catalog or service that may answer next time (REST 5xx and 429, a lock, a lost race)
@@ -105,6 +110,7 @@ class Batch:
     behind: float | None  # seconds from the newest of them to the index commit
     oldest_behind: float | None  # ... from the oldest of them
     seconds: float  # the build's own time
+    compacted: CompactResult | None = None  # the index compacted after the batch
 
     def line(self) -> str:
         r = self.result
@@ -115,7 +121,12 @@ class Batch:
         if self.oldest_behind is not None and self.commits is not None and self.commits > 1:
             lag += f" ({self.oldest_behind:.1f} s behind the oldest)"
         skipped = "".join(f"; skipped unreadable file (left unindexed, always kept): {why}" for _, why in r.skipped)
-        return f"{r.table}: version {r.source_version}: {', '.join(parts)} in {self.seconds:.1f} s{lag}{skipped}"
+        compacted = (
+            ""
+            if self.compacted is None
+            else f"; index compacted from {self.compacted.data_files_before} to {self.compacted.data_files_after} files"
+        )
+        return f"{r.table}: version {r.source_version}: {', '.join(parts)} in {self.seconds:.1f} s{lag}{skipped}{compacted}"
 
 
 def commit_times(source: Source, since: int | None, upto: int) -> list[float]:
@@ -154,6 +165,7 @@ class _Followed:
         self.source = open_source(config, name, catalog)  # an unknown table: one line, exit 2
         self.watermark = IndexTable(catalog, config.index_namespace, self.source.name).watermark()
         self.built: int | None = None  # None: build once on start (resumes from the index's watermark)
+        self.batches = 0  # committed since the last compaction
 
     def poll(self) -> int | None:
         try:
@@ -222,12 +234,17 @@ def _step(config: Config, table: _Followed, catalog: Any, spark: SparkSession | 
     now = time.time()
     source = table.source.refreshed()  # at least as new as the version the build reached
     times = commit_times(source, since, result.source_version)
+    table.batches += 1
+    compacted = None
+    if table.batches >= COMPACT_EVERY:
+        compacted, table.batches = compact(config, table.name), 0
     return Batch(
         result,
         commits=len(times) or None,
         behind=now - times[-1] if times else None,
         oldest_behind=now - times[0] if times else None,
         seconds=seconds,
+        compacted=compacted,
     )
 
 
