@@ -29,7 +29,14 @@ from indexlib.scans.scan import Scan
 from indexlib.sources.base import LiveFiles
 
 # (WHERE as SQL, the same as a pyiceberg row filter string): columns every snapshot's schema has under that name
-ICEBERG_WHERES = ["id >= 100 AND id < 250", "id < 10 OR id = 205 OR id >= 520", "k IS NULL", "g = 1 AND id > 300"]
+ICEBERG_WHERES = [
+    "id >= 100 AND id < 250",
+    "id < 10 OR id = 205 OR id >= 520",
+    "k IS NULL",
+    "g = 1 AND id > 300",
+    "k = 3 OR k >= 1000000000",  # k promoted from int to long: the older snapshots' schema reads it as int
+    "f > 0.5 AND f < 2",  # f promoted from float to double
+]
 DELTA_WHERES = ["id >= 100 AND id < 250", "id % 5 = 1 OR id >= 300", "g = 1"]
 
 
