@@ -20,7 +20,7 @@ from pyiceberg.types import LongType, NestedField, StringType, TimestampType
 from timing import best_of
 
 from indexlib.indexing.file_indexer import DEFAULT_SETTINGS, index_column
-from indexlib.lookup import prune
+from indexlib.pruning.index_evidence import prune
 from indexlib.query.binding import bound_predicate
 from indexlib.query.sql import Clock
 from indexlib.store.schema import ENTRY_ARROW_SCHEMA, entry_row

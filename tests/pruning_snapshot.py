@@ -3,7 +3,7 @@
 Three families, each answered per stage (which files each stage keeps, which it proves all-match):
 * "index": the random file sets and predicates of test_pruning_properties.py, generated deterministically
   (hypothesis with `derandomize=True`, so the same inputs every run; each case stores a fingerprint of its inputs so
-  a change in generation reads as such, not as a changed answer), through `lookup.prune` (min/max, Bloom, automaton);
+  a change in generation reads as such, not as a changed answer), through `pruning.index_evidence.prune` (min/max, Bloom, automaton);
 * "rules": every predicate of the rule tables of test_pruning_rules.py on its one file;
 * "partitions": the partitioned Iceberg tables of test_partition_pruning.py and predicates built from a fixed list of
   leaves (seeded `random`), through the lookup's partition stage.
@@ -93,7 +93,7 @@ def index_answers(examples: int = INDEX_EXAMPLES, every: int = 1) -> list[dict[s
     import test_pruning_properties as props
     from conftest import write_and_index
 
-    from indexlib.lookup import prune
+    from indexlib.pruning.index_evidence import prune
     from indexlib.query.binding import bound_predicate
 
     settings_list = list(props.INDEX_SETTINGS.elements)  # sampled_from keeps its elements
@@ -124,7 +124,7 @@ def rule_answers() -> dict[str, Any]:
     from conftest import write_and_index
 
     from indexlib.index_kinds.settings import IndexSettings
-    from indexlib.lookup import prune
+    from indexlib.pruning.index_evidence import prune
     from indexlib.query.binding import bound_predicate
 
     wheres = [where for table in (rules.SKIP, rules.KEEP, rules.ALL_MATCH, rules.NOT_ALL_MATCH) for where, _ in table]

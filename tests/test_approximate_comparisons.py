@@ -26,7 +26,7 @@ from pyiceberg.types import (
     TimestampType,
 )
 
-from indexlib.lookup import prune
+from indexlib.pruning.index_evidence import prune
 from indexlib.query.approximate import DOUBLE, FLOAT, Binary, Float32, matching_set, nearest, rounding_interval
 from indexlib.query.binding import bind, bound_predicate
 from indexlib.query.model import COMPARE, Unusable

@@ -34,7 +34,7 @@ from pyiceberg.types import (
 )
 
 from indexlib.index_kinds.settings import IndexSettings
-from indexlib.lookup import prune
+from indexlib.pruning.index_evidence import prune
 from indexlib.query.binding import bound_predicate
 from indexlib.store.schema import ENTRY_ARROW_SCHEMA
 

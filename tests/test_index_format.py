@@ -189,7 +189,7 @@ def _check_row_groups(config, name: str, step: str) -> int:
     judged = 0
     for where, matches in QUERIES:
         result = lookup(config, name, where, CLOCK)
-        judged += result.row_groups_total
+        judged += result.kept_parts("row_groups").total
         needed = {kept.file.path: kept.row_groups for kept in result.kept_files}
         for path, groups in _row_groups_of(config, name).items():
             for g, rows in enumerate(groups):
@@ -287,6 +287,6 @@ def test_a_format_4_index_gains_row_groups_in_place_and_a_kill_during_the_upgrad
     judged = _check_row_groups(row_group_config, lake.name, "the backfill with row groups")
     assert judged > 0
     point = lookup(row_group_config, lake.name, "id = 17", CLOCK)
-    assert point.row_groups_total == 4 and list(point.row_groups.values()) == [(1,)], (
+    assert point.kept_parts("row_groups").total == 4 and list(point.kept_parts("row_groups").kept.values()) == [(1,)], (
         "id = 17 is in the second row group (ids 10-19) of the first file: only that row group is read"
     )

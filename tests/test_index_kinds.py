@@ -45,7 +45,7 @@ from indexlib.index_kinds import bloom, split_block
 from indexlib.index_kinds.bloom import FPP, BloomIndex, load_filter, might_contain_each
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.indexing.file_indexer import index_column
-from indexlib.lookup import prune
+from indexlib.pruning.index_evidence import prune
 from indexlib.query.binding import bound_predicate
 from indexlib.query.model import BoundColumn
 from indexlib.query.value_set import ValueSet

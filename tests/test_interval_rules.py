@@ -13,7 +13,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField
 
 from indexlib.index_kinds.settings import IndexSettings
-from indexlib.lookup import prune
+from indexlib.pruning.index_evidence import prune
 from indexlib.query.binding import bound_predicate
 from indexlib.query.model import FALSE, BoundCompare, operands
 from indexlib.query.model import And as AndNode

@@ -24,7 +24,7 @@ from indexlib.index_kinds.loading import ENTRY_POINT_GROUP
 from indexlib.index_kinds.registry import parse_settings, registry
 from indexlib.index_kinds.settings import IndexSettings, Setting, positive_int
 from indexlib.indexing.file_indexer import config_version
-from indexlib.lookup import prune
+from indexlib.pruning.index_evidence import prune
 from indexlib.query.binding import bound_predicate
 from indexlib.query.model import Pattern
 from indexlib.query.value_set import ValueSet

@@ -27,7 +27,8 @@ from pyiceberg.types import DateType, DecimalType, IntegerType, LongType, Nested
 
 from indexlib.errors import UserError
 from indexlib.index_kinds.settings import IndexSettings
-from indexlib.lookup import lookup, prune
+from indexlib.lookup import lookup
+from indexlib.pruning.index_evidence import prune
 from indexlib.query.binding import _as_sets, _bind_leaf, bind, bound_predicate, in_list_values
 from indexlib.query.model import BoundIn, Compare, In, Not, Or
 from indexlib.query.normalize import leaves

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from pyiceberg.schema import Schema
 from pyiceberg.types import DecimalType, DoubleType, FloatType, IntegerType, LongType, NestedField
 
-from indexlib.lookup import prune
+from indexlib.pruning.index_evidence import prune
 from indexlib.query.binding import bound_predicate
 
 EXAMPLES = sweep("SKIPINDEX_NUMERIC_EXAMPLES", short=100, long=1000)

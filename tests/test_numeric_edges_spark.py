@@ -13,7 +13,7 @@ from conftest import write_and_index
 from pyiceberg.schema import Schema
 from pyiceberg.types import DecimalType, FloatType, IntegerType, LongType, NestedField
 
-from indexlib.lookup import prune
+from indexlib.pruning.index_evidence import prune
 from indexlib.query.binding import bound_predicate
 
 SCHEMA = Schema(

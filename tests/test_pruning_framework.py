@@ -24,8 +24,8 @@ from indexlib.index_kinds import loading
 from indexlib.index_kinds.base import BuiltIndex, IndexKind, KindLeaf
 from indexlib.index_kinds.loading import ENTRY_POINT_GROUP
 from indexlib.index_kinds.settings import IndexSettings
-from indexlib.lookup import AlignedEntries, prune
 from indexlib.pruning.evaluator import Evidence, evaluate
+from indexlib.pruning.index_evidence import AlignedEntries, prune
 from indexlib.pruning.kinds import KindEvidence
 from indexlib.query.binding import bound_predicate
 from indexlib.query.model import BoundCompare, Expr

@@ -220,9 +220,9 @@ def test_no_row_group_holding_a_true_row_is_left_out_and_all_match_is_never_over
             assert path not in result.all_match or file_true == file_total, (
                 f"file {f} claimed all-match but {file_true}/{file_total} rows are TRUE for {shown}: {rows}"
             )
-            listed = result.row_groups.get(path)
+            listed = result.kept_parts("row_groups").kept.get(path)
             needed = kept_files[path].row_groups if path in kept_files else ()
-            proven = result.all_match_row_groups.get(path, ())
+            proven = result.kept_parts("row_groups").all_match.get(path, ())
             for g, (total, matched) in enumerate(per_group):
                 if matched:
                     assert listed is None or g in listed, (
@@ -321,16 +321,20 @@ def test_row_group_rules(catalogs, tmp_path, case):
     config, name, (path,) = _indexed_table(catalogs, tmp_path, [case.groups], RULE_SCHEMA)
     result = lookup(config, name, case.where, CLOCK)
     if case.kept is None:
-        assert path not in result.files, f"{case.rule}: the file is dropped ({result.row_groups})"
+        assert path not in result.files, f"{case.rule}: the file is dropped ({result.kept_parts('row_groups').kept})"
         return
     assert result.files == [path], case.rule
     every = len(case.all_match) == len(case.groups)
     assert (path in result.all_match) == every, f"{case.rule}: the file is all-match exactly when each row group is"
-    if every and not result.row_groups:  # proven by the file stages: its row groups need no stage of their own
-        assert result.all_match_row_groups == {}, f"{case.rule}: a file proven whole names no row groups"
+    if (
+        every and not result.kept_parts("row_groups").kept
+    ):  # proven by the file stages: its row groups need no stage of their own
+        assert result.kept_parts("row_groups").all_match == {}, f"{case.rule}: a file proven whole names no row groups"
     else:
-        assert result.row_groups == {path: case.kept}, f"{case.rule}: row groups kept"
-        assert result.all_match_row_groups.get(path, ()) == case.all_match, f"{case.rule}: row groups all-match"
+        assert result.kept_parts("row_groups").kept == {path: case.kept}, f"{case.rule}: row groups kept"
+        assert result.kept_parts("row_groups").all_match.get(path, ()) == case.all_match, (
+            f"{case.rule}: row groups all-match"
+        )
     (kept,) = result.kept_files
     assert kept.row_groups == (None if len(case.kept) == len(case.groups) else case.kept), (
         f"{case.rule}: KeptFile.row_groups is what a reader reads (None: every row group)"
@@ -344,8 +348,10 @@ def test_each_row_group_takes_its_own_files_evidence(catalogs, tmp_path):
     by_s = _groups([(10, 0.0, "z"), (11, 0.0, "y")], [(12, 0.0, "c"), (13, 0.0, "d")])
     config, name, (first, second) = _indexed_table(catalogs, tmp_path, [by_k, by_s], RULE_SCHEMA)
     result = lookup(config, name, "k = 1 OR s = 'z'", CLOCK)
-    assert result.row_groups == {first: (0,), second: (0,)}, "each file's first row group holds the match"
-    assert result.all_match_row_groups == {}, "(2, 'a') and (11, 'y') are not TRUE"
+    assert result.kept_parts("row_groups").kept == {first: (0,), second: (0,)}, (
+        "each file's first row group holds the match"
+    )
+    assert result.kept_parts("row_groups").all_match == {}, "(2, 'a') and (11, 'y') are not TRUE"
 
 
 def test_a_file_without_row_group_entries_beside_one_with_is_read_whole(catalogs, tmp_path):
@@ -363,13 +369,15 @@ def test_a_file_without_row_group_entries_beside_one_with_is_read_whole(catalogs
 
     result = lookup(with_groups, name, "k BETWEEN 10 AND 14", CLOCK)
     assert result.files == sorted([first, second]), "both files' bounds (1..30) hold the range"
-    assert result.row_groups == {second: (1,)}, "only the file with row-group entries lists row groups"
+    assert result.kept_parts("row_groups").kept == {second: (1,)}, (
+        "only the file with row-group entries lists row groups"
+    )
     assert {kept.file.path: kept.row_groups for kept in result.kept_files} == {first: None, second: (1,)}, (
         "a file without row-group entries is read whole"
     )
-    assert result.row_groups_total == 3, "only the second file's row groups reach the row-group stages"
+    assert result.kept_parts("row_groups").total == 3, "only the second file's row groups reach the row-group stages"
     minmax = next(stage for stage in result.stages if stage.name == "row groups: minmax")
-    assert (minmax.files_in, minmax.files_out, minmax.row_groups_in, minmax.row_groups_out) == (2, 2, 3, 1), (
+    assert (minmax.files_in, minmax.files_out, minmax.parts_in, minmax.parts_out) == (2, 2, 3, 1), (
         "the row-group stages count files (with or without row groups) and the row groups in and out"
     )
 
@@ -408,8 +416,8 @@ def test_a_partition_and_row_group_bounds_together_prove_all_match(tmp_path):
 
     result = lookup(config, path, "part = 'a' AND k = 5", CLOCK)
     assert sorted(result.files) == sorted([first, second]), "the partition stage drops the file of part b"
-    assert result.row_groups == {first: (0, 1), second: (1,)}, "row groups holding a 5"
-    assert result.all_match_row_groups == {first: (0,), second: (1,)}, (
+    assert result.kept_parts("row_groups").kept == {first: (0, 1), second: (1,)}, "row groups holding a 5"
+    assert result.kept_parts("row_groups").all_match == {first: (0,), second: (1,)}, (
         "each file's row group of 5, 5, 5: part = 'a' by the partition, k = 5 by its bounds 5..5 without NULLs"
     )
     assert result.all_match == [], "row group 1 of the first file has a NULL and a 7; the second has a 6..6 row group"
@@ -445,10 +453,10 @@ def test_which_files_get_row_group_entries(mode, row_groups, size, wanted, rule)
     ids=["true, three row groups", "true, one row group", "false", "auto, a small file"],
 )
 def test_index_file_gives_each_column_its_row_groups_when_the_file_wants_them(tmp_path, mode, groups, expected):
-    from indexlib.indexing.file_indexer import index_file
+    from indexlib.indexing.file_indexer import IndexTask, index_file
 
     path = write_row_groups(tmp_path / "f.parquet", (SCATTERED if groups == 3 else [pa.concat_tables(SCATTERED)]))
-    records, stats = index_file(path, "PARQUET", RULE_SCHEMA, {}, RULE_MAPPING, row_groups=mode)
+    records, stats = index_file(path, "PARQUET", IndexTask(RULE_SCHEMA, {}, RULE_MAPPING, 1, row_groups=mode))
     assert records == 9
     assert [column.name for column in stats] == ["k", "x", "s"], "every column is indexed"
     for column in stats:
@@ -469,14 +477,13 @@ def test_index_file_gives_each_column_its_row_groups_when_the_file_wants_them(tm
 )
 def test_row_group_kinds_choose_the_row_groups_payloads(tmp_path, row_group_kinds, expected, rule):
     from indexlib.index_kinds.settings import IndexSettings
-    from indexlib.indexing.file_indexer import index_file
+    from indexlib.indexing.file_indexer import IndexTask, index_file
 
     path = write_row_groups(tmp_path / "f.parquet", SCATTERED)
     settings = IndexSettings(row_group_kinds=row_group_kinds)
     per_column = {field.field_id: settings.for_row_groups() for field in RULE_SCHEMA.fields}
-    _, stats = index_file(
-        path, "PARQUET", RULE_SCHEMA, {}, RULE_MAPPING, row_groups="true", row_group_settings=per_column
-    )
+    task = IndexTask(RULE_SCHEMA, {}, RULE_MAPPING, 1, row_groups="true", row_group_settings=per_column)
+    _, stats = index_file(path, "PARQUET", task)
     (k,) = [column for column in stats if column.name == "k"]
     assert len(k.row_groups) == 3 and all(g.lower is not None for g in k.row_groups), f"{rule}: bounds per row group"
     assert {i["kind"] for g in k.row_groups for i in g.indexes} == expected, rule

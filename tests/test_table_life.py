@@ -17,7 +17,7 @@ After every step, for a fixed set of predicates over the columns the table has n
 Each answer must (a) hold every live file with a row where the predicate is TRUE, (b) hold only live files, (c) list
 in `all_match` only files where every row is TRUE, (d) count every live file in `summary["files_total"]`, and, for
 files with row-group entries, (e) leave no row group holding a TRUE row out of `row_groups` or out of what a reader
-reads (`needed_row_groups`, KeptFile.row_groups), (f) list in `all_match_row_groups` only row groups where every
+reads (`needed_row_groups`, KeptFile.row_groups), (f) list in the row groups' `all_match` only row groups where every
 row is TRUE.
 
 About half the examples run with the global key index on every column with keys (`start`'s `key_index`:
@@ -581,8 +581,8 @@ class TableLife(RuleBasedStateMachine):
         for path, groups in truth.group_counts[where].items():
             if path not in files:
                 continue
-            listed, needed = result.row_groups.get(path), result.needed_row_groups(path)
-            proven = result.all_match_row_groups.get(path, ())
+            listed, needed = result.kept_parts("row_groups").kept.get(path), result.needed_row_groups(path)
+            proven = result.kept_parts("row_groups").all_match.get(path, ())
             for group, (total, matched) in enumerate(groups):
                 if matched and (
                     (listed is not None and group not in listed) or (needed is not None and group not in needed)
@@ -595,7 +595,7 @@ class TableLife(RuleBasedStateMachine):
         if left_out:
             wrong["row group skipped"] = "left out row groups holding TRUE rows: " + ", ".join(left_out)
         if overclaimed:
-            wrong["row group all_match"] = "all_match_row_groups lists row groups not all TRUE: " + ", ".join(
+            wrong["row group all_match"] = "the row groups' all_match lists row groups not all TRUE: " + ", ".join(
                 overclaimed
             )
         return wrong

@@ -5,7 +5,7 @@ Each kind is one `PartKind` in one module, registered under the entry-point grou
 (pyproject.toml), as the index kinds, the scan targets and the formats are; the built-in one (row groups,
 store/row_groups.py) is also found without package metadata. A kind says how the parts of a list of files become
 statistics (`PartKind.statistics`: one container per part, `file_of` and `ordinal` naming its file and its place in
-it); everything else is the lookup's, the same for every kind (lookup.py `prune_parts`):
+it); everything else is the lookup's, the same for every kind (pruning/parts.py `prune_parts`):
 
 - its stages run after the file stages, over the parts of the kept files the kind has statistics for, each part
   taking its file's verdicts per leaf (pruning/containers.py) narrowed by its own bounds and payloads (the same
