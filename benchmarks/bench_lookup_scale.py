@@ -84,8 +84,8 @@ from indexlib.index_kinds import split_block
 from indexlib.index_kinds.registry import sized_settings
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.indexing.file_indexer import index_file
-from indexlib.lookup import prune_aligned
 from indexlib.pruning.iceberg_filter import to_iceberg_filter
+from indexlib.pruning.index_evidence import prune_aligned
 from indexlib.pruning.partitions import prune_partitions
 from indexlib.query.binding import bind
 from indexlib.query.model import In
