@@ -344,15 +344,21 @@ def test_a_killed_server_gives_errors_never_wrong_plans(lake):
                 continue
             outcomes["right" if got == expected else "wrong"] += 1
 
+    def answered(deadline_s: float = 300.0) -> None:
+        """Wait (polling, a generous deadline for a loaded machine) until a reader got one more right answer."""
+        before, deadline = outcomes["right"], time.monotonic() + deadline_s
+        while outcomes["right"] == before and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     threads = [threading.Thread(target=reader) for _ in range(3)]
     try:
         for thread in threads:
             thread.start()
-        time.sleep(2)
+        answered()  # the readers are being served
         serve.stop(signal.SIGKILL)
-        time.sleep(1)
+        time.sleep(0.5)  # requests meanwhile meet a dead port
         serve.start()  # the same port
-        time.sleep(2)
+        answered()  # and are served again by the new process
     finally:
         stop.set()
         for thread in threads:
