@@ -223,7 +223,7 @@ class Planner:
         # exact names of the current schema; bound there already where the request binds in it (filters.Pruning)
         result = handle.lookup(pruning.bound if pruning.bound is not None else pruning.expression, state=state)
         reading = ReaderResiduals(metadata, binding, request.case_sensitive)
-        residuals = _file_residuals(result, row_filter.residual, binding, request.case_sensitive, reading)
+        residuals = _file_residuals(result, row_filter.residual, reading)
         try:
             return self._from_index(table, result, residuals, pruning.unknown)
         except Unplannable:
@@ -319,7 +319,7 @@ class Planner:
         if result is None or result.state is None:
             made = [(t, reading.of(residual, t.file.spec_id, reading.nan_prone(t.file))) for t in tasks]
         else:
-            residuals = _file_residuals(result, residual, reading.binding, reading.case_sensitive, reading)
+            residuals = _file_residuals(result, residual, reading)
             live = result.state.live_paths
             made = [(tasks[p], residuals[live[p]]) for p in result.kept_positions]
         found = [Task(t.file, resolve(io, t.file.file_path, tuple(t.delete_files)), r) for t, r in made]
@@ -370,11 +370,7 @@ class Planner:
 
 
 def _file_residuals(
-    result: LookupResult,
-    residual: BooleanExpression,
-    binding: Schema,
-    case_sensitive: bool,
-    reading: ReaderResiduals,
+    result: LookupResult, residual: BooleanExpression, reading: ReaderResiduals
 ) -> dict[str, BooleanExpression]:
     """Per kept file (by path), the request's filter simplified by what the index proves about that file
     (pruning/residuals.py: an IN list keeps the values within the file's bounds), as the client's reader must get
@@ -383,7 +379,10 @@ def _file_residuals(
     if state is None:
         return {}
     positions = list(result.kept_positions)
-    found = file_residuals(residual, binding, state.source.schema, state.aligned.stats, positions, case_sensitive)
+    binding = reading.binding
+    found = file_residuals(
+        residual, binding, state.source.schema, state.aligned.stats, positions, reading.case_sensitive
+    )
     current = {f.field_id: f for f in state.source.schema.fields}
     floating = [f for f in binding.fields if isinstance(f.field_type, FloatType | DoubleType) and f.field_id in current]
     named = [BoundColumn(f.field_id, f.name, current[f.field_id].field_type) for f in floating]
