@@ -559,7 +559,7 @@ def cpu_per_file(make_table, title: str, count: int) -> None:
     work without Spark."""
     from pyiceberg.schema import Schema as IcebergSchema
 
-    from indexlib.indexing.file_indexer import index_file
+    from indexlib.indexing.file_indexer import IndexTask, index_file
 
     with tempfile.TemporaryDirectory() as tmp:
         conf, paths = make_table(Path(tmp))
@@ -569,10 +569,11 @@ def cpu_per_file(make_table, title: str, count: int) -> None:
         schema: IcebergSchema = table.schema()
         mapping = table.name_mapping().model_dump_json() if table.name_mapping() else None
         picked = [paths[int(i)] for i in np.linspace(0, len(paths) - 1, min(count, len(paths)))]
-        index_file(picked[0], "PARQUET", schema, {}, mapping)  # warm-up: imports, caches
+        task = IndexTask(schema, {}, mapping, 1)
+        index_file(picked[0], "PARQUET", task)  # warm-up: imports, caches
         started = time.process_time()
         for path in picked:
-            index_file(path, "PARQUET", schema, {}, mapping)
+            index_file(path, "PARQUET", task)
         indexing = (time.process_time() - started) / len(picked)
         started = time.process_time()
         for path in picked:
@@ -736,12 +737,12 @@ _MEMORY_CHILD = """
 import sys
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType
-from indexlib.indexing.file_indexer import index_file
+from indexlib.indexing.file_indexer import IndexTask, index_file
 fields = [NestedField(1, "a", LongType()), NestedField(2, "b", StringType())]
 if sys.argv[2] == "1":
     fields.append(NestedField(3, "d", DoubleType()))
 mapping = '[{"field-id": 1, "names": ["a"]}, {"field-id": 2, "names": ["b"]}, {"field-id": 3, "names": ["d"]}]'
-index_file(sys.argv[1], "PARQUET", Schema(*fields), {}, mapping)
+index_file(sys.argv[1], "PARQUET", IndexTask(Schema(*fields), {}, mapping, 1))
 print(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM")))
 """
 

@@ -83,7 +83,7 @@ from indexlib.handle import IndexHandle, open_handle
 from indexlib.index_kinds import split_block
 from indexlib.index_kinds.registry import sized_settings
 from indexlib.index_kinds.settings import IndexSettings
-from indexlib.indexing.file_indexer import index_file
+from indexlib.indexing.file_indexer import IndexTask, index_file
 from indexlib.pruning.iceberg_filter import to_iceberg_filter
 from indexlib.pruning.index_evidence import prune_aligned
 from indexlib.pruning.partitions import prune_partitions
@@ -230,17 +230,17 @@ def _entry(
     """The file's entry (with row-group entries when `group_settings` is given), and the same entry without them;
     `table_files`: the table's live files, which the build passes (the key index's automatic choice needs it)."""
     mode = "true" if group_settings is not None else "false"
-    count, stats = index_file(
-        path,
-        "PARQUET",
+    task = IndexTask(
         schema,
         {},
         name_mapping,
+        1,
         settings,
         row_groups=mode,
-        row_group_settings=group_settings,
+        row_group_settings=group_settings or {},
         table_files=table_files,
     )
+    count, stats = index_file(path, "PARQUET", task)
     size = Path(path).stat().st_size
 
     def row(of: list) -> dict:

@@ -5,7 +5,7 @@ relative paths in `warehouse` and in a `sqlite:///` `uri` are resolved against t
 packaged default's against the data location, `data_home()`), so every configuration works from any working
 directory (`PATH_RULE`). A SQLite catalog file is created only by a caller that may write (`Config.load_catalog`).
 
-Each section of the file is a frozen pydantic model (`_BuildSection`, `_SparkSection`, `_LookupSection`,
+Each section of the file is a frozen pydantic model (`BuildSettings`, `SparkSettings`, `_LookupSection`,
 `_DeltaSection`, `_AirflowSection` and its `_BuildScheduleSection`s, `ServeSettings`, and `[index]`'s, which
 `_file_model` completes with the settings the index kinds declare), closed (a key it does not declare is an error)
 and strict (`true` is not an integer, nor `"2"`). The file is validated whole before anything is read from it, and
@@ -49,7 +49,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from indexlib.errors import UserError
-from indexlib.index_kinds.registry import can_index, parse_settings, setting_names
+from indexlib.index_kinds.registry import parse_settings, resolve_table_settings, row_groups_mode, setting_names
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.redaction import redact_properties, redact_text, secret_values
 
@@ -68,7 +68,6 @@ DEFAULT_INDEX_NAMESPACE = "skipindex"
 DEFAULT_CATALOG_NAME = "default"
 DEFAULT_SERVE_PORT = 8181  # the port Iceberg REST catalogs conventionally use
 DEFAULT_TOKEN_ENV = "SKIPINDEX_SERVE_TOKEN"
-_PROPERTY_TABLES = ("catalog_properties", "spark_options", "delta_storage_options")  # may hold credentials
 
 
 # ---- the file's sections, as pydantic models -------------------------------------------------------------------------
@@ -119,19 +118,11 @@ def _uri(value: str) -> str:
     return value
 
 
-def _row_groups_mode(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value == "auto":
-        return "auto"
-    raise ValueError(f'expected true, false or "auto", got {value!r}')
-
-
 def _row_groups(value: Any) -> Any:
     if isinstance(value, dict):
         return value
     try:
-        return _row_groups_mode(value)
+        return row_groups_mode(value)
     except ValueError as exc:
         raise _reason(str(exc)) from None
 
@@ -174,7 +165,7 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, hide_input_in_errors=True)
 
 
-class _BuildSection(_Section):
+class BuildSettings(_Section):
     """`[build]`: how builds and backfills run."""
 
     split_bytes: int = Field(default=DEFAULT_SPLIT_BYTES, ge=1)  # Spark tasks are planned by bytes (splits.py)
@@ -187,12 +178,17 @@ class _BuildSection(_Section):
     local_max_bytes: int = Field(default=DEFAULT_LOCAL_MAX_BYTES, ge=0)
 
 
-class _SparkSection(_Section):
+class SparkSettings(_Section):
     """`[spark]`: the Spark session of local runs."""
 
     master: _Text = "local[*]"
     app_name: _Text = "skipindex"
     options: _Properties = Field(default_factory=dict)
+
+    def __repr__(self) -> str:  # the options may hold credentials: shown redacted (indexlib/redaction.py)
+        return f"SparkSettings(master={self.master!r}, app_name={self.app_name!r}, options={redact_properties(self.options)!r})"
+
+    __str__ = __repr__
 
 
 class _LookupSection(_Section):
@@ -350,8 +346,8 @@ class _ConfigFile(_Section):
 
     catalog: _Properties = Field(default_factory=dict)
     index: _IndexSection = Field(default_factory=_IndexSection)
-    build: _BuildSection = Field(default_factory=_BuildSection)
-    spark: _SparkSection = Field(default_factory=_SparkSection)
+    build: BuildSettings = Field(default_factory=BuildSettings)
+    spark: SparkSettings = Field(default_factory=SparkSettings)
     lookup: _LookupSection = Field(default_factory=_LookupSection)
     delta: _DeltaSection = Field(default_factory=_DeltaSection)
     airflow: _AirflowSection = Field(default_factory=_AirflowSection)
@@ -380,7 +376,7 @@ def _file_model(settings: tuple[str, ...]) -> type[_ConfigFile]:
 
 # the defaults of the settings the dataclasses below hold, so that a Config built in code and a file that leaves the
 # keys out agree
-_BUILD, _SPARK, _AIRFLOW = _BuildSection(), _SparkSection(), _AirflowSection()
+_AIRFLOW = _AirflowSection()
 
 
 # ---- what the rest of the code reads ---------------------------------------------------------------------------------
@@ -421,16 +417,8 @@ class Config:
     catalog_name: str
     catalog_properties: dict[str, str]
     index_namespace: str = DEFAULT_INDEX_NAMESPACE
-    spark_master: str = _SPARK.master
-    spark_app_name: str = _SPARK.app_name
-    spark_options: dict[str, str] = field(default_factory=dict)
-    split_bytes: int = _BUILD.split_bytes  # Spark tasks are planned by bytes (indexing/splits.py)
-    open_cost_bytes: int = _BUILD.open_cost_bytes
-    index_existing_files: bool = _BUILD.index_existing_files  # first build: index every live file (or backfill)
-    on_unreadable_file: str = _BUILD.on_unreadable_file  # "fail": name it, commit nothing; "skip": report it
-    backfill_files_per_commit: int = _BUILD.backfill_files_per_commit
-    local_max_files: int = _BUILD.local_max_files  # at or under both: indexed in this process (indexing/local.py)
-    local_max_bytes: int = _BUILD.local_max_bytes
+    build: BuildSettings = field(default_factory=BuildSettings)  # read once per build (indexing/spec.py)
+    spark: SparkSettings = field(default_factory=SparkSettings)
     delta_storage_options: dict[str, str] = field(default_factory=dict)  # [delta.storage_options] for delta-rs
     time_zone: str | None = None  # session zone for CURRENT_DATE / NOW(); None: the machine's local zone
     dialect: str | None = None  # sqlglot dialect of WHERE clauses; None: ANSI quoting
@@ -446,7 +434,7 @@ class Config:
         shown = []
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in _PROPERTY_TABLES:
+            if f.name in ("catalog_properties", "delta_storage_options"):
                 value = redact_properties(value)
             shown.append(f"{f.name}={value!r}")
         return f"Config({', '.join(shown)})"
@@ -454,37 +442,26 @@ class Config:
     def secrets(self) -> set[str]:
         """The configured secret values (`[catalog]`, `[spark] options`, `[delta.storage_options]`), which no
         message may show: pass them to `indexlib.redaction.redact_text`."""
-        found = set().union(*(secret_values(getattr(self, name)) for name in _PROPERTY_TABLES))
+        tables = (self.catalog_properties, self.spark.options, self.delta_storage_options)
+        found = set().union(*(secret_values(table) for table in tables))
         return found | ({self.serve.token} if self.serve.token else set())
 
     def column_settings(self, table: str, schema: Any) -> dict[int, IndexSettings]:
-        """Index settings per field id of `table`'s top-level columns; UserError naming the setting when the
-        configuration names a column the table does not have or a kind the column's type cannot hold."""
-        raw = self.table_settings.get(table, {})
-        table_wide = parse_settings(
-            {k: v for k, v in raw.items() if k not in ("columns", "row_groups")},
-            self.index_defaults,
-            f'index.tables."{table}"',
-        )
-        by_name = {f.name: f for f in schema.fields}
-        settings = {f.field_id: table_wide for f in schema.fields}
-        for name, column_raw in raw.get("columns", {}).items():
-            where = f'config file {self.path}: index.tables."{table}".columns.{name}'
-            if name not in by_name:
-                raise UserError(f"{where}: table {table} has no column {name!r}")
-            column = by_name[name]
-            column_settings = parse_settings(column_raw, table_wide, where)
-            for kind in dict.fromkeys((*(column_settings.kinds or ()), *(column_settings.row_group_kinds or ()))):
-                if not can_index(kind, column.field_type):
-                    article = "an" if kind[:1] in "aeiou" else "a"
-                    raise UserError(f"{where}: {article} {kind} index cannot be built on {name} ({column.field_type})")
-            settings[column.field_id] = column_settings
+        """Index settings per field id of `table`'s top-level columns, resolved by the index kinds
+        (`resolve_table_settings`); UserError naming the setting when the configuration names a column the table
+        does not have or a kind the column's type cannot hold."""
+        try:
+            settings, _ = resolve_table_settings(
+                table, schema, self.index_defaults, self.row_groups, self.table_settings.get(table, {})
+            )
+        except ValueError as exc:
+            raise UserError(f"config file {self.path}: {exc}") from None
         return settings
 
     def row_groups_for(self, table: str) -> str:
         """`row_groups` of `table` (its `[index.tables."..."]` value, else `[index]`'s): "true", "false" or "auto"."""
         raw = self.table_settings.get(table, {})
-        return _row_groups_mode(raw["row_groups"]) if "row_groups" in raw else self.row_groups
+        return row_groups_mode(raw["row_groups"]) if "row_groups" in raw else self.row_groups
 
     def load_catalog(self, create: bool = True) -> Any:
         """The configured pyiceberg catalog. A SQLite catalog whose file does not exist yet is created (with its
@@ -757,16 +734,8 @@ def load_config(path: str | Path | None = None) -> Config:
             catalog, data_home() if conf_path == PACKAGED_CONF_PATH else conf_path.parent
         ),
         index_namespace=file.index.namespace,
-        spark_master=file.spark.master,
-        spark_app_name=file.spark.app_name,
-        spark_options=dict(file.spark.options),
-        split_bytes=file.build.split_bytes,
-        open_cost_bytes=file.build.open_cost_bytes,
-        index_existing_files=file.build.index_existing_files,
-        on_unreadable_file=file.build.on_unreadable_file,
-        backfill_files_per_commit=file.build.backfill_files_per_commit,
-        local_max_files=file.build.local_max_files,
-        local_max_bytes=file.build.local_max_bytes,
+        build=file.build,
+        spark=file.spark,
         delta_storage_options=dict(file.delta.storage_options),
         time_zone=file.lookup.time_zone,
         dialect=file.lookup.dialect,

@@ -203,7 +203,7 @@ def run_demo(config: Config, scale: float = 0.1, snapshots: int = 4, files_per_s
     _done(started)
 
     started = _step(2, steps, "starting Spark")
-    spark = get_spark(config)
+    spark = get_spark(config.spark)
     _done(started)
 
     for number, text in ((3, "incremental index builds"), (4, "second build runs (nothing new: commit nothing)")):

@@ -139,7 +139,7 @@ def write_and_index(directory, tables, schema, settings=None):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from indexlib.indexing.file_indexer import index_file
+    from indexlib.indexing.file_indexer import IndexTask, index_file
     from indexlib.store.schema import ENTRY_ARROW_SCHEMA, entry_row
 
     paths, entries = [], []
@@ -148,7 +148,7 @@ def write_and_index(directory, tables, schema, settings=None):
         pq.write_table(table, path)
         chosen = settings[n % len(settings)] if isinstance(settings, list) else settings
         per_column = {field.field_id: chosen for field in schema.fields} if chosen is not None else None
-        record_count, stats = index_file(path, "PARQUET", schema, {}, None, per_column)
+        record_count, stats = index_file(path, "PARQUET", IndexTask(schema, {}, None, 1, per_column or {}))
         paths.append(path)
         entries.append(entry_row(path, 0, record_count, 1, stats))
     return paths, pa.Table.from_pylist(entries, schema=ENTRY_ARROW_SCHEMA)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from indexlib.config import Config, load_config
+from indexlib.config import Config, SparkSettings, load_config
 from indexlib.redaction import REDACTED, is_secret_key, redact_properties, redact_text, secret_values
 
 SKIPINDEX = str(Path(sys.executable).with_name("skipindex"))
@@ -184,7 +184,7 @@ def test_a_config_holding_a_nested_table_shows_no_secret_in_its_repr(tmp_path):
         path=tmp_path / "conf.toml",
         catalog_name="c",
         catalog_properties={"s3": {"secret-access-key": SECRETS[1]}},  # type: ignore[dict-item]
-        spark_options={"spark.hadoop.fs.s3a": {"secret.key": SECRETS[3]}},  # type: ignore[dict-item]
+        spark=SparkSettings.model_construct(options={"spark.hadoop.fs.s3a": {"secret.key": SECRETS[3]}}),
     )
     shown = repr(config)
     for secret in (SECRETS[1], SECRETS[3]):

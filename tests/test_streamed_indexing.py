@@ -25,7 +25,7 @@ from pyiceberg.types import (
 
 from indexlib.index_kinds.registry import build_order
 from indexlib.index_kinds.settings import IndexSettings
-from indexlib.indexing.file_indexer import index_file
+from indexlib.indexing.file_indexer import IndexTask, index_file
 from indexlib.statistics.canonical import distinct_keys
 from indexlib.statistics.column_stats import compute_column_stats
 
@@ -72,7 +72,9 @@ def test_an_entry_read_in_batches_is_the_entry_of_the_whole_column(tmp_path_fact
     pq.write_table(table.cast(schema), path, row_group_size=row_group_rows)
     everything = IndexSettings(kinds=("bloom", "automaton"))
     per_column = {field.field_id: everything for field, _, _ in COLUMNS}
-    count, streamed = index_file(str(path), "PARQUET", SCHEMA, {}, None, per_column, batch_rows=batch_rows)
+    count, streamed = index_file(
+        str(path), "PARQUET", IndexTask(SCHEMA, {}, None, 1, per_column), batch_rows=batch_rows
+    )
     assert count == table.num_rows
     for (field, _, _), stats in zip(COLUMNS, streamed, strict=True):
         whole = table.column(field.name).combine_chunks()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType
 
 from indexlib.index_kinds.base import IndexKind
@@ -65,3 +66,41 @@ def sized_settings(settings: IndexSettings, table_files: int) -> IndexSettings:
     for kind in build_order():
         settings = kind.sized_for(settings, table_files)
     return settings
+
+
+def row_groups_mode(value: Any) -> str:
+    """`row_groups` as TOML writes it (true, false or "auto") as the mode the indexer reads: "true", "false" or
+    "auto"; ValueError otherwise."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value == "auto":
+        return "auto"
+    raise ValueError(f'expected true, false or "auto", got {value!r}')
+
+
+def resolve_table_settings(
+    name: str, schema: Schema, defaults: IndexSettings, row_groups: str, table: dict[str, Any]
+) -> tuple[dict[int, IndexSettings], str]:
+    """One table's index settings, resolved: per field id of its top-level columns, `defaults` (`[index]`) updated
+    by table `name`'s own settings (`table`, its `[index.tables."<name>"]` as validated) and then by each
+    column's under `columns`; and its row-group mode (`table`'s `row_groups`, else `row_groups`). ValueError naming
+    the setting when `table` names a column the schema does not have or a kind the column's type cannot hold."""
+    where = f'index.tables."{name}"'
+    table_wide = parse_settings({k: v for k, v in table.items() if k not in ("columns", "row_groups")}, defaults, where)
+    by_name = {f.name: f for f in schema.fields}
+    settings = {f.field_id: table_wide for f in schema.fields}
+    for column_name, column_raw in table.get("columns", {}).items():
+        column_where = f"{where}.columns.{column_name}"
+        if column_name not in by_name:
+            raise ValueError(f"{column_where}: table {name} has no column {column_name!r}")
+        column = by_name[column_name]
+        column_settings = parse_settings(column_raw, table_wide, column_where)
+        for kind in dict.fromkeys((*(column_settings.kinds or ()), *(column_settings.row_group_kinds or ()))):
+            if not can_index(kind, column.field_type):
+                article = "an" if kind[:1] in "aeiou" else "a"
+                raise ValueError(
+                    f"{column_where}: {article} {kind} index cannot be built on {column_name} ({column.field_type})"
+                )
+        settings[column.field_id] = column_settings
+    mode = row_groups_mode(table["row_groups"]) if "row_groups" in table else row_groups
+    return settings, mode

@@ -21,8 +21,8 @@ import numpy as np
 
 from indexlib.errors import UserError
 from indexlib.indexing.build import index_new_files
-from indexlib.indexing.file_indexer import config_version
 from indexlib.indexing.local import session_for
+from indexlib.indexing.spec import BuildSpec, build_spec
 from indexlib.indexing.upgrade import upgrade_index
 from indexlib.pruning.partitions import prune_partitions
 from indexlib.query.binding import bound_predicate
@@ -98,13 +98,16 @@ def batches_of_partitions(
 
 
 def _work(
-    config: Config, source: Source, index: IndexTable, where: str | None, partitions: Collection[str] | None
+    config: Config,
+    spec: BuildSpec,
+    source: Source,
+    index: IndexTable,
+    where: str | None,
+    partitions: Collection[str] | None,
 ) -> tuple[list[DataFileRef], list[DataFileRef], dict[str, str | None]]:
     """(files selected by `where` and `partitions`, those still to index or rebuild, the index's configuration
     version per path)."""
-    current = config_version(
-        config.column_settings(source.name, source.schema), config.row_groups_for(source.name)
-    )  # bad settings fail here
+    current = spec.config_version
     selected = select_files(source, where, config)
     if partitions is not None:
         labels = {source.partition_label(f) for f in selected}
@@ -138,8 +141,9 @@ def plan_backfill(config: Config, table_name: str, where: str | None = None) -> 
     source = open_source(config, table_name, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name)
     upgrade_index(index, source)
-    _, todo, _ = _work(config, source, index, where, None)
-    batches = batches_of_partitions(todo, source.partition_label, config.backfill_files_per_commit)
+    spec = build_spec(config, source)  # bad settings fail here
+    _, todo, _ = _work(config, spec, source, index, where, None)
+    batches = batches_of_partitions(todo, source.partition_label, spec.files_per_commit)
     return [list(dict.fromkeys(labels)) for labels, _ in batches]
 
 
@@ -156,10 +160,10 @@ def backfill(
     source = open_source(config, table_name, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name)
     upgrade_index(index, source)
-    selected, todo, versions = _work(config, source, index, where, partitions)
-    settings = config.column_settings(source.name, source.schema)
+    spec = build_spec(config, source)  # bad settings fail here
+    selected, todo, versions = _work(config, spec, source, index, where, partitions)
     rebuilt = sum(1 for f in todo if f.path in versions)
-    batches = batches_of_partitions(todo, source.partition_label, config.backfill_files_per_commit)
+    batches = batches_of_partitions(todo, source.partition_label, spec.files_per_commit)
     partition_count = len({source.partition_label(f) for f in todo})
     log.info(
         "%s: backfill of %d selected files: %d to index, %d to rebuild, %d partitions, %d commits",
@@ -170,7 +174,7 @@ def backfill(
         partition_count,
         len(batches),
     )
-    spark = session_for(config, todo, spark)  # the whole backfill's work decides, not one batch's
+    spark = session_for(spec, todo, spark)  # the whole backfill's work decides, not one batch's
     version = source.current_version() or 0
     done, written, rebuilt_done, skipped, commits = 0, 0, 0, [], 0
     for number, (labels, files) in enumerate(batches, start=1):
@@ -179,9 +183,8 @@ def backfill(
             source,
             files,
             version,
-            config,
-            settings,
-            skip_unreadable=config.on_unreadable_file == "skip",
+            spec,
+            skip_unreadable=spec.skip_unreadable,
             table_files=len(versions) + len(todo) - rebuilt,  # the entries the index holds once this backfill ends
         )
         result = index.commit(computed.entries)

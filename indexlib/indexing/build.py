@@ -17,11 +17,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from indexlib.errors import BuildFailed, CommitConflict, JobFailed
-from indexlib.index_kinds.registry import sized_settings
-from indexlib.indexing.file_indexer import TASK_OUTPUT_SCHEMA, IndexTask, config_version, index_files_task
+from indexlib.indexing.file_indexer import TASK_OUTPUT_SCHEMA, index_files_task
 from indexlib.indexing.file_rows import unindexed_entries, with_file_facts
 from indexlib.indexing.local import run_in_driver, session_for
 from indexlib.indexing.progress import Progress, SparkProgress, Task
+from indexlib.indexing.spec import BuildSpec, Sizing, build_spec
 from indexlib.indexing.splits import plan_splits, progress_parallelism
 from indexlib.indexing.upgrade import upgrade_index
 from indexlib.sources.base import DataFileRef, Source
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from indexlib.config import Config
-    from indexlib.index_kinds.settings import IndexSettings
 
 log = logging.getLogger(__name__)
 
@@ -81,42 +80,28 @@ def index_new_files(
     source: Source,
     files: list[DataFileRef],
     version: int,
-    config: Config,
-    column_settings: dict[int, IndexSettings] | None = None,
+    spec: BuildSpec,
     skip_unreadable: bool = False,
     table_files: int | None = None,
     verb: Literal["indexed", "recomputed"] = "indexed",
 ) -> IndexedFiles:
-    """Entries for `files`, payloads sized for a table of `table_files` live files: computed by Spark tasks, or
-    without `spark` by the same task function in this process (indexing/local.py). A file that cannot be read
-    fails the whole call (`BuildFailed`, naming it) or, with `skip_unreadable`, is left unindexed (`skipped`)."""
+    """Entries for `files` as `spec` sets them, payloads sized for a table of `table_files` live files: computed by
+    Spark tasks, or without `spark` by the same task function in this process (indexing/local.py). A file that
+    cannot be read fails the whole call (`BuildFailed`, naming it) or, with `skip_unreadable`, is left unindexed
+    (`skipped`)."""
     if not files:
         return IndexedFiles(ENTRY_ARROW_SCHEMA.empty_table())
-    settings = column_settings or {}
-    sized = {fid: sized_settings(s, table_files or len(files)) for fid, s in settings.items()}
-    row_groups = config.row_groups_for(source.name)
-    task = index_files_task(
-        IndexTask(
-            schema=source.schema,
-            io_properties=source.io_properties,
-            name_mapping_json=source.name_mapping_json,
-            source_version=version,
-            settings=sized,
-            config_version=config_version(settings, row_groups),
-            row_groups=row_groups,
-            row_group_settings={fid: s.for_row_groups() for fid, s in settings.items()},
-            table_files=table_files or len(files),
-        )
-    )
+    task = index_files_task(spec.task(source, version, table_files or len(files)))
+    open_cost = spec.sizing.open_cost_bytes
     size = sum(f.file_size_in_bytes for f in files)
     try:
         if spark is None:
             log.info("%s: %s %d files (%.1f MB) in this process", source.name, _ING[verb], len(files), size / 1e6)
-            progress = Progress(source.name, len(files), size, config.open_cost_bytes, "in this process", verb)
+            progress = Progress(source.name, len(files), size, open_cost, "in this process", verb)
             with progress:
                 result = run_in_driver(task, files, progress)
         else:
-            result = _run_on_spark(spark, task, source, files, size, config, verb)
+            result = _run_on_spark(spark, task, source, files, size, spec.sizing, verb)
     except Exception as exc:  # the job itself failed (an executor lost, a worker killed), not one file
         raise JobFailed(f"{source.name}: index build failed: {_why_the_job_failed(exc)}") from exc
     failed = pc.is_valid(result.column("error"))
@@ -143,15 +128,15 @@ def _run_on_spark(
     source: Source,
     files: list[DataFileRef],
     size: int,
-    config: Config,
+    sizing: Sizing,
     verb: Literal["indexed", "recomputed"],
 ) -> pa.Table:
     """The task's output for `files`, one Spark task per planned split."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     context = spark.sparkContext
-    parallelism = progress_parallelism(files, context.defaultParallelism, config.open_cost_bytes)
-    splits = plan_splits(files, config.split_bytes, config.open_cost_bytes, parallelism)
+    parallelism = progress_parallelism(files, context.defaultParallelism, sizing.open_cost_bytes)
+    splits = plan_splits(files, sizing.split_bytes, sizing.open_cost_bytes, parallelism)
     rows = [[(f.path, f.file_format, f.file_size_in_bytes) for f in split.files] for split in splits]
     # one element per slice: each split is exactly one Spark task
     frame = spark.createDataFrame(context.parallelize(rows, len(rows)).flatMap(lambda split: split), _TASK_INPUT_SCHEMA)
@@ -160,7 +145,7 @@ def _run_on_spark(
     )
     context.setJobDescription(f"skipindex: {_ING[verb]} {len(files)} files of {source.name}")
     where = f"in {len(splits)} Spark tasks"
-    progress = SparkProgress(spark, source.name, len(files), size, config.open_cost_bytes, where, verb)
+    progress = SparkProgress(spark, source.name, len(files), size, sizing.open_cost_bytes, where, verb)
     with progress:
         return frame.mapInArrow(progress.counting(task), from_arrow_schema(TASK_OUTPUT_SCHEMA)).toArrow()
 
@@ -179,20 +164,22 @@ def _why_the_job_failed(exc: Exception) -> str:
 
 def build_index(config: Config, table_name: str, spark: SparkSession | None = None, catalog: Any = None) -> BuildResult:
     """Index `table_name` up to its current version (the module docstring); `catalog`: the configured catalog when
-    the caller keeps one loaded (a follower, indexing/follow.py), else loaded here."""
+    the caller keeps one loaded (a follower, indexing/follow.py), else loaded here. The configuration is read here,
+    once (`build_spec`); what runs below reads the spec."""
     catalog = catalog if catalog is not None else config.load_catalog()
     for _ in range(_RESTARTS):
         source = open_source(config, table_name, catalog)
         index = IndexTable(catalog, config.index_namespace, source.name)
         upgrade_index(index, source)
+        spec = build_spec(config, source)  # bad settings fail before any work
         try:
-            return _build_once(config, source, index, spark)
+            return _build_once(spec, source, index, spark)
         except WatermarkMoved as moved:
             log.warning("%s; planning again from the new watermark", moved)
     raise CommitConflict(f"{table_name}: other builds kept moving the watermark; gave up after {_RESTARTS} attempts")
 
 
-def _build_once(config: Config, source: Source, index: IndexTable, spark: SparkSession | None) -> BuildResult:
+def _build_once(spec: BuildSpec, source: Source, index: IndexTable, spark: SparkSession | None) -> BuildResult:
     """Make the file rows exactly the files live at the source's current version C, indexing the live files the
     index has no row of, and commit them with C as both the watermark and the live version (docs/index-table.md).
 
@@ -200,7 +187,6 @@ def _build_once(config: Config, source: Source, index: IndexTable, spark: SparkS
     the files of those appends), else from the source's own plan. Comparing them with the file rows, not with the
     files live at the watermark, is what repairs any history: after a rollback the files it brought back have no
     row and are indexed, the rows of files it took away are dropped."""
-    column_settings = config.column_settings(source.name, source.schema)  # bad settings fail before any work
     version = source.current_version()
     watermark = index.watermark()
     live_version = index.live_version()
@@ -217,7 +203,7 @@ def _build_once(config: Config, source: Source, index: IndexTable, spark: SparkS
         live_paths = frozenset(f.path for f in candidates)
     new_files = [f for f in candidates if f.path not in known]
     live = LiveSet(version, live_paths)
-    if watermark is None and not config.index_existing_files:
+    if watermark is None and not spec.index_existing_files:
         # Start indexing from now: older files wait for `skipindex backfill`, known as unindexed.
         result = index.commit(
             unindexed_entries(new_files, source, version), live=live, watermark=version, expected_watermark=None
@@ -235,13 +221,12 @@ def _build_once(config: Config, source: Source, index: IndexTable, spark: SparkS
     )
     computed = (
         index_new_files(
-            session_for(config, new_files, spark),
+            session_for(spec, new_files, spark),
             source,
             new_files,
             version,
-            config,
-            column_settings,
-            skip_unreadable=config.on_unreadable_file == "skip",
+            spec,
+            skip_unreadable=spec.skip_unreadable,
             table_files=len(live_paths),
         )
         if new_files

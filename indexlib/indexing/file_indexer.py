@@ -123,29 +123,38 @@ def index_summary(
     return replace(stats, distinct_count=len(keys), ndv_sketch=ndv_sketch, indexes=tuple(indexes), key_hashes=hashes)
 
 
+@dataclass(frozen=True)
+class IndexTask:
+    """What every task of one build needs, sent to Spark once with the task function: the table's schema and
+    name mapping, the file system properties to open its files with, and what to build for each column.
+    `row_groups` and `row_group_settings`: `index_file`'s row-group entries; `table_files`: the live files of the
+    table, for the key index's automatic choice; `source_version` and `config_version`: stamped on each entry."""
+
+    schema: Schema
+    io_properties: dict[str, str]
+    name_mapping_json: str | None
+    source_version: int
+    settings: dict[int, IndexSettings] = field(default_factory=dict)
+    config_version: str | None = None
+    row_groups: str = "false"
+    row_group_settings: dict[int, IndexSettings] = field(default_factory=dict)
+    table_files: int = 1
+
+
 def index_file(
-    path: str,
-    file_format: str,
-    schema: Schema,
-    io_properties: dict[str, str],
-    name_mapping_json: str | None,
-    settings: dict[int, IndexSettings] | None = None,
-    batch_rows: int = BATCH_ROWS,
-    row_groups: str = "false",
-    row_group_settings: dict[int, IndexSettings] | None = None,
-    table_files: int = 1,
+    path: str, file_format: str, task: IndexTask, batch_rows: int = BATCH_ROWS
 ) -> tuple[int, list[ColumnStats]]:
-    """(record count, column statistics) of one data file of a table of `table_files` live files, read
-    `batch_rows` rows at a time; with row-group entries (`row_groups`, see `wants_row_groups`) one row group at a
-    time, their payloads built with `row_group_settings` (default: `settings`)."""
+    """(record count, column statistics) of one data file of `task`'s table, read `batch_rows` rows at a time; with
+    row-group entries (`task.row_groups`, see `wants_row_groups`) one row group at a time, their payloads built
+    with `task.row_group_settings` (default: `task.settings`)."""
     if file_format.upper() != "PARQUET":
         raise ValueError(f"cannot index {path}: file format {file_format} is not supported (only Parquet)")
-    io = load_file_io(io_properties, location=path)
+    io = load_file_io(task.io_properties, location=path)
     input_file = io.new_input(path)
     with input_file.open() as stream:
         parquet = pq.ParquetFile(stream)
-        by_id = _file_columns_by_field_id(parquet.schema_arrow, name_mapping_json)
-        wanted = [(fid, name, ftype) for fid, name, ftype in indexed_fields(schema) if fid in by_id]
+        by_id = _file_columns_by_field_id(parquet.schema_arrow, task.name_mapping_json)
+        wanted = [(fid, name, ftype) for fid, name, ftype in indexed_fields(task.schema) if fid in by_id]
         columns = [by_id[fid] for fid, _, _ in wanted]
 
         def summaries_of(groups: list[int] | None) -> dict[int, ColumnSummary]:
@@ -158,7 +167,7 @@ def index_file(
             return found
 
         group_count = parquet.metadata.num_row_groups
-        per_group = wanted and wants_row_groups(row_groups, group_count, len(input_file))
+        per_group = wanted and wants_row_groups(task.row_groups, group_count, len(input_file))
         groups = [summaries_of([group]) for group in range(group_count)] if per_group else []
         if groups:
             summaries = {fid: ColumnSummary(parquet.schema_arrow.field(by_id[fid]).type) for fid, _, _ in wanted}
@@ -168,12 +177,12 @@ def index_file(
         else:
             summaries = summaries_of(None)
         record_count = parquet.metadata.num_rows
-    settings = settings or {}
-    row_group_settings = row_group_settings or settings
+    settings = task.settings
+    row_group_settings = task.row_group_settings or settings
     stats = []
     for fid, name, ftype in wanted:
         column = index_summary(
-            fid, name, ftype, summaries[fid], settings.get(fid, DEFAULT_SETTINGS), table_files=table_files
+            fid, name, ftype, summaries[fid], settings.get(fid, DEFAULT_SETTINGS), table_files=task.table_files
         )
         if groups:
             group_settings = row_group_settings.get(fid, DEFAULT_SETTINGS)
@@ -230,24 +239,6 @@ def config_version(settings: dict[int, IndexSettings], row_groups: str = "false"
 TASK_OUTPUT_SCHEMA = ENTRY_ARROW_SCHEMA.append(pa.field("error", pa.string()))
 
 
-@dataclass(frozen=True)
-class IndexTask:
-    """What every task of one build needs, sent to Spark once with the task function: the table's schema and
-    name mapping, the file system properties to open its files with, and what to build for each column.
-    `row_groups` and `row_group_settings`: `index_file`'s row-group entries; `table_files`: the live files of the
-    table, for the key index's automatic choice; `source_version` and `config_version`: stamped on each entry."""
-
-    schema: Schema
-    io_properties: dict[str, str]
-    name_mapping_json: str | None
-    source_version: int
-    settings: dict[int, IndexSettings] = field(default_factory=dict)
-    config_version: str | None = None
-    row_groups: str = "false"
-    row_group_settings: dict[int, IndexSettings] = field(default_factory=dict)
-    table_files: int = 1
-
-
 def index_files_task(task: IndexTask) -> Any:
     """The function Spark's `mapInArrow` runs: batches of (path, format, size) in, rows of TASK_OUTPUT_SCHEMA out.
 
@@ -264,17 +255,7 @@ def index_files_task(task: IndexTask) -> Any:
                 strict=True,
             ):
                 try:
-                    record_count, stats = index_file(
-                        path,
-                        file_format,
-                        task.schema,
-                        task.io_properties,
-                        task.name_mapping_json,
-                        task.settings,
-                        row_groups=task.row_groups,
-                        row_group_settings=task.row_group_settings,
-                        table_files=task.table_files,
-                    )
+                    record_count, stats = index_file(path, file_format, task)
                 except Exception as exc:  # any failure reading this file: its row says so, the next file goes on
                     reason = f"cannot index data file {path}: {' '.join(str(exc).split()) or type(exc).__name__}"
                     row = {**entry_row(path, size, 0, task.source_version, [], task.config_version), "error": reason}

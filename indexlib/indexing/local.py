@@ -20,27 +20,21 @@ from indexlib.sources.base import DataFileRef
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from indexlib.config import Config
     from indexlib.indexing.progress import Progress, Task
+    from indexlib.indexing.spec import BuildSpec
 
 # What a task reads: the same columns Spark's `mapInArrow` hands each task.
 TASK_INPUT_SCHEMA = pa.schema([("path", pa.string()), ("file_format", pa.string()), ("file_size_in_bytes", pa.int64())])
 
 
-def runs_locally(config: Config, files: Sequence[DataFileRef]) -> bool:
-    """True when the work is at or under both local limits (`local_max_files = 0`: always Spark)."""
-    size = sum(f.file_size_in_bytes for f in files)
-    return config.local_max_files > 0 and len(files) <= config.local_max_files and size <= config.local_max_bytes
-
-
-def session_for(config: Config, files: Sequence[DataFileRef], spark: SparkSession | None) -> SparkSession | None:
+def session_for(spec: BuildSpec, files: Sequence[DataFileRef], spark: SparkSession | None) -> SparkSession | None:
     """The SparkSession to index `files` on, or None to index them in this process: the caller's session if it
-    gave one, else none for small work, else the configured one (started now)."""
-    if spark is not None or not files or runs_locally(config, files):
+    gave one, else none for small work (`Sizing.runs_locally`), else the spec's (started now)."""
+    if spark is not None or not files or spec.sizing.runs_locally(files):
         return spark
     from indexlib.indexing.spark import get_spark
 
-    return get_spark(config)
+    return get_spark(spec.spark)
 
 
 def run_in_driver(task: Task, files: Sequence[DataFileRef], progress: Progress) -> pa.Table:

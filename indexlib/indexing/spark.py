@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
-    from indexlib.config import Config
+    from indexlib.config import SparkSettings
 
 
 @dataclass
@@ -123,19 +123,20 @@ def _starts_record(line: str) -> bool:
     return bool(_LOG4J_RECORD.match(line) or _JVM_NOTICE.match(line))
 
 
-def get_spark(config: Config) -> SparkSession:
+def get_spark(settings: SparkSettings) -> SparkSession:
+    """The process's SparkSession, started with `[spark]`'s settings unless it runs already."""
     # Executors must run the same interpreter as the driver, or they import a different (or no) pyarrow.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
-    conf = SparkConf().setAppName(config.spark_app_name)
+    conf = SparkConf().setAppName(settings.app_name)
     # Under spark-submit (which started this Python and left PYSPARK_GATEWAY_PORT) the cluster's master wins. SparkConf()
     # alone cannot tell: before a SparkContext exists it is an empty Python dict, not spark-submit's properties.
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     if not submitted and not conf.contains("spark.master"):
-        conf.setMaster(config.spark_master)
-    for key, value in config.spark_options.items():
+        conf.setMaster(settings.master)
+    for key, value in settings.options.items():
         conf.set(key, value)
     if not submitted and not conf.contains("spark.jars") and (fetched := spark_jars()):
         conf.set("spark.jars", ",".join(str(j) for j in fetched))  # the connectors `make jars` fetched (jars.py)

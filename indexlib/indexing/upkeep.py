@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from pyiceberg.exceptions import NoSuchNamespaceError
 
 from indexlib.indexing.build import index_new_files
-from indexlib.indexing.file_indexer import config_version
+from indexlib.indexing.spec import build_spec
 from indexlib.indexing.upgrade import upgrade_index
 from indexlib.sources.registry import open_source
 from indexlib.store.expiry import ExpiryResult
@@ -219,8 +219,8 @@ def verify(
     source = open_source(config, table_name, catalog)
     index = IndexTable(catalog, config.index_namespace, source.name)
     index.require()
-    settings = config.column_settings(source.name, source.schema)
-    current = config_version(settings, config.row_groups_for(source.name))
+    spec = build_spec(config, source)
+    current = spec.config_version
     live = source.live_files()
     live_paths = {f.path for f in live}
     versions = index.config_versions()
@@ -234,8 +234,7 @@ def verify(
             source,
             [by_path[p] for p in chosen],
             0,
-            config,
-            settings,
+            spec,
             skip_unreadable=True,
             table_files=len(live),
             verb="recomputed",
