@@ -1,10 +1,10 @@
-"""Following a table: a writer appends small commits every 1-2 s with pyiceberg while `skipindex build --follow`
+"""Following a table: a writer appends small commits every 1-2 s (pyiceberg appends, then Spark SQL inserts) while `skipindex build --follow`
 runs in its own process; per commit, the lag from the source commit to the index commit that holds it; the
 follower's CPU share; and, sampled while the writer runs, the files a lookup keeps for a point query and a range
 query against pyiceberg's own planning (`table.scan(row_filter=...).plan_files()`) and the files that hold a match
 (brute force over the rows of every live file).
 
-    python benchmarks/bench_follow.py [--minutes 10] [--rows 5000] [--period 1 2] [--seed-files 40]
+    python benchmarks/bench_follow.py [--minutes 10] [--rows 5000] [--period 1 2] [--writer pyiceberg spark]
 
 The lag is read after the run from the two tables' own histories, not by polling: each index snapshot records the
 source version it reached (`skipindex.source-version`) and its commit time, so a source commit's lag is the first
@@ -62,6 +62,65 @@ def batch(rng: random.Random, rows: int, now: datetime) -> pa.Table:
         },
         schema=SCHEMA,
     )
+
+
+class PyicebergWriter:
+    """Commits with pyiceberg's `Table.append` (one data file per commit)."""
+
+    name = "pyiceberg appends"
+
+    def __init__(self, table, rng: random.Random, rows: int) -> None:
+        self.table, self.rng, self.rows = table, rng, rows
+
+    def commit(self) -> int:
+        """One commit of `rows` new rows; returns an id it wrote."""
+        data = batch(self.rng, self.rows, datetime.now())
+        self.table.append(data)
+        return int(data.column("id")[0].as_py())
+
+
+class SparkSqlWriter:
+    """Commits with Spark SQL `INSERT INTO` through Iceberg's Spark runtime, on the same SQLite catalog (Iceberg's
+    JDBC catalog): one task, so one data file per commit. The rows are made by Spark itself: ids
+    `xxhash64(commit, row)` (random 64-bit), timestamps over the last second of the session's local wall clock."""
+
+    name = "Spark SQL inserts"
+    CATALOG = "bench"  # the JDBC catalog sees the rows of the pyiceberg catalog of the same name
+
+    def __init__(self, tmp: Path, rows: int) -> None:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        from pyspark.sql import SparkSession
+
+        from indexlib.jars import spark_jars
+
+        self.spark = (
+            SparkSession.builder.master("local[1]")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.jars", ",".join(str(j) for j in spark_jars()))
+            .config(f"spark.sql.catalog.{self.CATALOG}", "org.apache.iceberg.spark.SparkCatalog")
+            .config(f"spark.sql.catalog.{self.CATALOG}.type", "jdbc")
+            .config(f"spark.sql.catalog.{self.CATALOG}.uri", f"jdbc:sqlite:{tmp / 'catalog.db'}")
+            .config(f"spark.sql.catalog.{self.CATALOG}.warehouse", f"file:{tmp / 'warehouse'}")
+            .getOrCreate()
+        )
+        self.spark.sparkContext.setLogLevel("ERROR")
+        self.rows, self.commits = rows, 0
+
+    def commit(self) -> int:
+        self.commits += 1
+        n = self.commits
+        self.spark.sql(
+            f"INSERT INTO {self.CATALOG}.{TABLE} "
+            f"SELECT xxhash64({n}, id), "
+            "CAST(current_timestamp() - make_dt_interval(0, 0, 0, rand()) AS TIMESTAMP_NTZ), "
+            f"concat('svc-', lpad(CAST(({n} + id % 2) % 30 AS STRING), 2, '0')), -50 * ln(1 - rand()) "
+            f"FROM range({self.rows})"
+        )
+        return int(self.spark.sql(f"SELECT xxhash64({n}, CAST(0 AS BIGINT))").first()[0])
+
+    def close(self) -> None:
+        self.spark.stop()
 
 
 def cpu_seconds(pid: int) -> float:
@@ -153,7 +212,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def run(minutes: float, rows: int, period: tuple[float, float], seed_files: int, interval: float) -> str:
+def run(
+    minutes: float, rows: int, period: tuple[float, float], seed_files: int, interval: float, writer_kind: str
+) -> str:
     from pyiceberg.schema import Schema
     from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestampType
 
@@ -181,6 +242,7 @@ def run(minutes: float, rows: int, period: tuple[float, float], seed_files: int,
         for n in range(seed_files):
             table.append(batch(rng, rows, datetime.now() - timedelta(minutes=seed_files - n)))
         build_index(config, TABLE)  # the history before the follower starts
+        writer = PyicebergWriter(table, rng, rows) if writer_kind == "pyiceberg" else SparkSqlWriter(Path(tmp), rows)
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         follower = subprocess.Popen(
             [sys.executable, "-m", "indexlib.cli", "build", "--follow", "--conf", str(conf), "--table", TABLE],
@@ -197,10 +259,8 @@ def run(minutes: float, rows: int, period: tuple[float, float], seed_files: int,
         commits, samples, last_key, next_sample = 0, [], -1, started + 20
         end = started + minutes * 60
         while time.monotonic() < end:
-            data = batch(rng, rows, datetime.now())
-            table.append(data)
+            last_key = writer.commit()
             commits += 1
-            last_key = int(data.column("id")[0].as_py())
             if time.monotonic() >= next_sample:  # right after a commit: its file may not be indexed yet
                 samples.append(sample(config, table, started, last_key))
                 next_sample = time.monotonic() + 20
@@ -211,15 +271,17 @@ def run(minutes: float, rows: int, period: tuple[float, float], seed_files: int,
         samples.append(sample(config, table, started, last_key))
         follower.send_signal(signal.SIGTERM)
         code = follower.wait(timeout=600)
+        if isinstance(writer, SparkSqlWriter):
+            writer.close()
         index_table = IndexTable(catalog, config.index_namespace, TABLE).reload()
         measured = lags(table.refresh(), index_table)[seed_files:]  # the writer's commits
         batches = [line for line in lines if " indexed (" in line]
-    return report(minutes, rows, period, commits, wall, cpu, measured, batches, samples, code, interval)
+    return report(writer.name, rows, period, commits, wall, cpu, measured, batches, samples, code, interval)
 
 
-def report(minutes, rows, period, commits, wall, cpu, measured, batches, samples, code, interval) -> str:
+def report(writer, rows, period, commits, wall, cpu, measured, batches, samples, code, interval) -> str:
     out = [
-        f"### {wall / 60:.1f} minutes, {commits} pyiceberg appends of {rows:,} rows every {period[0]:g}-{period[1]:g} s, "
+        f"### {wall / 60:.1f} minutes, {commits} {writer} of {rows:,} rows every {period[0]:g}-{period[1]:g} s, "
         f"follower polling every {interval:g} s",
         "",
         "| measure | value |",
@@ -277,8 +339,16 @@ def main() -> None:
     parser.add_argument("--period", type=float, nargs=2, default=(1.0, 2.0), help="seconds between commits")
     parser.add_argument("--seed-files", type=int, default=40, help="files committed and indexed before the run")
     parser.add_argument("--interval", type=float, default=1.0, help="the follower's poll interval (default: 1)")
+    parser.add_argument(
+        "--writer",
+        choices=["pyiceberg", "spark"],
+        nargs="+",
+        default=["pyiceberg", "spark"],
+        help="who commits: pyiceberg appends, Spark SQL inserts (Iceberg's Spark runtime, `make jars`), or both in turn",
+    )
     args = parser.parse_args()
-    print(run(args.minutes, args.rows, tuple(args.period), args.seed_files, args.interval))
+    for writer in args.writer:
+        print(run(args.minutes, args.rows, tuple(args.period), args.seed_files, args.interval, writer), end="\n\n")
     print(f"\n{revision()}")
 
 
