@@ -209,8 +209,8 @@ class IndexHandle:
         index's entries are facts about data files, whatever version holds them. Read afresh on every call (the
         handle caches the current version only). UserError when the source no longer has `version`."""
         current = self.current()
-        if version == current.source_version:
-            return current
+        # the current version too: its schema may have changed since (a schema-only commit adds no snapshot), and
+        # pyiceberg reads a snapshot asked for by id with the schema it was written with
         source = current.source.at_version(version)
         if source is None:
             raise UserError(f"table {self.name} has no version {version} (an Iceberg snapshot id, a Delta version)")

@@ -21,6 +21,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from iceberg_tables import batch, make_lake, rows
 from pyiceberg import expressions as ice
+from pyiceberg.types import LongType
 
 from indexlib.errors import UserError
 from indexlib.handle import IndexHandle, open_handle
@@ -121,3 +122,39 @@ def test_every_delta_version_reads_as_delta_rss_own_read_of_it(config, delta_lak
             assert found.count() == expected.num_rows, f"version {version}, {where}: count() counts them"
     with pytest.raises(UserError, match=r"has no version 99 "):
         handle.scan("id = 1", snapshot_id=99)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("reader", ["files", "connector"])
+def test_the_spark_scan_of_an_earlier_snapshot_holds_pyicebergs_rows_of_it(connectors, lake, reader) -> None:
+    """Both readers: Iceberg's own finds the snapshot's columns by field id (s, renamed to name since)."""
+    handle = IndexHandle.for_iceberg(lake)
+    history = [entry.snapshot_id for entry in lake.history()]
+    for snapshot_id in (history[0], history[len(history) // 2], history[-2]):
+        for where in ICEBERG_WHERES[:2]:
+            expected = lake.scan(row_filter=where, snapshot_id=snapshot_id).to_arrow()
+            got = handle.scan(where, snapshot_id=snapshot_id).to_spark(connectors, reader=reader)
+            assert got.columns == expected.column_names, f"{snapshot_id}, {reader}: the snapshot's schema's columns"
+            assert rows(got.toArrow()) == rows(expected), f"{snapshot_id}, {where}, {reader}: that snapshot's rows"
+
+
+@pytest.mark.spark
+def test_a_snapshot_with_a_column_dropped_since_is_read_jar_free_or_refused_by_icebergs_reader(connectors, lake):
+    with lake.update_schema() as update:
+        update.add_column("x", LongType())
+    data = batch(700, 20, 1).rename_columns(["id", "g", "k", "f", "name"])
+    lake.append(data.append_column("x", pa.array(range(20), pa.int64())).cast(lake.schema().as_arrow()))
+    with_x = lake.current_snapshot().snapshot_id
+    with lake.update_schema() as update:
+        update.delete_column("x")  # a schema-only commit: with_x stays the current snapshot, read with its schema
+    handle = IndexHandle.for_iceberg(lake)
+    where = "id >= 690 AND id < 705"
+    with pytest.raises(UserError, match=r"^table db\.t: the format's own reader reads the table's current columns, "):
+        handle.scan(where, snapshot_id=with_x).to_spark(connectors, reader="connector")
+    expected = lake.scan(row_filter=where, snapshot_id=with_x).to_arrow()
+    got = handle.scan(where, snapshot_id=with_x).to_spark(connectors)  # "auto": the jar-free reads, x and all
+    assert got.columns == expected.column_names and "x" in got.columns, "the snapshot's columns, the dropped one too"
+    assert rows(got.toArrow()) == rows(expected), "the rows of pyiceberg's own read of that snapshot"
+    arrow = handle.scan(where, snapshot_id=with_x).to_arrow()
+    assert arrow.column_names == expected.column_names and rows(arrow) == rows(expected), "to_arrow reads it so too"
+    assert "x" not in handle.scan(where).to_arrow().column_names, "without snapshot_id: the current schema"

@@ -284,7 +284,14 @@ def from_lookup(
     if chosen.warning is not None:
         _log.warning(chosen.warning)
     if chosen.how == CONNECTOR:
-        return _connector_read(spark, result, schema, condition, dialect)
+        frame = _connector_read(spark, result, schema, condition, dialect)
+        if frame is not None:
+            return frame
+        why = f"the format's own reader reads the table's current columns, not those of version {result.source_version}"
+        if reader == CONNECTOR:
+            raise UnsupportedFeature(f"table {result.table}: {why}; read it with reader='files'")
+        chosen = reader_of(spark, result, dialect, FILES)
+        _log.info("table %s: read by %s instead: %s", result.table, chosen.how, why)
     frames = []
     nan_files = nan_prone(result, dialect)
     for read in plan(result, nan_files, zero_prone(result, dialect), chosen.routes):
@@ -297,8 +304,10 @@ def from_lookup(
 
 def _connector_read(
     spark: SparkSession, result: LookupResult, schema: StructType, condition: str, dialect: str | None
-) -> DataFrame:
-    """The kept files through the format's own reader, filtered unless every one of them is all-match. Iceberg's
+) -> DataFrame | None:
+    """The kept files through the format's own reader, filtered unless every one of them is all-match; None where
+    that reader's columns are not the lookup's (Iceberg's reads a scan of an earlier snapshot with the table's
+    current schema: a column renamed, added or dropped since). Iceberg's
     staged scan pushes no filter into its Parquet reader; Delta's file source does, and Spark's Parquet reader skips
     row groups by statistics that leave NaN out and by dictionaries that hold -0.0 and 0.0 apart, so where a kept
     file may hold NaN or a zero the filter is made one nondeterministic conjunct, which Spark keeps above the scan:
@@ -307,6 +316,8 @@ def _connector_read(
     if not result.files:
         return spark.createDataFrame([], schema)
     frame = connector_frame(spark, result)
+    if frame.columns != schema.fieldNames():
+        return None
     if set(result.files) <= set(result.all_match):
         return frame
     if format_of(result) == "delta" and (nan_prone(result, dialect) or zero_prone(result, dialect)):

@@ -103,9 +103,18 @@ def _iceberg_frame(spark: SparkSession, result: LookupResult) -> DataFrame:
                 old, old_table = _staged.popitem(last=False)
                 _singleton(spark, "org.apache.iceberg.spark.ScanTaskSetManager").removeTasks(old_table, old)
                 _singleton(spark, "org.apache.iceberg.spark.SparkTableCache").remove(old)
+        current = {int(field.fieldId()): str(field.name()) for field in _staged[key].schema().columns()}
     frame = spark.read.format("iceberg").load(key)
-    # the staged table's schema adds v3 row lineage (`_row_id`, ...): the table's own columns only
-    return frame.select(*[F.col(f"`{f.name}`") for f in source.table.metadata.schema().fields])
+    # the staged table's schema adds v3 row lineage (`_row_id`, ...): the table's own columns only, each found by
+    # field id and named as the lookup's schema names it (an earlier snapshot's may name it otherwise); a column the
+    # current schema no longer has is left out (the caller compares the columns)
+    return frame.select(
+        *[
+            F.col(f"`{current[f.field_id]}`").alias(f.name)
+            for f in source.table.metadata.schema().fields
+            if f.field_id in current
+        ]
+    )
 
 
 def _singleton(spark: SparkSession, name: str) -> Any:
