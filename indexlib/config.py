@@ -50,7 +50,7 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 
 from indexlib.errors import UserError
 from indexlib.index_kinds.registry import parse_settings, resolve_table_settings, row_groups_mode, setting_names
-from indexlib.index_kinds.settings import IndexSettings
+from indexlib.index_kinds.settings import IndexSettings, declared_settings
 from indexlib.redaction import redact_properties, redact_text, secret_values
 
 CONF_ENV = "SKIPINDEX_CONF"  # the configuration file, when --conf is not given
@@ -168,22 +168,55 @@ class _Section(BaseModel):
 class BuildSettings(_Section):
     """`[build]`: how builds and backfills run."""
 
-    split_bytes: int = Field(default=DEFAULT_SPLIT_BYTES, ge=1)  # Spark tasks are planned by bytes (splits.py)
-    open_cost_bytes: int = Field(default=DEFAULT_OPEN_COST_BYTES, ge=0)
-    backfill_files_per_commit: int = Field(default=500, ge=1)
-    # "fail": name the file, commit nothing; "skip": leave it unindexed, report it
-    on_unreadable_file: Annotated[Literal["fail", "skip"], BeforeValidator(_text)] = "fail"
-    index_existing_files: bool = True  # first build: index every live file (False: start now, backfill the rest)
-    local_max_files: int = Field(default=DEFAULT_LOCAL_MAX_FILES, ge=0)  # at or under both: indexed in this process
-    local_max_bytes: int = Field(default=DEFAULT_LOCAL_MAX_BYTES, ge=0)
+    split_bytes: int = Field(
+        default=DEFAULT_SPLIT_BYTES,
+        ge=1,
+        description=(
+            "Spark tasks are planned by bytes, as Spark's file scan: up to this many bytes per task "
+            "(fewer when the table is small)"
+        ),
+    )
+    open_cost_bytes: int = Field(
+        default=DEFAULT_OPEN_COST_BYTES,
+        ge=0,
+        description="each file costs its size plus this many bytes to open, when planning tasks",
+    )
+    backfill_files_per_commit: int = Field(
+        default=500, ge=1, description="backfill commits whole partitions in batches of about this many files"
+    )
+    on_unreadable_file: Annotated[Literal["fail", "skip"], BeforeValidator(_text)] = Field(
+        default="fail",
+        description=(
+            '"fail": name the file, commit nothing; "skip": index the others, report it (it stays '
+            "unindexed, so always kept)"
+        ),
+    )
+    index_existing_files: bool = Field(
+        default=True,
+        description=(
+            "the first build indexes every live file; false: it only records the watermark, and "
+            "`skipindex backfill` indexes the rest"
+        ),
+    )
+    local_max_files: int = Field(
+        default=DEFAULT_LOCAL_MAX_FILES,
+        ge=0,
+        description=(
+            "work at or under both this and `local_max_bytes` is indexed in the skipindex process, "
+            "without Spark; above either, on Spark; 0: always Spark"
+        ),
+    )
+    local_max_bytes: int = Field(default=DEFAULT_LOCAL_MAX_BYTES, ge=0, description="see `local_max_files`")
 
 
 class SparkSettings(_Section):
     """`[spark]`: the Spark session of local runs."""
 
-    master: _Text = "local[*]"
-    app_name: _Text = "skipindex"
-    options: _Properties = Field(default_factory=dict)
+    master: _Text = Field(default="local[*]", description="the master of a local session; ignored under spark-submit")
+    app_name: _Text = Field(default="skipindex", description="the Spark application name")
+    options: _Properties = Field(
+        default_factory=dict, description='any Spark configuration, as `"spark.ui.enabled" = "false"`'
+    )
 
     def __repr__(self) -> str:  # the options may hold credentials: shown redacted (indexlib/redaction.py)
         return f"SparkSettings(master={self.master!r}, app_name={self.app_name!r}, options={redact_properties(self.options)!r})"
@@ -194,23 +227,38 @@ class SparkSettings(_Section):
 class _LookupSection(_Section):
     """`[lookup]`: how WHERE clauses are read, both checked through indexlib.query.sql when the file loads."""
 
-    time_zone: Annotated[str, BeforeValidator(_text), AfterValidator(_time_zone)] | None = None
-    dialect: Annotated[str, BeforeValidator(_text), AfterValidator(_dialect)] | None = None
+    time_zone: Annotated[str, BeforeValidator(_text), AfterValidator(_time_zone)] | None = Field(
+        default=None, description="session zone for CURRENT_DATE / NOW(); unset: this machine's zone (Spark's default)"
+    )
+    dialect: Annotated[str, BeforeValidator(_text), AfterValidator(_dialect)] | None = Field(
+        default=None, description='sqlglot dialect of WHERE clauses ("spark": "double quotes" are strings); unset: ANSI'
+    )
 
 
 class _DeltaSection(_Section):
     """`[delta]`: Delta tables' logs, read by delta-rs."""
 
-    storage_options: _Properties = Field(default_factory=dict)
+    storage_options: _Properties = Field(
+        default_factory=dict,
+        description=(
+            "passed to delta-rs for Delta tables' logs (its object-store keys, e.g. AWS_REGION); data "
+            "files are read through pyiceberg FileIO with the s3./gcs./adls. properties of [catalog]"
+        ),
+    )
 
 
 class _BuildScheduleSection(_Section):
     """`[airflow.builds."<table>"]`: exactly one of a cron expression or preset, a fixed interval in minutes, or the
     URI of the source table's Airflow Asset."""
 
-    schedule: Annotated[str, BeforeValidator(_non_empty)] | None = None
-    every_minutes: int | None = Field(default=None, ge=1)
-    asset: Annotated[str, BeforeValidator(_non_empty), AfterValidator(_uri)] | None = None
+    schedule: Annotated[str, BeforeValidator(_non_empty)] | None = Field(
+        default=None, description="a cron expression or preset (`@hourly`)"
+    )
+    every_minutes: int | None = Field(default=None, ge=1, description="a fixed interval, in minutes")
+    asset: Annotated[str, BeforeValidator(_non_empty), AfterValidator(_uri)] | None = Field(
+        default=None,
+        description="the URI of the source table's Airflow Asset, which the writer's DAG lists in its outlets",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -230,16 +278,39 @@ class _BuildScheduleSection(_Section):
 class _AirflowSection(_Section):
     """`[airflow]`: what the DAGs in airflow_dags/ run and how."""
 
-    spark_conn_id: _Text | None = None
-    pool: _Text = "default_pool"
-    retries: int = Field(default=2, ge=0)
-    retry_delay_minutes: int = Field(default=5, ge=0)
-    timeout_minutes: int = Field(default=180, ge=1)
-    upkeep_schedule: _Text = "@daily"
-    verify_sample: int = Field(default=20, ge=0)
-    expire_older_than_hours: float = Field(default=72.0, ge=0)
-    follow_minutes: float = Field(default=0.0, ge=0)  # >0: a follower DAG, following [follow] tables
-    builds: dict[str, _BuildScheduleSection] = Field(default_factory=dict)
+    spark_conn_id: _Text | None = Field(
+        default=None,
+        description=(
+            "an Airflow connection of type spark: Spark jobs go through SparkSubmitOperator; unset: "
+            "Spark runs inside the task (local[*] or [spark] master)"
+        ),
+    )
+    pool: _Text = Field(default="default_pool", description="the Airflow pool of every task (one slot per task)")
+    retries: int = Field(default=2, ge=0, description="retries per task")
+    retry_delay_minutes: int = Field(default=5, ge=0, description="minutes between a task's retries")
+    timeout_minutes: int = Field(default=180, ge=1, description="execution_timeout of every task, in minutes")
+    upkeep_schedule: _Text = Field(default="@daily", description="schedule of the upkeep DAG (compact, verify, expire)")
+    verify_sample: int = Field(default=20, ge=0, description="entries the upkeep DAG's verify recomputes per table")
+    expire_older_than_hours: float = Field(
+        default=72.0,
+        ge=0,
+        description="the upkeep DAG's expire: index snapshots and unreferenced files older than this",
+    )
+    follow_minutes: float = Field(
+        default=0.0,
+        ge=0,
+        description=(
+            "0: no follower DAG; N: a `skipindex_follow` DAG whose one task runs `skipindex build "
+            "--follow` over `[follow] tables` for N minutes, then the next run starts at once"
+        ),
+    )
+    builds: dict[str, _BuildScheduleSection] = Field(
+        default_factory=dict,
+        description=(
+            'one incremental build DAG per table (`[airflow.builds."ns.name"]`), with one of '
+            "`schedule`, `every_minutes` or `asset`"
+        ),
+    )
 
     def settings(self) -> AirflowSettings:
         return AirflowSettings(
@@ -260,10 +331,29 @@ class FollowSettings(_Section):
     """`[follow]`: `skipindex build --follow` (indexing/follow.py): the tables it follows when no `--table` is given,
     how often it asks each for its current version, and how it retries a transient failure."""
 
-    tables: list[Annotated[str, BeforeValidator(_non_empty)]] = Field(default_factory=list)
-    interval_seconds: float = Field(default=1.0, gt=0)
-    retries: int = Field(default=10, ge=0)  # consecutive transient failures retried before the follower exits
-    max_backoff_seconds: float = Field(default=60.0, gt=0)
+    tables: list[Annotated[str, BeforeValidator(_non_empty)]] = Field(
+        default_factory=list,
+        description='the tables followed when no `--table` is given, e.g. ["db.events", "/data/lake/clicks"]',
+    )
+    interval_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        description=(
+            "seconds between two polls of each table's current version (one catalog query for SQL "
+            "catalogs, the new log entries for Delta)"
+        ),
+    )
+    retries: int = Field(
+        default=10,
+        ge=0,
+        description=(
+            "consecutive transient failures (a lost commit race, an I/O or catalog outage) retried with "
+            "back-off before the follower exits with the error's code"
+        ),
+    )
+    max_backoff_seconds: float = Field(
+        default=60.0, gt=0, description="the longest wait between two retries (jittered exponential back-off up to it)"
+    )
 
 
 _ServeText = Annotated[str, BeforeValidator(_non_empty_unshown)]
@@ -273,29 +363,63 @@ class ServeSettings(_Section):
     """`[serve]`: the planning service (`skipindex serve`, docs/how-to/serve.md). The bearer token comes from
     `token` or, preferably, the environment variable named by `token_env`; it is a secret (never shown)."""
 
-    host: _ServeText = "127.0.0.1"
-    port: int = Field(default=DEFAULT_SERVE_PORT, ge=0, le=65535)
-    token: _ServeText | None = None
-    token_env: _ServeText = DEFAULT_TOKEN_ENV
-    # file scan tasks per response; the rest as plan tasks fetched from `tasks`
-    tasks_per_batch: int = Field(default=1000, ge=1)
-    max_request_bytes: int = Field(default=1024 * 1024, ge=1)  # larger request bodies are refused (413)
+    host: _ServeText = Field(
+        default="127.0.0.1", description="address to bind; bind other addresses only behind a firewall or proxy"
+    )
+    port: int = Field(default=DEFAULT_SERVE_PORT, ge=0, le=65535, description="port to listen on")
+    token: _ServeText | None = Field(
+        default=None, description="the bearer token itself (a secret, never printed); prefer `token_env`"
+    )
+    token_env: _ServeText = Field(
+        default=DEFAULT_TOKEN_ENV,
+        description="the environment variable holding the bearer token (at least 16 characters)",
+    )
+    tasks_per_batch: int = Field(
+        default=1000, ge=1, description="file scan tasks per response; the rest as plan tasks fetched from `tasks`"
+    )
+    max_request_bytes: int = Field(default=1024 * 1024, ge=1, description="larger request bodies are refused (413)")
     plans_kept: int = Field(
-        default=256, ge=1
-    )  # plans whose further batches stay fetchable (the oldest forgotten first)
-    # per plan worker: tables whose index handle (and its cache) stays open (LRU)
-    handles_kept: int = Field(default=64, ge=1)
-    max_header_bytes: int = Field(default=16 * 1024, ge=1024)  # a request line and headers longer are refused (431)
-    # a batch of tasks larger than this is split into further batches
-    max_response_bytes: int = Field(default=16 * 1024 * 1024, ge=1)
-    # a connection with no request under way that sends nothing this long is closed
-    idle_timeout_seconds: int = Field(default=5, ge=1)
-    # a request whose head and body have not all arrived by then: 408, closed
-    request_timeout_seconds: int = Field(default=30, ge=1)
-    # ... and at most this many bytes of kept plans (the newest plan always kept)
-    plans_kept_bytes: int = Field(default=512 * 1024 * 1024, ge=1)
-    # processes that plan (0: plans in the service's own process, in threads)
-    plan_workers: int = Field(default=2, ge=0)
+        default=256, ge=1, description="plans whose further batches stay fetchable (the oldest forgotten first)"
+    )
+    handles_kept: int = Field(
+        default=64,
+        ge=1,
+        description=(
+            "per plan worker: tables whose index handle (and its cache) stays open (the least recently used closed)"
+        ),
+    )
+    max_header_bytes: int = Field(
+        default=16 * 1024, ge=1024, description="a longer request line and headers are refused (431, or h11's 400)"
+    )
+    max_response_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        ge=1,
+        description=(
+            "a batch of tasks larger than this is split into further batches (at least 2 x max_request_bytes)"
+        ),
+    )
+    idle_timeout_seconds: int = Field(
+        default=5, ge=1, description="a connection with no request under way that sends nothing this long is closed"
+    )
+    request_timeout_seconds: int = Field(
+        default=30, ge=1, description="a request not received whole this long after its first byte: 408, closed"
+    )
+    plans_kept_bytes: int = Field(
+        default=512 * 1024 * 1024,
+        ge=1,
+        description=(
+            "at most this many bytes of kept plans' further batches (the oldest forgotten first; the "
+            "newest plan is always kept)"
+        ),
+    )
+    plan_workers: int = Field(
+        default=2,
+        ge=0,
+        description=(
+            "processes that plan, so no plan holds up `/health` or another client's connection; 0 plans "
+            "in the service's own process, in threads"
+        ),
+    )
 
     @field_validator("max_response_bytes")
     @classmethod
@@ -337,41 +461,107 @@ class _IndexSection(_Section):
     """`[index]`: where index tables live and whether they hold row groups. `_file_model` adds the index kinds'
     settings and `tables`, which `parse_settings` reads."""
 
-    namespace: _Text = DEFAULT_INDEX_NAMESPACE
-    row_groups: _RowGroups = "false"
+    namespace: _Text = Field(
+        default=DEFAULT_INDEX_NAMESPACE, description="the namespace index tables are created in, in the same catalog"
+    )
+    row_groups: _RowGroups = Field(
+        default="false",
+        description=(
+            'also index each Parquet row group (counts, bounds, payloads): true, false, or "auto" = '
+            "files of at least 32 MiB with two or more row groups; a lookup then names the row groups "
+            "to read"
+        ),
+    )
 
 
 class _ConfigFile(_Section):
     """The whole file, its sections in the order the configuration reference shows them."""
 
-    catalog: _Properties = Field(default_factory=dict)
-    index: _IndexSection = Field(default_factory=_IndexSection)
-    build: BuildSettings = Field(default_factory=BuildSettings)
-    spark: SparkSettings = Field(default_factory=SparkSettings)
-    lookup: _LookupSection = Field(default_factory=_LookupSection)
-    delta: _DeltaSection = Field(default_factory=_DeltaSection)
-    airflow: _AirflowSection = Field(default_factory=_AirflowSection)
-    follow: FollowSettings = Field(default_factory=FollowSettings)
-    serve: ServeSettings = Field(default_factory=ServeSettings)
+    catalog: _Properties = Field(
+        default_factory=dict,
+        description=(
+            "passed unchanged to pyiceberg.catalog.load_catalog(name, **props): `name` (default "
+            '"default") is the catalog name, every other key a catalog or FileIO property; relative '
+            "paths in `warehouse` and in a `sqlite:///` `uri` are resolved against the conf file's "
+            "directory"
+        ),
+    )
+    index: _IndexSection = Field(
+        default_factory=_IndexSection,
+        description=(
+            "where index tables live and what they hold; the index settings may also be set per table and column"
+        ),
+    )
+    build: BuildSettings = Field(default_factory=BuildSettings, description="how builds and backfills run")
+    spark: SparkSettings = Field(
+        default_factory=SparkSettings,
+        description=(
+            "the Spark session of local runs (`skipindex build`); under spark-submit the cluster's settings win"
+        ),
+    )
+    lookup: _LookupSection = Field(default_factory=_LookupSection, description="how WHERE clauses are read")
+    delta: _DeltaSection = Field(default_factory=_DeltaSection, description="Delta tables")
+    airflow: _AirflowSection = Field(
+        default_factory=_AirflowSection, description="what the DAGs in airflow_dags/ run and how"
+    )
+    follow: FollowSettings = Field(
+        default_factory=FollowSettings,
+        description=("`skipindex build --follow`: a long-running process that indexes each new commit of its tables"),
+    )
+    serve: ServeSettings = Field(default_factory=ServeSettings, description="the planning service (`skipindex serve`)")
+
+
+class _IndexChoice(_Section):
+    """The index settings every table and column takes beside the kinds' own (`setting_names()`); their values
+    are read by `parse_settings`."""
+
+    kinds: _IndexValue = Field(
+        default=None, description='"bloom", "automaton", both, or [] for min/max only; unset: the automatic choice'
+    )
+    row_group_kinds: _IndexValue = Field(
+        default=None, description="the same for row-group payloads (default: as `kinds`); [] = row-group bounds only"
+    )
+    key_index: _IndexValue = Field(
+        default=None,
+        description='the global key index (value -> files): unset or "auto" = identifier columns of tables of 5,000+ files; true / false to force',
+    )
 
 
 @functools.lru_cache(maxsize=8)
 def _file_model(settings: tuple[str, ...]) -> type[_ConfigFile]:
     """`_ConfigFile` with `[index]`, `[index.tables."<table>"]` and its `columns.<column>` declaring `settings`, the
-    index settings (`setting_names()`: the index kinds, plug-ins among them, declare them; `parse_settings` checks
-    their values). Keyed by the names, so a kind registered later gets a model of its own."""
-    declared: dict[str, Any] = dict.fromkeys(settings, (_IndexValue, None))  # (field type, default) each
+    index settings (`setting_names()`: the index kinds, plug-ins among them, declare them, each with its help,
+    `Setting.help`; `parse_settings` checks their values). Keyed by the names, so a kind registered later gets a
+    model of its own."""
+    kinds = declared_settings()
+
+    def described(name: str) -> Any:
+        choice = _IndexChoice.model_fields.get(name)
+        return Field(default=None, description=choice.description if choice else kinds[name].help or None)
+
+    declared: dict[str, Any] = {name: (_IndexValue, described(name)) for name in settings}  # (type, field) each
     column = create_model("_IndexColumn", __base__=_Section, **declared)
     table_fields: dict[str, Any] = {
         **declared,
-        "row_groups": (_RowGroups | None, None),
-        "columns": (dict[str, column], Field(default_factory=dict)),  # type: ignore[valid-type]
+        "row_groups": (_RowGroups | None, Field(default=None, description="`row_groups` for this table")),
+        "columns": (
+            dict[str, column],  # type: ignore[valid-type]
+            Field(
+                default_factory=dict,
+                description='per column (`[index.tables."ns.name".columns.c]`): the index settings',
+            ),
+        ),
     }
     table = create_model("_IndexTable", __base__=_Section, **table_fields)
     tables = dict[str, table]  # type: ignore[valid-type]
-    index_fields: dict[str, Any] = {**declared, "tables": (tables, Field(default_factory=dict))}
+    tables_field: Any = Field(
+        default_factory=dict,
+        description='per table (`[index.tables."ns.name"]`, a Delta table by its path): the index settings, `row_groups`, and per column under `columns`',
+    )
+    index_fields: dict[str, Any] = {**declared, "tables": (tables, tables_field)}
     index = create_model("_IndexSection", __base__=_IndexSection, **index_fields)
-    return create_model("_ConfigFile", __base__=_ConfigFile, index=(index, Field(default_factory=index)))
+    index_field = Field(default_factory=index, description=_ConfigFile.model_fields["index"].description)
+    return create_model("_ConfigFile", __base__=_ConfigFile, index=(index, index_field))
 
 
 # the defaults of the settings the dataclasses below hold, so that a Config built in code and a file that leaves the
@@ -551,7 +741,7 @@ def find_config(path: str | Path | None = None) -> Path:
 # ---- the declared shape, for the docs and for the errors -------------------------------------------------------------
 # `_ANY`: any name, such as a table identifier or a column; `_PROPERTIES`: an open table of single values passed to a
 # library (pyiceberg, Spark, delta-rs), which may hold credentials; None: a value. Adding a setting is adding a field
-# to its section's model (and its line to `SETTING_HELP`).
+# to its section's model, its help as the field's `description`.
 _ANY = "*"
 _PROPERTIES = "properties"
 
@@ -559,8 +749,7 @@ _PROPERTIES = "properties"
 def config_schema() -> dict[str, Any]:
     """The declared shape of the file, as the loader checks it: a dict per table, `"*"` for any name (a table
     identifier, a column), `"properties"` for an open property table, None for a single value. Read off the section
-    models; the docs' configuration reference is generated from it, with `SETTING_HELP` and each index kind's
-    `Setting.help`."""
+    models; the docs' configuration reference is generated from it, with `setting_help()`."""
     return _shape(_file_model(setting_names()))
 
 
@@ -592,92 +781,25 @@ def setting_defaults() -> dict[str, Any]:
     return found
 
 
-# One line per section and setting of `config_schema()` (dotted, `*` for a name), shown by the docs' configuration
-# reference; the index kinds' own settings carry theirs (`Setting.help`). A key without one fails the docs build.
-SETTING_HELP: dict[str, str] = {
-    "catalog": 'passed unchanged to pyiceberg.catalog.load_catalog(name, **props): `name` (default "default") is '
-    "the catalog name, every other key a catalog or FileIO property; relative paths in `warehouse` and in a "
-    "`sqlite:///` `uri` are resolved against the conf file's directory",
-    "index": "where index tables live and what they hold; the index settings may also be set per table and column",
-    "index.namespace": "the namespace index tables are created in, in the same catalog",
-    "index.row_groups": 'also index each Parquet row group (counts, bounds, payloads): true, false, or "auto" = files '
-    "of at least 32 MiB with two or more row groups; a lookup then names the row groups to read",
-    "index.kinds": '"bloom", "automaton", both, or [] for min/max only; unset: the automatic choice',
-    "index.row_group_kinds": "the same for row-group payloads (default: as `kinds`); [] = row-group bounds only",
-    "index.key_index": 'the global key index (value -> files): unset or "auto" = identifier columns of tables of '
-    "5,000+ files; true / false to force",
-    "index.tables": 'per table (`[index.tables."ns.name"]`, a Delta table by its path): the index settings, '
-    "`row_groups`, and per column under `columns`",
-    "index.tables.*.row_groups": "`row_groups` for this table",
-    "index.tables.*.columns": 'per column (`[index.tables."ns.name".columns.c]`): the index settings',
-    "build": "how builds and backfills run",
-    "build.split_bytes": "Spark tasks are planned by bytes, as Spark's file scan: up to this many bytes per task "
-    "(fewer when the table is small)",
-    "build.open_cost_bytes": "each file costs its size plus this many bytes to open, when planning tasks",
-    "build.backfill_files_per_commit": "backfill commits whole partitions in batches of about this many files",
-    "build.on_unreadable_file": '"fail": name the file, commit nothing; "skip": index the others, report it '
-    "(it stays unindexed, so always kept)",
-    "build.index_existing_files": "the first build indexes every live file; false: it only records the watermark, "
-    "and `skipindex backfill` indexes the rest",
-    "build.local_max_files": "work at or under both this and `local_max_bytes` is indexed in the skipindex "
-    "process, without Spark; above either, on Spark; 0: always Spark",
-    "build.local_max_bytes": "see `local_max_files`",
-    "spark": "the Spark session of local runs (`skipindex build`); under spark-submit the cluster's settings win",
-    "spark.master": "the master of a local session; ignored under spark-submit",
-    "spark.app_name": "the Spark application name",
-    "spark.options": 'any Spark configuration, as `"spark.ui.enabled" = "false"`',
-    "lookup": "how WHERE clauses are read",
-    "lookup.time_zone": "session zone for CURRENT_DATE / NOW(); unset: this machine's zone (Spark's default)",
-    "lookup.dialect": 'sqlglot dialect of WHERE clauses ("spark": "double quotes" are strings); unset: ANSI',
-    "delta": "Delta tables",
-    "delta.storage_options": "passed to delta-rs for Delta tables' logs (its object-store keys, e.g. AWS_REGION); "
-    "data files are read through pyiceberg FileIO with the s3./gcs./adls. properties of [catalog]",
-    "airflow": "what the DAGs in airflow_dags/ run and how",
-    "airflow.spark_conn_id": "an Airflow connection of type spark: Spark jobs go through SparkSubmitOperator; "
-    "unset: Spark runs inside the task (local[*] or [spark] master)",
-    "airflow.pool": "the Airflow pool of every task (one slot per task)",
-    "airflow.retries": "retries per task",
-    "airflow.retry_delay_minutes": "minutes between a task's retries",
-    "airflow.timeout_minutes": "execution_timeout of every task, in minutes",
-    "airflow.upkeep_schedule": "schedule of the upkeep DAG (compact, verify, expire)",
-    "airflow.verify_sample": "entries the upkeep DAG's verify recomputes per table",
-    "airflow.expire_older_than_hours": "the upkeep DAG's expire: index snapshots and unreferenced files older than "
-    "this",
-    "airflow.follow_minutes": "0: no follower DAG; N: a `skipindex_follow` DAG whose one task runs `skipindex build "
-    "--follow` over `[follow] tables` for N minutes, then the next run starts at once",
-    "airflow.builds": 'one incremental build DAG per table (`[airflow.builds."ns.name"]`), with one of `schedule`, '
-    "`every_minutes` or `asset`",
-    "airflow.builds.*.schedule": "a cron expression or preset (`@hourly`)",
-    "airflow.builds.*.every_minutes": "a fixed interval, in minutes",
-    "airflow.builds.*.asset": "the URI of the source table's Airflow Asset, which the writer's DAG lists in its "
-    "outlets",
-    "follow": "`skipindex build --follow`: a long-running process that indexes each new commit of its tables",
-    "follow.tables": 'the tables followed when no `--table` is given, e.g. ["db.events", "/data/lake/clicks"]',
-    "follow.interval_seconds": "seconds between two polls of each table's current version (one catalog query for "
-    "SQL catalogs, the new log entries for Delta)",
-    "follow.retries": "consecutive transient failures (a lost commit race, an I/O or catalog outage) retried with "
-    "back-off before the follower exits with the error's code",
-    "follow.max_backoff_seconds": "the longest wait between two retries (jittered exponential back-off up to it)",
-    "serve": "the planning service (`skipindex serve`)",
-    "serve.host": "address to bind; bind other addresses only behind a firewall or proxy",
-    "serve.port": "port to listen on",
-    "serve.token": "the bearer token itself (a secret, never printed); prefer `token_env`",
-    "serve.token_env": "the environment variable holding the bearer token (at least 16 characters)",
-    "serve.tasks_per_batch": "file scan tasks per response; the rest as plan tasks fetched from `tasks`",
-    "serve.max_request_bytes": "larger request bodies are refused (413)",
-    "serve.plans_kept": "plans whose further batches stay fetchable (the oldest forgotten first)",
-    "serve.plans_kept_bytes": "at most this many bytes of kept plans' further batches (the oldest forgotten first; "
-    "the newest plan is always kept)",
-    "serve.handles_kept": "per plan worker: tables whose index handle (and its cache) stays open (the least recently "
-    "used closed)",
-    "serve.plan_workers": "processes that plan, so no plan holds up `/health` or another client's connection; 0 "
-    "plans in the service's own process, in threads",
-    "serve.max_header_bytes": "a longer request line and headers are refused (431, or h11's 400)",
-    "serve.max_response_bytes": "a batch of tasks larger than this is split into further batches (at least 2 x "
-    "max_request_bytes)",
-    "serve.idle_timeout_seconds": "a connection with no request under way that sends nothing this long is closed",
-    "serve.request_timeout_seconds": "a request not received whole this long after its first byte: 408, closed",
-}
+def setting_help() -> dict[str, str]:
+    """One line per section and setting of `config_schema()` (dotted, `*` for a name), shown by the docs'
+    configuration reference: each field's `description`, where it is declared (the index kinds' own settings:
+    their `Setting.help`). A key without one fails the docs build."""
+    found: dict[str, str] = {}
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        for name, info in model.model_fields.items():
+            if info.description:
+                found[prefix + name] = info.description
+            annotation = info.annotation
+            if get_origin(annotation) is dict and annotation != _Properties:
+                annotation, name = get_args(annotation)[1], f"{name}.*"
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                walk(annotation, f"{prefix}{name}.")
+
+    walk(_file_model(setting_names()), "")
+    return found
+
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 

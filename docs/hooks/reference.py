@@ -3,8 +3,8 @@
 A page holding `<!-- skipindex:cli-reference -->` gets every `skipindex` command with its usage and options, read
 from `indexlib.cli.build_parser()`; one holding `<!-- skipindex:config-reference -->` gets every section and setting
 of `indexlib.config.config_schema()`, each with its default (`indexlib.config.setting_defaults()`, read off the
-configuration's section models, and the index kinds' `Setting`s) and its one line of help
-(`indexlib.config.SETTING_HELP`, `Setting.help`). A setting without help fails the build, so a new command or setting
+configuration's section models, and the index kinds' `Setting`s) and its one line of help (its field's
+`description`, `indexlib.config.setting_help()`; an index kind's setting: its `Setting.help`). A setting without help fails the build, so a new command or setting
 cannot ship undocumented.
 """
 
@@ -89,17 +89,14 @@ def _shown(value: Any) -> str:
     return f"`{value}`"
 
 
-def _help(dotted: str, key: str) -> str:
-    from indexlib.config import SETTING_HELP
-    from indexlib.index_kinds.registry import declared_settings
+def _help(dotted: str) -> str:
+    from indexlib.config import setting_help
 
-    generic = dotted.replace(".tables.*.columns.*.", ".").replace(".tables.*.", ".")
-    text = SETTING_HELP.get(dotted) or SETTING_HELP.get(generic)
-    setting = declared_settings().get(key)
-    if not text and setting is not None and dotted.startswith("index."):
-        text = setting.help
+    text = setting_help().get(dotted)
     if not text:
-        raise ValueError(f"configuration reference: {dotted} has no help (indexlib.config.SETTING_HELP)")
+        raise ValueError(
+            f"configuration reference: {dotted} has no help (its field's description in indexlib/config.py)"
+        )
     return text
 
 
@@ -114,7 +111,7 @@ def config_reference() -> str:
         dotted = ".".join(path)
         rows = [key for key, value in shape.items() if value is None] if isinstance(shape, dict) else []
         if shape == "properties" or rows:
-            out.extend([f"### `[{_toml_header(path)}]`", "", _help(dotted.removesuffix(".*"), path[-1]), ""])
+            out.extend([f"### `[{_toml_header(path)}]`", "", _help(dotted.removesuffix(".*")), ""])
         if shape == "properties":
             out.extend(["An open table of properties: any key, passed on unchanged (quote keys with dots).", ""])
             return
@@ -128,7 +125,7 @@ def config_reference() -> str:
                     default = "unset"
                 else:
                     default = _shown(defaults.get(full))
-                out.append(f"| `{key}` | {default} | {_cell(_help(full, key))} |")
+                out.append(f"| `{key}` | {default} | {_cell(_help(full))} |")
             out.append("")
         for key, value in shape.items():
             if value is not None:
