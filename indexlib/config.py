@@ -5,18 +5,23 @@ relative paths in `warehouse` and in a `sqlite:///` `uri` are resolved against t
 packaged default's against the data location, `data_home()`), so every configuration works from any working
 directory (`PATH_RULE`). A SQLite catalog file is created only by a caller that may write (`Config.load_catalog`).
 
-Each section of the file is a frozen pydantic model (`BuildSettings`, `SparkSettings`, `_LookupSection`,
-`_DeltaSection`, `_AirflowSection` and its `_BuildScheduleSection`s, `ServeSettings`, and `[index]`'s, which
-`_file_model` completes with the settings the index kinds declare), closed (a key it does not declare is an error)
-and strict (`true` is not an integer, nor `"2"`). The file is validated whole before anything is read from it, and
-the first error is one line naming the file and the key as TOML writes it: `_wording` words pydantic's errors, in
-one place. A misspelt section or key names the closest valid one, and an unquoted dotted key where a property is
-expected (TOML reads `s3.secret-access-key = ...` as a nested table, which pyiceberg would never see) shows the
-quoted form. No error shows a value of a property table: those hold credentials.
+Each section of the file is a frozen pydantic model (`IndexOptions`, which `_file_model` completes with the settings
+the index kinds declare; `BuildSettings`, `SparkSettings`, `LookupSettings`, `DeltaSettings`, `_AirflowSection` and
+its `_BuildScheduleSection`s, `FollowSettings`, `ServeSettings`), closed (a key it does not declare is an error)
+and strict (`true` is not an integer, nor `"2"`). A setting is declared once, as a field of its section's model with
+its default, its bounds and its one line of help (`description`, which the docs' configuration reference shows,
+`setting_help()`): a new setting is that one field. The file is validated whole before anything is read from it,
+and the first error is one line naming the file and the key as TOML writes it, from pydantic's error location:
+`_wording` words pydantic's errors, in one place. A misspelt section or key names the closest valid one, and an
+unquoted dotted key where a property is expected (TOML reads `s3.secret-access-key = ...` as a nested table, which
+pyiceberg would never see) shows the quoted form. No error shows a value of a property table: those hold
+credentials.
 
-What the rest of the code reads is `Config` (with `AirflowSettings` and `BuildSchedule`): frozen dataclasses built
-from the validated sections, with paths resolved, durations as timedeltas and the index settings parsed by the index
-kinds (`parse_settings`). `[serve]`'s model is itself the `ServeSettings` the service reads.
+What the rest of the code reads is `Config`: the validated section models themselves (`config.index`,
+`config.build`, `config.spark`, `config.lookup`, `config.delta`, `config.follow`, `config.serve`), with `[catalog]`'s
+paths resolved, `[index]`'s index settings parsed by the index kinds (`parse_settings`; a table's and its columns'
+resolved by them too, `resolve_table_settings`) and `[airflow]` as `AirflowSettings` (durations as timedeltas, one
+`BuildSchedule` per table).
 """
 
 from __future__ import annotations
@@ -224,7 +229,7 @@ class SparkSettings(_Section):
     __str__ = __repr__
 
 
-class _LookupSection(_Section):
+class LookupSettings(_Section):
     """`[lookup]`: how WHERE clauses are read, both checked through indexlib.query.sql when the file loads."""
 
     time_zone: Annotated[str, BeforeValidator(_text), AfterValidator(_time_zone)] | None = Field(
@@ -235,7 +240,7 @@ class _LookupSection(_Section):
     )
 
 
-class _DeltaSection(_Section):
+class DeltaSettings(_Section):
     """`[delta]`: Delta tables' logs, read by delta-rs."""
 
     storage_options: _Properties = Field(
@@ -245,6 +250,11 @@ class _DeltaSection(_Section):
             "files are read through pyiceberg FileIO with the s3./gcs./adls. properties of [catalog]"
         ),
     )
+
+    def __repr__(self) -> str:  # the options may hold credentials: shown redacted (indexlib/redaction.py)
+        return f"DeltaSettings(storage_options={redact_properties(self.storage_options)!r})"
+
+    __str__ = __repr__
 
 
 class _BuildScheduleSection(_Section):
@@ -457,7 +467,7 @@ class ServeSettings(_Section):
         return token
 
 
-class _IndexSection(_Section):
+class IndexOptions(_Section):
     """`[index]`: where index tables live and whether they hold row groups. `_file_model` adds the index kinds'
     settings and `tables`, which `parse_settings` reads."""
 
@@ -486,8 +496,8 @@ class _ConfigFile(_Section):
             "directory"
         ),
     )
-    index: _IndexSection = Field(
-        default_factory=_IndexSection,
+    index: IndexOptions = Field(
+        default_factory=IndexOptions,
         description=(
             "where index tables live and what they hold; the index settings may also be set per table and column"
         ),
@@ -499,8 +509,8 @@ class _ConfigFile(_Section):
             "the Spark session of local runs (`skipindex build`); under spark-submit the cluster's settings win"
         ),
     )
-    lookup: _LookupSection = Field(default_factory=_LookupSection, description="how WHERE clauses are read")
-    delta: _DeltaSection = Field(default_factory=_DeltaSection, description="Delta tables")
+    lookup: LookupSettings = Field(default_factory=LookupSettings, description="how WHERE clauses are read")
+    delta: DeltaSettings = Field(default_factory=DeltaSettings, description="Delta tables")
     airflow: _AirflowSection = Field(
         default_factory=_AirflowSection, description="what the DAGs in airflow_dags/ run and how"
     )
@@ -559,7 +569,7 @@ def _file_model(settings: tuple[str, ...]) -> type[_ConfigFile]:
         description='per table (`[index.tables."ns.name"]`, a Delta table by its path): the index settings, `row_groups`, and per column under `columns`',
     )
     index_fields: dict[str, Any] = {**declared, "tables": (tables, tables_field)}
-    index = create_model("_IndexSection", __base__=_IndexSection, **index_fields)
+    index = create_model("IndexOptions", __base__=IndexOptions, **index_fields)
     index_field = Field(default_factory=index, description=_ConfigFile.model_fields["index"].description)
     return create_model("_ConfigFile", __base__=_ConfigFile, index=(index, index_field))
 
@@ -605,26 +615,46 @@ class Config:
 
     path: Path
     catalog_name: str
-    catalog_properties: dict[str, str]
-    index_namespace: str = DEFAULT_INDEX_NAMESPACE
+    catalog_properties: dict[str, str]  # `[catalog]` without `name`, relative paths resolved (`PATH_RULE`)
+    index: IndexOptions = field(default_factory=IndexOptions)
     build: BuildSettings = field(default_factory=BuildSettings)  # read once per build (indexing/spec.py)
     spark: SparkSettings = field(default_factory=SparkSettings)
-    delta_storage_options: dict[str, str] = field(default_factory=dict)  # [delta.storage_options] for delta-rs
-    time_zone: str | None = None  # session zone for CURRENT_DATE / NOW(); None: the machine's local zone
-    dialect: str | None = None  # sqlglot dialect of WHERE clauses; None: ANSI quoting
+    lookup: LookupSettings = field(default_factory=LookupSettings)
+    delta: DeltaSettings = field(default_factory=DeltaSettings)
+    # `[index]`'s index settings, parsed by the index kinds, and `[index.tables."ns.name"]` as the file writes them
+    # (table-wide settings, and per column under `columns`), which the index kinds resolve per table
+    # (`resolve_table_settings`)
     index_defaults: IndexSettings = IndexSettings()
-    row_groups: str = "false"  # [index] row_groups: "true", "false" or "auto" (indexing/file_indexer.py)
-    # [index.tables."ns.name"]: table-wide settings, and per column under `columns` (validated at load)
     table_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     airflow: AirflowSettings = AirflowSettings()
     follow: FollowSettings = field(default_factory=FollowSettings)
     serve: ServeSettings = field(default_factory=ServeSettings)
 
+    @property
+    def index_namespace(self) -> str:
+        """`[index] namespace`: where index tables live, in the configured catalog."""
+        return self.index.namespace
+
+    @property
+    def time_zone(self) -> str | None:
+        """`[lookup] time_zone`: the session zone of CURRENT_DATE / NOW(); None: the machine's local zone."""
+        return self.lookup.time_zone
+
+    @property
+    def dialect(self) -> str | None:
+        """`[lookup] dialect`: the sqlglot dialect of WHERE clauses; None: ANSI quoting."""
+        return self.lookup.dialect
+
+    @property
+    def delta_storage_options(self) -> dict[str, str]:
+        """`[delta.storage_options]`, for delta-rs."""
+        return self.delta.storage_options
+
     def __repr__(self) -> str:  # the property tables hold credentials: shown redacted (indexlib/redaction.py)
         shown = []
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("catalog_properties", "delta_storage_options"):
+            if f.name == "catalog_properties":
                 value = redact_properties(value)
             shown.append(f"{f.name}={value!r}")
         return f"Config({', '.join(shown)})"
@@ -642,7 +672,7 @@ class Config:
         does not have or a kind the column's type cannot hold."""
         try:
             settings, _ = resolve_table_settings(
-                table, schema, self.index_defaults, self.row_groups, self.table_settings.get(table, {})
+                table, schema, self.index_defaults, self.index.row_groups, self.table_settings.get(table, {})
             )
         except ValueError as exc:
             raise UserError(f"config file {self.path}: {exc}") from None
@@ -651,7 +681,7 @@ class Config:
     def row_groups_for(self, table: str) -> str:
         """`row_groups` of `table` (its `[index.tables."..."]` value, else `[index]`'s): "true", "false" or "auto"."""
         raw = self.table_settings.get(table, {})
-        return row_groups_mode(raw["row_groups"]) if "row_groups" in raw else self.row_groups
+        return row_groups_mode(raw["row_groups"]) if "row_groups" in raw else self.index.row_groups
 
     def load_catalog(self, create: bool = True) -> Any:
         """The configured pyiceberg catalog. A SQLite catalog whose file does not exist yet is created (with its
@@ -855,14 +885,12 @@ def load_config(path: str | Path | None = None) -> Config:
         catalog_properties=_resolve_relative(
             catalog, data_home() if conf_path == PACKAGED_CONF_PATH else conf_path.parent
         ),
-        index_namespace=file.index.namespace,
+        index=file.index,
         build=file.build,
         spark=file.spark,
-        delta_storage_options=dict(file.delta.storage_options),
-        time_zone=file.lookup.time_zone,
-        dialect=file.lookup.dialect,
+        lookup=file.lookup,
+        delta=file.delta,
         index_defaults=defaults,
-        row_groups=file.index.row_groups,
         table_settings=table_settings,
         airflow=file.airflow.settings(),
         follow=file.follow,

@@ -85,7 +85,7 @@ def build_spec(config: Config, source: Source) -> BuildSpec:
             source.name,
             source.schema,
             config.index_defaults,
-            config.row_groups,
+            config.index.row_groups,
             config.table_settings.get(source.name, {}),
         )
     except ValueError as exc:
