@@ -255,24 +255,27 @@ def run(
         threading.Thread(target=lambda: lines.extend(follower.stdout), daemon=True).start()
         while not lines:  # started: its first line
             time.sleep(0.1)
-        started, cpu_start = time.monotonic(), cpu_seconds(follower.pid)
-        commits, samples, last_key, next_sample = 0, [], -1, started + 20
-        end = started + minutes * 60
-        while time.monotonic() < end:
-            last_key = writer.commit()
-            commits += 1
-            if time.monotonic() >= next_sample:  # right after a commit: its file may not be indexed yet
-                samples.append(sample(config, table, started, last_key))
-                next_sample = time.monotonic() + 20
-            time.sleep(rng.uniform(*period))
-        wall = time.monotonic() - started
-        cpu = cpu_seconds(follower.pid) - cpu_start
-        time.sleep(max(5.0, 3 * interval))  # the last commit's batch
-        samples.append(sample(config, table, started, last_key))
-        follower.send_signal(signal.SIGTERM)
-        code = follower.wait(timeout=600)
-        if isinstance(writer, SparkSqlWriter):
-            writer.close()
+        try:
+            started, cpu_start = time.monotonic(), cpu_seconds(follower.pid)
+            commits, samples, last_key, next_sample = 0, [], -1, started + 20
+            end = started + minutes * 60
+            while time.monotonic() < end:
+                last_key = writer.commit()
+                commits += 1
+                if time.monotonic() >= next_sample:  # right after a commit: its file may not be indexed yet
+                    samples.append(sample(config, table, started, last_key))
+                    next_sample = time.monotonic() + 20
+                time.sleep(rng.uniform(*period))
+            wall = time.monotonic() - started
+            cpu = cpu_seconds(follower.pid) - cpu_start
+            time.sleep(max(5.0, 3 * interval))  # the last commit's batch
+            samples.append(sample(config, table, started, last_key))
+        finally:  # the follower is this run's process: never left behind, whatever failed
+            if follower.poll() is None:
+                follower.send_signal(signal.SIGTERM)
+            code = follower.wait(timeout=600)
+            if isinstance(writer, SparkSqlWriter):
+                writer.close()
         index_table = IndexTable(catalog, config.index_namespace, TABLE).reload()
         measured = lags(table.refresh(), index_table)[seed_files:]  # the writer's commits
         batches = [line for line in lines if " indexed (" in line]
