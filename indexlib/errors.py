@@ -63,3 +63,13 @@ class CommitConflict(SkipIndexError):
     http_status = 409
     rest_type = "CommitFailedException"
     retryable = True
+
+
+class Unavailable(SkipIndexError):
+    """The catalog or the storage kept failing through every retry (an outage: refused connections, a catalog held
+    locked, I/O errors); nothing of this run was committed, and running it again once they are back is safe."""
+
+    exit_code = 69  # EX_UNAVAILABLE (sysexits.h): a service this needs is unavailable
+    http_status = 503
+    rest_type = "ServiceUnavailableException"
+    retryable = True

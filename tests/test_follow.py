@@ -24,7 +24,7 @@ from pyiceberg.exceptions import CommitFailedException, NoSuchTableError, Server
 
 import indexlib
 from indexlib.config import load_config
-from indexlib.errors import BuildFailed, CommitConflict, JobFailed, UnsupportedFeature, UserError
+from indexlib.errors import BuildFailed, CommitConflict, JobFailed, Unavailable, UnsupportedFeature, UserError
 from indexlib.handle import open_handle
 from indexlib.indexing.follow import due, is_transient
 from indexlib.query.sql import Clock
@@ -222,7 +222,7 @@ def test_a_locked_catalog_is_retried_with_back_off_and_the_follower_catches_up(c
     "failures, retries, outcome, rule",
     [
         ([OSError("reset")] * 2, 3, "done", "transient failures are retried until the step succeeds"),
-        ([OSError("reset")] * 4, 3, OSError, "after `retries` retries in a row the failure is raised"),
+        ([OSError("reset")] * 4, 3, Unavailable, "after `retries` retries in a row the outage is raised as one line"),
         ([UserError("unknown table")], 3, UserError, "a permanent failure is raised at once, not retried"),
         ([CommitConflict("race")], 0, CommitConflict, "retries = 0: the first failure is raised"),
     ],

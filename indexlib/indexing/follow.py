@@ -13,7 +13,8 @@ files that every later build reads (the file rows it plans from), so an index fo
 cost more per batch as it goes.
 
 Failures: a transient one (`is_transient`: a lost commit race, a failed Spark job, an I/O or catalog outage) is
-retried with jittered exponential back-off, up to `[follow] retries` consecutive times, then raised; a permanent one
+retried with jittered exponential back-off, up to `[follow] retries` consecutive times, then raised (an outage that
+is not one of our kinds as `Unavailable`, one line); a permanent one
 (bad input, such as an unknown table; a file the build cannot index) is raised at once: the command line prints its
 one line and exits with its kind's code (indexlib/errors.py).
 
@@ -48,7 +49,7 @@ from pyiceberg.exceptions import (
     WaitingForLockException,
 )
 
-from indexlib.errors import SkipIndexError, UserError
+from indexlib.errors import SkipIndexError, Unavailable, UserError
 from indexlib.indexing.build import BuildResult, build_index
 from indexlib.indexing.upkeep import CompactResult, compact
 from indexlib.sources.registry import open_source
@@ -270,10 +271,17 @@ def _retrying(
     )
     try:
         return retrying(step)
-    except Exception as exc:
-        if stop.is_set() and is_transient(exc):  # stopped while waiting to retry: nothing was committed
+    except SkipIndexError as exc:
+        if stop.is_set() and exc.retryable:  # stopped while waiting to retry: nothing was committed
             return None
         raise
+    except Exception as exc:
+        if not is_transient(exc):
+            raise  # a bug: its traceback
+        if stop.is_set():
+            return None
+        # an outage that outlasted every retry: one line, not a traceback
+        raise Unavailable(f"{name}: gave up after {settings.retries + 1} attempts: {_one_line(exc)}") from exc
 
 
 def _wait(stop: threading.Event, seconds: float) -> None:
