@@ -107,6 +107,9 @@ class ToySource:
         by_name = {f.name: f for f in self.schema.fields}
         return IdentityPartitioning(tuple(by_name[c] for c in self.partition_columns))
 
+    def commit_times(self, since: int | None, upto: int) -> list[float]:
+        return []  # the manifest keeps no commit times
+
     def format_statistics(self, files: Sequence[DataFileRef]) -> StatisticsProvider:
         return NoStatistics(len(files))  # the manifest records no column statistics
 

@@ -59,7 +59,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from indexlib.config import Config, FollowSettings
-    from indexlib.sources.base import Source
 
 log = logging.getLogger(__name__)
 
@@ -128,34 +127,6 @@ class Batch:
             else f"; index compacted from {self.compacted.data_files_before} to {self.compacted.data_files_after} files"
         )
         return f"{r.table}: version {r.source_version}: {', '.join(parts)} in {self.seconds:.1f} s{lag}{skipped}{compacted}"
-
-
-def commit_times(source: Source, since: int | None, upto: int) -> list[float]:
-    """The commit timestamps (epoch seconds, oldest first) of the source's versions after `since` up to `upto`:
-    the versions one build reaching `upto` covers. When `since` is not an ancestor of `upto` (a rollback, the first
-    build) only `upto`'s own; [] when the source's format does not say."""
-    if source.format == "iceberg":
-        from pyiceberg.table.snapshots import ancestors_of
-
-        table: Any = getattr(source, "table")  # noqa: B009  # IcebergSource's loaded table
-        newest = table.snapshot_by_id(upto)
-        if newest is None:
-            return []
-        times: list[float] = []
-        for snapshot in ancestors_of(newest, table.metadata):
-            if snapshot.snapshot_id == since:
-                return times[::-1]
-            times.append(snapshot.timestamp_ms / 1000)
-        return [newest.timestamp_ms / 1000]
-    if source.format == "delta":
-        delta: Any = getattr(source, "table")  # noqa: B009  # DeltaSource's DeltaTable
-        first = since + 1 if since is not None and 0 <= since < upto else upto
-        newest = source.current_version() or upto
-        found = delta.history(limit=newest - first + 1)  # newest first, back to `first`
-        return sorted(
-            c["timestamp"] / 1000 for c in found if first <= c.get("version", -1) <= upto and "timestamp" in c
-        )
-    return []
 
 
 class _Followed:
@@ -234,7 +205,7 @@ def _step(config: Config, table: _Followed, catalog: Any, spark: SparkSession | 
     table.watermark = result.source_version
     now = time.time()
     source = table.source.refreshed()  # at least as new as the version the build reached
-    times = commit_times(source, since, result.source_version)
+    times = source.commit_times(since, result.source_version)
     table.batches += 1
     compacted = None
     if table.batches >= COMPACT_EVERY:

@@ -245,6 +245,12 @@ class Source(Protocol):
         """What the files' `partition` says, for the partition stage (pruning/partitions.py)."""
         ...
 
+    def commit_times(self, since: int | None, upto: int) -> list[float]:
+        """The commit timestamps (epoch seconds, oldest first) of the versions after `since` up to `upto`: the
+        versions one build reaching `upto` covers (a follower's lag). When `since` is not an ancestor of `upto` (a
+        rollback, the first build) only `upto`'s own; [] when the source does not say."""
+        ...
+
     def format_statistics(self, files: Sequence[DataFileRef]) -> StatisticsProvider:
         """What the format itself records of each of `files` (Iceberg: manifest bounds and null, NaN and value
         counts; Delta: the add actions' `stats`), as statistics in the index's semantics: true bounds, counts that

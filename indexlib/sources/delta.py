@@ -287,6 +287,14 @@ class DeltaSource:
             )
         return refs
 
+    def commit_times(self, since: int | None, upto: int) -> list[float]:
+        first = since + 1 if since is not None and 0 <= since < upto else upto
+        newest = self.current_version() or upto
+        found = self.table.history(limit=newest - first + 1)  # newest first, back to `first`
+        return sorted(
+            c["timestamp"] / 1000 for c in found if first <= c.get("version", -1) <= upto and "timestamp" in c
+        )
+
     def format_statistics(self, files: Sequence[DataFileRef]) -> DeltaStatistics:
         """The files' add actions' `stats` as statistics (sources/delta_stats.py), each top-level column found under
         its physical name."""

@@ -206,6 +206,17 @@ class IcebergSource:
 
         return LiveFiles(paths + [ref.path for ref in added], lambda: self.refs_of(known) + added, pick)
 
+    def commit_times(self, since: int | None, upto: int) -> list[float]:
+        newest = self.table.snapshot_by_id(upto)
+        if newest is None:
+            return []
+        times: list[float] = []
+        for snapshot in ancestors_of(newest, self.table.metadata):
+            if snapshot.snapshot_id == since:
+                return times[::-1]
+            times.append(snapshot.timestamp_ms / 1000)
+        return [newest.timestamp_ms / 1000]
+
     def format_statistics(self, files: Sequence[DataFileRef]) -> ManifestStatistics:
         """The files' manifest entries as statistics (statistics/manifest_stats.py): those the files were listed
         with, else (files listed from the index's rows) those of the loaded snapshot's plan, read once."""
