@@ -82,13 +82,15 @@ def with_toy(monkeypatch):
 
 def test_the_built_in_kinds_are_registered_through_the_entry_point_group(monkeypatch):
     points = list(entry_points(group=ENTRY_POINT_GROUP))
-    assert {point.name for point in points} == {"bloom", "automaton"}, "pyproject.toml registers both (reinstall)"
-    assert list(registry()) == ["bloom", "automaton"], "lookup order: cheap and precise first"
+    assert {point.name for point in points} == {"bloom", "automaton", "ngram"}, (
+        "pyproject.toml registers the three (reinstall)"
+    )
+    assert list(registry()) == ["bloom", "automaton", "ngram"], "lookup order: cheap and precise first"
 
 
 def test_without_package_metadata_the_built_in_kinds_are_loaded_directly(monkeypatch):
     _registered(monkeypatch, [])  # a checkout on sys.path, not installed
-    assert list(registry()) == ["bloom", "automaton"]
+    assert list(registry()) == ["bloom", "automaton", "ngram"]
     assert IndexSettings(bloom_fpp=0.2).to_json() == {
         "kinds": None,
         "bloom_fpp": 0.2,
@@ -96,6 +98,8 @@ def test_without_package_metadata_the_built_in_kinds_are_loaded_directly(monkeyp
         "automaton_max_ndv": 256,
         "automaton_max_states": 256,
         "automaton_max_bytes": 2048,
+        "ngram_size": 4,
+        "ngram_fpp": 0.03,
     }
 
 
@@ -110,7 +114,7 @@ def test_settings_accept_only_the_registered_kinds_settings(monkeypatch):
 
 
 def test_a_registered_kind_gets_its_settings_its_payloads_and_its_lookup_stage(tmp_path, with_toy):
-    assert list(registry()) == ["bloom", "automaton", "toy"]
+    assert list(registry()) == ["bloom", "automaton", "ngram", "toy"]
     settings = parse_settings({"kinds": ["toy"], "toy_max_keys": 5}, IndexSettings(), "index")
     assert settings.value(MAX_KEYS) == 5, "the configuration accepts the kind's own setting"
     assert IndexSettings(toy_max_keys=5).value(MAX_KEYS) == 5, "once registered, the constructor takes it too"

@@ -47,6 +47,9 @@ class IndexKind(ABC):
     settings: ClassVar[tuple[Setting, ...]] = ()  # the kind's own settings, set in `[index]` like any other
     lookup_rank: ClassVar[int]  # lookup order: cheap and precise first
     may_be_exact: ClassVar[bool] = False  # kinds whose payload can be exact build first (see `wanted`)
+    # Never the automatic choice (a column gets it only where `kinds` names it): its lookup stage is reported only
+    # where it judged a leaf, so tables without its payloads explain as before (pruning/evaluator.py)
+    opt_in: ClassVar[bool] = False
     # The kind answers only positive equalities (`=`, IN, LIKE without wildcards) by the values' canonical hashes and
     # proves nothing all-match: where the global key index judged a leaf (same hashes: its collisions are the
     # kind's too) the kind's payload can add nothing, so the lookup does not read it there (pruning/kinds.py)

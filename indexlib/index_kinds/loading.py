@@ -17,6 +17,7 @@ ENTRY_POINT_GROUP = "skipindex.index_kinds"
 BUILT_IN = {
     "bloom": "indexlib.index_kinds.bloom:BloomIndex",
     "automaton": "indexlib.index_kinds.automaton:AutomatonIndex",
+    "ngram": "indexlib.index_kinds.ngram:NgramIndex",
 }
 
 

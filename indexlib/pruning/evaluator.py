@@ -6,7 +6,8 @@ normalised predicate it answers, over all N containers at once, a `Verdict`: mig
 proven that none can), does every row match (True only when proven); None means it says nothing about that leaf.
 Evidence never sees AND / OR, constants or widened leaves: the evaluator owns the tree.
 
-The evaluator takes the evidence as an ordered list of peers (cheap first) and reports one stage per entry. Stage k's
+The evaluator takes the evidence as an ordered list of peers (cheap first) and reports one stage per entry (but an
+evidence that is `quiet_when_idle` and judged no leaf: it changed nothing). Stage k's
 verdict of a leaf is the leaf's verdict of stage k-1 narrowed by evidence k (kept only where both keep, proven where
 either proves); the stage's verdict of the predicate combines the leaves over the tree. Safety, once for all kinds:
 - each answer is sound for its leaf, so the narrowed leaf verdict is (a row matching the leaf is in every kept set;
@@ -40,6 +41,9 @@ class Evidence(ABC):
 
     name: str
     covers: np.ndarray | None = None
+    # When set, a stage of this evidence that judged no leaf is left out of the report (it narrowed nothing): an
+    # opt-in index kind no candidate file carries adds no line to every lookup of every table.
+    quiet_when_idle: bool = False
 
     @abstractmethod
     def answer(self, leaf: Expr, candidates: np.ndarray) -> Verdict | None:
@@ -71,6 +75,7 @@ def evaluate(
     stages: list[StageVerdict] = []
     kept = np.ones(n, dtype=bool)
     for source in evidence:
+        judged = False
         for key, leaf in unique.items():
             verdict = known[key]
             candidates = verdict.might & kept
@@ -79,10 +84,12 @@ def evaluate(
             found = source.answer(leaf, candidates)
             if found is None:
                 continue
+            judged = True
             if source.covers is not None:
                 found = Verdict(found.might | ~source.covers, found.all_match & source.covers)
             known[key] = verdict.narrowed_by(found)
-        kept = _stage(stages, source.name, known, predicate, n)
+        if judged or not source.quiet_when_idle:
+            kept = _stage(stages, source.name, known, predicate, n)
     if not stages:
         _stage(stages, "none", known, predicate, n)
     if learnt is not None:

@@ -74,7 +74,8 @@ def index_evidence(aligned: AlignedEntries, kinds: list[IndexKind] | None = None
     so kept."""
     kinds = list(registry().values()) if kinds is None else kinds
     if aligned.stats is None:
-        return [_Unindexed(name) for name in ("minmax", KeyIndexEvidence.name, *(kind.name for kind in kinds))]
+        shown = (kind.name for kind in kinds if not kind.opt_in)  # an opt-in kind's stage is listed where it judged
+        return [_Unindexed(name) for name in ("minmax", KeyIndexEvidence.name, *shown)]
     covers = aligned.indexed
     keys = KeyIndexEvidence(aligned.stats, covers)
     return [

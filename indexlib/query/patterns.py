@@ -75,3 +75,38 @@ def regex_prefix(pattern: str) -> str:
         prefix.append(literal)
         i += width
     return "".join(prefix)
+
+
+def literal_fragments(kind: str, pattern: str, escape: str | None = None) -> list[str] | None:
+    """The literal texts every match of a LIKE or starts_with pattern holds as substrings: the runs of literal
+    characters between wildcards (`%`, `_`), with ESCAPE honoured. None for patterns not read here (regexes), and for
+    an ESCAPE character that is itself a wildcard (engines differ on it).
+
+    Breaking a run only drops information (every substring of a required text is required), so ambiguous spots break
+    the run instead of guessing: a dangling ESCAPE character, and, without an ESCAPE clause, a backslash with the
+    character after it (Spark reads the backslash as an escape, DuckDB and the SQL standard as a literal; both read the
+    characters around the pair as literal). Empty fragments are left out."""
+    if kind == "starts_with":
+        return [pattern] if pattern else []
+    if kind != "like" or (escape is not None and escape in "%_"):
+        return None
+    fragments: list[str] = []
+    run: list[str] = []
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if escape is not None and char == escape and i + 1 < len(pattern):
+            run.append(pattern[i + 1])
+            i += 2
+            continue
+        if char in "%_" or char == escape or (escape is None and char == "\\"):
+            if run:
+                fragments.append("".join(run))
+                run = []
+            i += 2 if escape is None and char == "\\" else 1  # the backslash and the character it may escape
+            continue
+        run.append(char)
+        i += 1
+    if run:
+        fragments.append("".join(run))
+    return fragments

@@ -1,0 +1,206 @@
+"""N-gram Bloom filter per (file, string column): answers LIKE and starts_with by the literal text a match must hold.
+
+A value matches `LIKE '%time_out%'` only if it holds the fragments "time" and "out" (query/patterns.py
+`literal_fragments`: the runs between wildcards, ESCAPE honoured), so it holds every n-gram (n consecutive code
+points) of every fragment of n code points or more. The filter holds every n-gram of every distinct non-null value of
+the file.
+
+Safety: a Bloom filter has no false negatives, so when some required gram is absent from a file's filter no value of
+the file holds the fragment, and no row of the file matches. Fragments shorter than n require no gram and prove
+nothing (keep). NULL rows never match LIKE and are never added. Nothing is ever proven all-match, and NOT LIKE is
+never answered (a filter cannot prove that every value holds a text). Grams are of code points, case-sensitive, with
+no Unicode normalisation, as LIKE compares; a file whose strings are not valid UTF-8 gets no filter (keep). ILIKE is
+not answered (the SQL front end does not hand it to the index).
+
+Payload, version 1: one byte, n, then Parquet's split-block Bloom filter (split_block.py) over XXH64 of each distinct
+gram's UTF-8 bytes (statistics/xxhash64.py), sized from the file's distinct gram count for `ngram_fpp`. The reader
+takes n from each payload, so a change of `ngram_size` never misreads an older filter.
+
+Cost: the split-block filter's bits per distinct gram of the file for `ngram_fpp` (8.2 at the default 3 %; distinct
+4-grams grow far slower than the text: 33,000 for 440 KiB of English messages, a 34 KB filter). Opt-in only: the
+automatic choice never picks it (`wanted` is False); a column gets it with `kinds = ["ngram"]`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, overload
+
+import numpy as np
+import pyarrow as pa
+from pyiceberg.types import IcebergType, StringType
+
+from indexlib.index_kinds import split_block
+from indexlib.index_kinds.base import BuiltIndex, IndexKind, KindLeaf
+from indexlib.index_kinds.settings import IndexSettings, Setting, fraction
+from indexlib.query.model import Pattern
+from indexlib.query.patterns import literal_fragments
+from indexlib.statistics.canonical import Keys
+from indexlib.statistics.provider import ColumnStatistics, Payloads
+from indexlib.statistics.verdict import Verdict
+from indexlib.statistics.xxhash64 import hash_binary
+
+MAX_SIZE = 16
+
+
+def gram_size(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SIZE:
+        raise ValueError(f"expected an integer from 1 to {MAX_SIZE}, got {value!r}")
+    return value
+
+
+# Defaults measured on English sentences with a hex request id per message (docs/index-kinds.md "N-gram filters"):
+# with 2,000 messages a file, 3-grams saturate (every hex 3-gram is in every file: ids prune nothing, rare words keep
+# a median of 3x their files), 4-grams keep a rare word's files alone (median 1x) and an id's one file, for 7.5 % of
+# the text's bytes; below 3 % the false-positive rate buys little, as coincidences of real grams dominate.
+SIZE = Setting("ngram_size", 4, gram_size, "n-gram filters: code points per gram (shorter fragments prune nothing)")
+FPP = Setting("ngram_fpp", 0.03, fraction, "n-gram filters: the false-positive rate each filter is sized for")
+
+GRAMS_PER_PASS = 1 << 18  # grams cut and hashed at a time: bounds a pass's temporaries whatever the values' lengths
+MAX_PROBED_GRAMS = 64  # grams of one leaf probed: any subset of the required grams is required, so fewer only keep more
+
+
+def value_gram_hashes(values: pa.Array, n: int) -> np.ndarray:
+    """The distinct XXH64 hashes of every n-gram (n code points) of every value (`values`: valid UTF-8 strings or
+    binary, no nulls), sorted. Code points are found by their first byte (not a continuation byte 10xxxxxx); a gram is
+    cut from the values' bytes only where its n code points lie in one value. No Python call per value or gram."""
+    values = values.cast(pa.large_binary())
+    offsets = np.frombuffer(values.buffers()[1], dtype="<i8")[values.offset : values.offset + len(values) + 1]
+    buffer = values.buffers()[2]
+    data = np.frombuffer(buffer, dtype=np.uint8) if buffer is not None else np.zeros(0, np.uint8)
+    data = data[offsets[0] : offsets[-1]] if len(offsets) else data[:0]
+    offsets = offsets - (offsets[0] if len(offsets) else 0)
+    starts = np.flatnonzero((data & 0xC0) != 0x80)  # the first byte of every code point
+    value_of = np.searchsorted(offsets, starts, side="right") - 1
+    ends = np.append(starts, len(data))  # code point j ends where j + 1 starts (or the data ends)
+    found = [np.zeros(0, dtype=np.uint64)]
+    for first in range(0, len(starts) - n + 1, GRAMS_PER_PASS):
+        grams = np.arange(first, min(first + GRAMS_PER_PASS, len(starts) - n + 1))
+        grams = grams[value_of[grams + n - 1] == value_of[grams]]  # all n code points in one value
+        begin, lengths = starts[grams], ends[grams + n] - starts[grams]
+        cut = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        at = np.repeat(begin - cut[:-1], lengths) + np.arange(cut[-1])
+        texts = pa.LargeBinaryArray.from_buffers(
+            pa.large_binary(), len(grams), [None, pa.py_buffer(cut), pa.py_buffer(data[at].tobytes())]
+        )
+        found.append(np.unique(hash_binary(texts)))
+    return np.unique(np.concatenate(found))
+
+
+def required_grams(fragments: Iterable[str], n: int) -> list[str]:
+    """Every distinct n-gram of the fragments of n code points or more (shorter ones require none)."""
+    grams = {fragment[i : i + n] for fragment in fragments for i in range(len(fragment) - n + 1)}
+    return sorted(grams)
+
+
+def gram_hashes(grams: Sequence[str]) -> np.ndarray:
+    """XXH64 of each gram's UTF-8 bytes: what `value_gram_hashes` hashes for the same text."""
+    return hash_binary(pa.array([gram.encode() for gram in grams], pa.large_binary()))
+
+
+class NgramIndex(IndexKind):
+    """Never the automatic choice: a column gets n-gram filters only when its `kinds` (or `row_group_kinds`) name
+    "ngram". Built for string columns with at least one non-null value; answers LIKE and starts_with."""
+
+    name = "ngram"
+    version = 1
+    settings = (SIZE, FPP)
+    lookup_rank = 30  # after the value filters and automata: larger payloads, read for the files they leave
+    opt_in = True
+
+    def can_index(self, iceberg_type: IcebergType) -> bool:
+        return isinstance(iceberg_type, StringType)
+
+    def wanted(
+        self, settings: IndexSettings, iceberg_type: IcebergType, keys: Keys, rows: int, built: Iterable[BuiltIndex]
+    ) -> bool:
+        return False  # opt-in: see the class docstring
+
+    def build(self, keys: Keys, iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex | None:
+        try:
+            keys.blobs.cast(pa.large_string())  # validates UTF-8: code points are only defined on valid text
+        except pa.ArrowInvalid:
+            return None
+        n = settings.value(SIZE)
+        hashes = value_gram_hashes(keys.blobs, n)
+        bloom = split_block.build(hashes, split_block.optimal_bytes(len(hashes), settings.value(FPP)))
+        return BuiltIndex(bytes([n]) + bloom)
+
+    def answers(self, leaf: KindLeaf) -> bool:
+        """Positive LIKE and starts_with on a string column (NOT LIKE: a filter cannot prove every value holds a
+        text; regexes are not read)."""
+        return (
+            isinstance(leaf, Pattern)
+            and leaf.kind in ("like", "starts_with")
+            and not leaf.negated
+            and isinstance(getattr(leaf.column, "type", None), StringType)
+        )
+
+    def _fragments(self, leaf: KindLeaf) -> list[str] | None:
+        if not self.answers(leaf):
+            return None
+        assert isinstance(leaf, Pattern)  # answers() says so
+        return literal_fragments(leaf.kind, leaf.pattern, leaf.escape)
+
+    def verdict(self, leaf: KindLeaf, payloads: Sequence[bytes | None], stats: ColumnStatistics) -> Verdict | None:
+        fragments = self._fragments(leaf)
+        if fragments is None:
+            return None
+        sizes = np.array([0 if p is None else _size(p) for p in payloads], dtype=np.int64)
+        if not sizes.any():
+            return None  # no filter among these files: nothing judged (the stage is not listed, `opt_in`)
+        might = np.ones(len(payloads), dtype=bool)
+        for n in np.unique(sizes[sizes > 0]).tolist():
+            grams = required_grams(fragments, n)[:MAX_PROBED_GRAMS]
+            if not grams:
+                continue  # every fragment shorter than n: nothing to probe, keep
+            positions = np.flatnonzero(sizes == n)
+            bank, containers = _bank(payloads, positions)
+            might[positions] = bank.contains_matrix(containers, gram_hashes(grams)).all(axis=1)
+        return Verdict(might, np.zeros(len(payloads), dtype=bool))
+
+    def reads(self, leaf: KindLeaf) -> str | None:
+        fragments = self._fragments(leaf)
+        if fragments is None:
+            return None
+        return "n-gram filters (where built): is every n-gram of the pattern's literal fragments present"
+
+
+def _size(payload: bytes) -> int:
+    if not payload or not 1 <= payload[0] <= MAX_SIZE:
+        raise ValueError("n-gram payload without its gram size")
+    return payload[0]
+
+
+class _Filters(Sequence[bytes]):
+    """The split-block filters inside n-gram payloads, each cut out (copied) only when a bank asks for it."""
+
+    def __init__(self, payloads: Sequence[bytes | None]) -> None:
+        self.payloads = payloads
+
+    def __len__(self) -> int:
+        return len(self.payloads)
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[bytes]: ...
+    def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        payload = self.payloads[index]
+        if payload is None:
+            raise ValueError("no n-gram filter to include")
+        return payload[1:]
+
+
+def _bank(payloads: Sequence[bytes | None], positions: np.ndarray) -> tuple[split_block.FilterBank, np.ndarray]:
+    """A bank holding the filters at `positions`, and their containers in it: the provider's own (kept across the
+    lookups of one table state), else one for this call. Raises ValueError when one of those filters is damaged."""
+    if isinstance(payloads, Payloads) and payloads.decoded is not None:
+        bank = payloads.decoded.get("n-gram bank", split_block.FilterBank)
+        containers = payloads.containers[positions]
+    else:
+        bank, containers = split_block.FilterBank(), positions
+    bank.include(containers, _Filters(payloads), positions)
+    return bank, containers

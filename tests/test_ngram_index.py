@@ -1,0 +1,307 @@
+"""Rules of the n-gram index kind (`kinds = ["ngram"]`): which literal fragments a LIKE pattern requires, which files
+the kind rules out, and a property test against DuckDB's LIKE over the real rows: a file holding a match is never
+dropped, and a rare fragment drops the files without it.
+
+Each case writes real Parquet files, indexes them with the build's per-file code and asks the lookup's index stages,
+as tests/test_index_kinds.py does for the other kinds. A SKIP case also checks that min/max alone keeps the file, so
+the skip is the n-gram filter's doing.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import write_and_index
+from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import strategies as st
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, StringType
+
+from indexlib.config import load_config
+from indexlib.index_kinds.ngram import NgramIndex, gram_hashes, required_grams, value_gram_hashes
+from indexlib.index_kinds.registry import registry
+from indexlib.index_kinds.settings import IndexSettings
+from indexlib.indexing.build import build_index
+from indexlib.lookup import lookup
+from indexlib.pruning.index_evidence import prune
+from indexlib.query.binding import bound_predicate
+from indexlib.query.patterns import literal_fragments
+from indexlib.query.sql import Clock
+from indexlib.statistics.canonical import distinct_keys
+
+NGRAM = IndexSettings(kinds=("ngram",), ngram_size=3)  # the rules below are read with 3-grams unless said
+SCHEMA = Schema(NestedField(1, "c", StringType()))
+KEEP, SKIP = "keep", "skip"
+
+# (rule, kind, pattern, escape, fragments every match holds; None: the pattern is not read)
+FRAGMENT_CASES = [
+    ("a prefix is one fragment", "like", "abc%", None, ["abc"]),
+    ("a suffix is one fragment", "like", "%abc", None, ["abc"]),
+    ("an infix is one fragment", "like", "%abc%", None, ["abc"]),
+    ("a pattern without wildcards is its own fragment", "like", "abc", None, ["abc"]),
+    ("% splits fragments", "like", "a%bc%def", None, ["a", "bc", "def"]),
+    ("_ splits fragments (one character of any value)", "like", "ab_cd", None, ["ab", "cd"]),
+    ("adjacent wildcards leave no empty fragment", "like", "%%ab__%cd%_", None, ["ab", "cd"]),
+    ("only wildcards: nothing required", "like", "%_%", None, []),
+    ("the empty pattern requires nothing", "like", "", None, []),
+    ("an escaped % is literal", "like", "50!%off", "!", ["50%off"]),
+    ("an escaped _ is literal", "like", "%a!_b%", "!", ["a_b"]),
+    ("an escaped escape is literal", "like", "a!!b", "!", ["a!b"]),
+    ("an explicit backslash escape", "like", "a\\%b%", "\\", ["a%b"]),
+    ("a dangling escape character breaks the fragment", "like", "ab!", "!", ["ab"]),
+    ("an escape character that is a wildcard is not read", "like", "a%%b", "%", None),
+    ("without ESCAPE a backslash and what follows break (Spark escapes, DuckDB not)", "like", "ab\\%cd", None,
+     ["ab", "cd"]),
+    ("without ESCAPE a backslash before a letter breaks too", "like", "ab\\xcd", None, ["ab", "cd"]),
+    ("a doubled backslash without ESCAPE breaks", "like", "ab\\\\cd", None, ["ab", "cd"]),
+    ("Unicode fragments are code points", "like", "%日本語%", None, ["日本語"]),
+    ("_ is one code point, even a non-ASCII one", "like", "é_ü%ß", None, ["é", "ü", "ß"]),
+    ("starts_with is its literal prefix", "starts_with", "a%_b", None, ["a%_b"]),
+    ("starts_with of nothing requires nothing", "starts_with", "", None, []),
+    ("regexes are not read", "regexp", "abc", None, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("rule", "kind", "pattern", "escape", "expected"), FRAGMENT_CASES, ids=[c[0] for c in FRAGMENT_CASES]
+)
+def test_literal_fragments(rule, kind, pattern, escape, expected):
+    assert literal_fragments(kind, pattern, escape) == expected, f"{rule}: {pattern!r} ESCAPE {escape!r}"
+
+
+def test_required_grams_leave_out_fragments_shorter_than_n():
+    assert required_grams(["ab", "abcd", "日本語"], 3) == ["abc", "bcd", "日本語"], "'ab' is shorter than 3: no gram"
+    assert required_grams(["ab"], 3) == [], "a fragment shorter than n requires nothing"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.text(max_size=30), max_size=20), st.integers(1, 5))
+def test_the_build_hashes_every_gram_of_every_value_as_the_lookup_hashes_it(values, n):
+    """The vectorised gram cut over the values' UTF-8 bytes agrees with Python's code-point slices."""
+    keys = distinct_keys(pa.array(values, pa.string()), StringType())
+    grams = sorted({value[i : i + n] for value in set(values) for i in range(len(value) - n + 1)})
+    expected = np.unique(gram_hashes(grams)) if grams else np.zeros(0, np.uint64)
+    assert np.array_equal(value_gram_hashes(keys.blobs, n), expected), "grams never cross two values"
+
+
+def _file(values) -> pa.Table:
+    field = pa.field("c", pa.string(), metadata={b"PARQUET:field_id": b"1"})
+    return pa.Table.from_arrays([pa.array(values, pa.string())], schema=pa.schema([field]))
+
+
+def _stages(tmp_path, values, where, index_settings=NGRAM):
+    paths, entries = write_and_index(tmp_path, [_file(values)], SCHEMA, index_settings)
+    verdicts = prune(bound_predicate(where, SCHEMA, "db.t"), paths, entries)
+    return {name: bool(kept[0]) for name, kept, _ in verdicts.stages}
+
+
+LOG = ["the request timed out after 30 s", "disk full on /var/log", None, ""]
+FRUIT = ["apple pie", "zoo keeper"]
+TEXT = ["Grüße aus Köln", "日本語のテキスト"]
+LONG = ["x" * 5_000 + "needle" + "y" * 5_000, "short"]
+# (rule, file values, WHERE, expected after the n-gram stage)
+LIKE_CASES = [
+    ("an infix whose grams are absent skips", LOG, "c LIKE '%timeout%'", SKIP),
+    ("an infix held by a value keeps", LOG, "c LIKE '%timed out%'", KEEP),
+    ("an infix split by _ keeps when both halves are held", LOG, "c LIKE '%timed_out%'", KEEP),
+    ("a fragment shorter than n proves nothing", LOG, "c LIKE '%zq%'", KEEP),
+    ("short fragments beside a long absent one: the long one skips", LOG, "c LIKE '%z%qqqq%'", SKIP),
+    ("fragments held by different values keep: the filter is per file", LOG, "c LIKE '%disk%request%'", KEEP),
+    ("LIKE is case-sensitive, so are the grams", LOG, "c LIKE '%Timed Out%'", SKIP),
+    ("NOT LIKE is never decided by n-grams", LOG, "c NOT LIKE '%timed out%'", KEEP),
+    ("NOT LIKE of an absent text is never decided either", LOG, "c NOT LIKE '%timeout%'", KEEP),
+    ("a bare % keeps", LOG, "c LIKE '%'", KEEP),
+    ("NULL never matches, the empty string holds no gram", [None, ""], "c LIKE '%abc%'", SKIP),
+    ("a gram across two values is not held", ["xab", "cdy"], "c LIKE '%abc%'", SKIP),
+    ("values shorter than n hold no gram", ["a", "bc"], "c LIKE '%abc%'", SKIP),
+    ("a prefix inside the bounds whose grams are absent skips", FRUIT, "c LIKE 'kiwi%'", SKIP),
+    ("starts_with inside the bounds whose grams are absent skips", FRUIT, "starts_with(c, 'kiwi')", SKIP),
+    ("a held suffix keeps", FRUIT, "c LIKE '%pie'", KEEP),
+    ("an absent suffix skips", FRUIT, "c LIKE '%tart'", SKIP),
+    ("an escaped % held in the data keeps", ["50% off today", "none"], "c LIKE '%50!% off%' ESCAPE '!'", KEEP),
+    ("an escaped % with an absent gram skips", ["50% off today", "none"], "c LIKE '%60!% off%' ESCAPE '!'", SKIP),
+    ("a wildcard matches a % in the data", ["50% off today", "none"], "c LIKE '%50_ off%'", KEEP),
+    ("a backslash without ESCAPE keeps under either engine's reading", ["a\\b%cd", "z"], "c LIKE '%a\\b%'", KEEP),
+    ("Unicode text held keeps", TEXT, "c LIKE '%Köln%'", KEEP),
+    ("Unicode grams absent skip", TEXT, "c LIKE '%Kölsch%'", SKIP),
+    ("a CJK fragment held keeps", TEXT, "c LIKE '%テキスト%'", KEEP),
+    ("a CJK fragment absent skips", TEXT, "c LIKE '%テスト%'", SKIP),
+    ("a two-character CJK fragment is shorter than n", TEXT, "c LIKE '%本日%'", KEEP),
+    ("every gram of a very long value is indexed", LONG, "c LIKE '%needle%'", KEEP),
+    ("a text absent from a very long value skips", LONG, "c LIKE '%noodle%'", SKIP),
+]
+
+
+@pytest.mark.parametrize(("rule", "values", "where", "expected"), LIKE_CASES, ids=[c[0] for c in LIKE_CASES])
+def test_ngram_rule(tmp_path, rule, values, where, expected):
+    stages = _stages(tmp_path, values, where)
+    if expected == KEEP:
+        assert list(stages.values())[-1], f"Should keep: {rule} ({where} over {values})"
+    else:
+        assert stages["minmax"], f"min/max alone should keep the file for {where} (so the case tests the n-grams)"
+        assert not stages["ngram"], f"Should skip: {rule} ({where} over {values})"
+
+
+def test_by_default_grams_are_four_code_points(tmp_path):
+    configured = IndexSettings(kinds=("ngram",))
+    stages = _stages(tmp_path, ["error 404 on /index", "ok"], "c LIKE '%503%'", configured)
+    assert list(stages.values())[-1], "a three-character fragment is shorter than the default n = 4: keep"
+    stages = _stages(tmp_path, ["error 404 on /index", "ok"], "c LIKE '%5030%'", configured)
+    assert not stages["ngram"], "a four-character fragment absent from the file skips it"
+
+
+def test_the_kind_never_claims_all_match(tmp_path):
+    paths, entries = write_and_index(tmp_path, [_file(["abc", "abcd"])], SCHEMA, NGRAM)
+    leaf = bound_predicate("c LIKE '%abc%'", SCHEMA, "db.t")
+    (payload,) = [i["payload"] for c in entries.column("columns").to_pylist()[0] for i in c["indexes"] or []]
+    verdict = NgramIndex().verdict(leaf, [payload], None)  # type: ignore[arg-type]
+    assert verdict is not None and verdict.might.tolist() == [True] and verdict.all_match.tolist() == [False], (
+        "every value holds 'abc', yet a filter proves presence of nothing: never all-match"
+    )
+
+
+def test_the_automatic_choice_never_picks_ngrams(tmp_path):
+    prose = [f"message number {i} about the request that timed out" for i in range(400)]
+    paths, entries = write_and_index(tmp_path, [_file(prose)], SCHEMA)
+    kinds = {i["kind"] for c in entries.column("columns").to_pylist()[0] for i in c["indexes"] or []}
+    assert "ngram" not in kinds, "opt-in only: a column gets n-gram filters only with kinds = ['ngram']"
+    assert "ngram" in registry(), "registered like bloom"
+
+
+def test_a_file_whose_strings_are_not_utf8_gets_no_filter():
+    keys = distinct_keys(pa.array([b"ab\xffcd"], pa.binary()), StringType())
+    assert NgramIndex().build(keys, StringType(), NGRAM) is None, "no code points, no grams: unknown keeps the file"
+
+
+def test_a_damaged_payload_raises_rather_than_guess():
+    leaf = bound_predicate("c LIKE '%abc%'", SCHEMA, "db.t")
+    for damaged in (b"", b"\x00" + b"\x15", b"\x03" + b"\x15\x40garbage"):
+        with pytest.raises(ValueError):
+            NgramIndex().verdict(leaf, [damaged], None)  # type: ignore[arg-type]
+
+
+def test_a_payload_records_its_gram_size(tmp_path):
+    """Files built with n = 2 and n = 4 side by side: each is probed with its own grams."""
+    files = [_file(["abcdef"]), _file(["xyz"])]
+    settings_each = [IndexSettings(kinds=("ngram",), ngram_size=2), IndexSettings(kinds=("ngram",), ngram_size=4)]
+    paths, entries = write_and_index(tmp_path, files, SCHEMA, settings_each)
+    kept = dict(
+        (where, prune(bound_predicate(where, SCHEMA, "db.t"), paths, entries).kept.tolist())
+        for where in ("c LIKE '%cd%'", "c LIKE '%xyz%'", "c LIKE '%bcde%'")
+    )
+    assert kept["c LIKE '%cd%'"] == [True, True], "the n = 2 file holds 'cd'; shorter than 4, the n = 4 file keeps"
+    assert kept["c LIKE '%xyz%'"] == [False, True], "'xyz' is shorter than 4: the n = 4 file keeps, n = 2 rules out"
+    assert kept["c LIKE '%bcde%'"] == [True, False], "the n = 4 file has no grams at all (its value is shorter)"
+
+
+# The property: random files against DuckDB's LIKE over the same rows.
+ALPHABET = "ab%_!\\ é日"
+values = st.one_of(
+    st.none(),
+    st.text(ALPHABET, max_size=8),
+    st.builds(lambda a, b: a + "b" * 300 + b, st.text(ALPHABET, max_size=4), st.text(ALPHABET, max_size=4)),
+)
+patterns = st.text(ALPHABET, max_size=8)
+
+
+def _duckdb_matches(con, rows: list, pattern: str, escape: str | None) -> bool | None:
+    """Whether some row matches `pattern` by DuckDB's LIKE (None: DuckDB refuses the pattern)."""
+    candidates = pa.table({"c": pa.array(rows, pa.string())})  # noqa: F841 (read by DuckDB by name)
+    clause = "c LIKE $p" + (" ESCAPE $e" if escape is not None else "")
+    params = {"p": pattern, **({"e": escape} if escape is not None else {})}
+    try:
+        (count,) = con.execute(f"SELECT count(*) FROM candidates WHERE {clause}", params).fetchone()
+    except duckdb.Error:
+        return None
+    return count > 0
+
+
+@pytest.fixture(scope="module")
+def duck():
+    con = duckdb.connect()
+    yield con
+    con.close()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    files=st.lists(st.lists(values, min_size=1, max_size=6), min_size=1, max_size=4),
+    pattern=patterns,
+    escape=st.sampled_from([None, "!"]),
+    n=st.sampled_from([2, 3]),
+    fpp=st.sampled_from([0.01, 0.3]),
+)
+@example(files=[["ab"], ["a"]], pattern="%ab%", escape=None, n=3, fpp=0.01)  # a fragment shorter than n keeps
+@example(files=[["é日é"], ["ab"]], pattern="%é日é%", escape=None, n=3, fpp=0.01)
+@example(files=[["a%b"], ["ab"]], pattern="%a!%b%", escape="!", n=2, fpp=0.01)
+def test_a_file_holding_a_match_is_never_dropped(tmp_path_factory, duck, files, pattern, escape, n, fpp):
+    directory = tmp_path_factory.mktemp("ngram")
+    index_settings = IndexSettings(kinds=("ngram",), ngram_size=n, ngram_fpp=fpp)
+    paths, entries = write_and_index(directory, [_file(rows) for rows in files], SCHEMA, index_settings)
+    literal = pattern.replace("'", "''")
+    where = f"c LIKE '{literal}'" + (" ESCAPE '!'" if escape else "")
+    kept = prune(bound_predicate(where, SCHEMA, "db.t"), paths, entries).kept
+    for number, rows in enumerate(files):
+        matches = _duckdb_matches(duck, rows, pattern, escape)
+        event("a file holds a match" if matches else "a file holds none, dropped" if not kept[number] else "kept")
+        if matches:
+            assert kept[number], f"file {number} {rows!r} holds a match of {where} (n = {n}) but was dropped"
+
+
+def test_a_rare_fragment_drops_the_files_without_it(tmp_path):
+    """40 files of 200 messages each, one request id per file: the id keeps its own file only, and a word held
+    by two files keeps those two."""
+    rng = random.Random(60)
+    words = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 8))) for _ in range(300)]
+    ids = ["req-" + "".join(rng.choices(string.hexdigits.lower(), k=12)) for _ in range(40)]
+    files = []
+    for number in range(40):
+        messages = [" ".join(rng.choices(words, k=8)) for _ in range(200)]
+        messages[rng.randrange(200)] += f" id={ids[number]}"
+        if number in (7, 23):
+            messages[0] += " quokka"
+        files.append(_file(messages))
+    paths, entries = write_and_index(tmp_path, files, SCHEMA, NGRAM)
+    stages = prune(bound_predicate(f"c LIKE '%{ids[17]}%'", SCHEMA, "db.t"), paths, entries).stages
+    by_name = {name: np.flatnonzero(kept).tolist() for name, kept, _ in stages}
+    assert by_name["minmax"] == list(range(40)), "min/max keeps every file for an infix"
+    assert by_name["ngram"] == [17], "a unique request id keeps only the file holding it"
+    kept = prune(bound_predicate("c LIKE '%quokka%'", SCHEMA, "db.t"), paths, entries).kept
+    assert np.flatnonzero(kept).tolist() == [7, 23], "a rare word keeps the files holding it"
+
+
+def test_row_groups_get_their_own_filters_through_a_real_build(tmp_path):
+    """A real Iceberg table built with `row_groups = true` and `kinds = ["ngram"]`: the lookup keeps only the row
+    group whose messages hold the text."""
+    conf = tmp_path / "conf.toml"
+    conf.write_text(
+        f'[catalog]\nname = "ng"\ntype = "sql"\nuri = "sqlite:///{tmp_path}/catalog.db"\n'
+        f'warehouse = "file://{tmp_path}/wh"\n[index]\nrow_groups = true\nkinds = ["ngram"]\n'
+    )
+    config = load_config(conf)
+    catalog = config.load_catalog()
+    catalog.create_namespace("db")
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "msg", StringType()))
+    catalog.create_table("db.logs", schema=schema)
+    groups = [
+        pa.table({"id": pa.array([1, 2]), "msg": ["connection reset by peer", "request accepted"]}),
+        pa.table({"id": pa.array([3, 4]), "msg": ["upstream timeout after 30 s", None]}),
+        pa.table({"id": pa.array([5, 6]), "msg": ["cache miss for key", "request accepted"]}),
+    ]
+    path = str(tmp_path / "logs.parquet")
+    with pq.ParquetWriter(path, groups[0].schema) as writer:
+        for group in groups:
+            writer.write_table(group, row_group_size=2)
+    catalog.load_table("db.logs").add_files([path])
+    build_index(config, "db.logs")
+    result = lookup(config, "db.logs", "msg LIKE '%timeout%'", Clock())
+    assert result.files == [path], "the file holding the text is kept"
+    assert result.kept_parts("row_groups").kept == {path: (1,)}, "only the row group holding 'timeout' is read"
+    result = lookup(config, "db.logs", "msg LIKE '%deadlock%'", Clock())
+    assert result.files == [], "no row group holds 'deadlock': the file is dropped"
