@@ -71,8 +71,11 @@ def value_gram_hashes(values: pa.Array, n: int) -> np.ndarray:
     data = data[offsets[0] : offsets[-1]] if len(offsets) else data[:0]
     offsets = offsets - (offsets[0] if len(offsets) else 0)
     starts = np.flatnonzero((data & 0xC0) != 0x80)  # the first byte of every code point
-    value_of = np.searchsorted(offsets, starts, side="right") - 1
-    ends = np.append(starts, len(data))  # code point j ends where j + 1 starts (or the data ends)
+    first = np.zeros(len(data) + 1, dtype=np.int32)
+    first[offsets[:-1]] = 1  # the first byte of every value (empty values share it with the next)
+    value_of = np.cumsum(first[starts], dtype=np.int32)  # code point j's value, up to a constant
+    ends = np.empty(len(starts) + 1, dtype=np.int64)  # code point j ends where j + 1 starts (or the data ends)
+    ends[:-1], ends[-1] = starts, len(data)
     found = [np.zeros(0, dtype=np.uint64)]
     for first in range(0, len(starts) - n + 1, GRAMS_PER_PASS):
         grams = np.arange(first, min(first + GRAMS_PER_PASS, len(starts) - n + 1))
