@@ -71,9 +71,9 @@ def value_gram_hashes(values: pa.Array, n: int) -> np.ndarray:
     data = data[offsets[0] : offsets[-1]] if len(offsets) else data[:0]
     offsets = offsets - (offsets[0] if len(offsets) else 0)
     starts = np.flatnonzero((data & 0xC0) != 0x80)  # the first byte of every code point
-    first = np.zeros(len(data) + 1, dtype=np.int32)
-    first[offsets[:-1]] = 1  # the first byte of every value (empty values share it with the next)
-    value_of = np.cumsum(first[starts], dtype=np.int32)  # code point j's value, up to a constant
+    value_start = np.zeros(len(data) + 1, dtype=np.int32)
+    value_start[offsets[:-1]] = 1  # the first byte of every value (empty values share it with the next)
+    value_of = np.cumsum(value_start[starts], dtype=np.int32)  # code point j's value, up to a constant
     ends = np.empty(len(starts) + 1, dtype=np.int64)  # code point j ends where j + 1 starts (or the data ends)
     ends[:-1], ends[-1] = starts, len(data)
     found = [np.zeros(0, dtype=np.uint64)]
