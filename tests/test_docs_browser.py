@@ -91,9 +91,12 @@ def test_the_search_finds_a_setting_on_the_configuration_reference(page, site_ur
     page.goto(f"{site_url}/")
     search = page.locator("input.md-search__input")
     search.click()
-    search.fill("open_cost_bytes")
+    # until the search worker has indexed the site (its "Initializing search" gives way), then typed key by key: a
+    # value set at once (`fill`) before or after that moment was seen never to start a search
+    page.locator(".md-search-result__meta", has_text="Type to start searching").wait_for()
+    search.press_sequentially("open_cost_bytes")
     results = page.locator(".md-search-result__item a")
-    results.first.wait_for()  # until the search worker has indexed the site and answered
+    results.first.wait_for()  # until the worker answered
     targets = [results.nth(i).get_attribute("href") or "" for i in range(results.count())]
     assert any("reference/configuration/" in href for href in targets), (
         f"the search for a setting lists the configuration reference: {targets}"
