@@ -305,3 +305,20 @@ def test_row_groups_get_their_own_filters_through_a_real_build(tmp_path):
     assert result.kept_parts("row_groups").kept == {path: (1,)}, "only the row group holding 'timeout' is read"
     result = lookup(config, "db.logs", "msg LIKE '%deadlock%'", Clock())
     assert result.files == [], "no row group holds 'deadlock': the file is dropped"
+
+
+def test_registering_an_opt_in_kind_leaves_other_tables_entries_current(monkeypatch):
+    """The configuration version stamps every entry; a backfill rebuilds entries whose version changed. The n-gram
+    kind counts in it only where a column names it: a table that does not use it keeps the version it had before the
+    kind existed (no rebuild after an upgrade), and one that does gets a new version when the kind changes."""
+    from indexlib.indexing import file_indexer
+
+    before = {name: kind for name, kind in registry().items() if name != "ngram"}  # the registry without the kind
+    automatic, tagged = {1: IndexSettings()}, {1: IndexSettings(kinds=("bloom",))}
+    now = {label: file_indexer.config_version(s) for label, s in (("automatic", automatic), ("tagged", tagged))}
+    with_ngram = file_indexer.config_version({1: NGRAM})
+    monkeypatch.setattr(file_indexer, "registry", lambda: before)
+    assert now == {
+        label: file_indexer.config_version(s) for label, s in (("automatic", automatic), ("tagged", tagged))
+    }, "a table that names no opt-in kind has the configuration version it had before the kind was registered"
+    assert with_ngram != file_indexer.config_version({1: NGRAM}), "a table that names it is versioned with it"

@@ -221,11 +221,13 @@ def config_version(settings: dict[int, IndexSettings], row_groups: str = "false"
     `[index] row_groups` (left out when "false", so entries built before row-group entries existed stay current)
     and the automatic choice's version (`AUTOMATIC_CHOICE_VERSION`) when some column uses it (a table whose every
     column names its `kinds` keeps its entries when the rule changes; version 1 is left out: the text before the
-    rule had a version).
+    rule had a version). An opt-in kind (`IndexKind.opt_in`: the automatic choice never builds it) counts only where
+    a column names it, so registering one leaves every other table's entries current.
 
     An entry whose configuration version differs from the current one is stale: a backfill rebuilds it.
     """
-    kinds = {name: kind.version for name, kind in sorted(registry().items())}
+    named = {name for s in settings.values() for name in (*(s.kinds or ()), *(s.row_group_kinds or ()))}
+    kinds = {name: kind.version for name, kind in sorted(registry().items()) if not kind.opt_in or name in named}
     built = {"settings": settings_json(settings), "kinds": kinds, "format": STATISTICS_VERSION}
     if row_groups != "false":
         built["row_groups"] = row_groups
