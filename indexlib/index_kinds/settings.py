@@ -111,9 +111,19 @@ class IndexSettings:
         """`kinds` and every registered setting with its value (defaults included), so equal settings give equal
         text: `{"kinds": null, "bloom_fpp": 0.01, "automaton_max_ndv": 256, ...}` (part of the configuration
         version, see indexing/file_indexer.py `config_version`); `row_group_kinds` and `key_index` only when set,
-        so settings written before they existed keep their text."""
+        so settings written before they existed keep their text. An opt-in kind's settings (`IndexKind.opt_in`: the
+        automatic choice never builds it) only where these settings name the kind or set one of them, so registering
+        such a kind leaves the text of every other column's settings as it was."""
         kinds = None if self.kinds is None else list(self.kinds)
-        shown = {"kinds": kinds, **{name: self.value(setting) for name, setting in declared_settings().items()}}
+        named = {*(self.kinds or ()), *(self.row_group_kinds or ())}
+        counted = {
+            setting.name: setting
+            for kind in loaded_kinds()
+            if not kind.opt_in or kind.name in named
+            for setting in kind.settings
+        }
+        counted |= {name: setting for name, setting in declared_settings().items() if name in self.values}
+        shown = {"kinds": kinds, **{name: self.value(setting) for name, setting in sorted(counted.items())}}
         if self.row_group_kinds is not None:
             shown["row_group_kinds"] = list(self.row_group_kinds)
         if self.key_index is not None:
