@@ -885,7 +885,9 @@ def load_config(path: str | Path | None = None) -> Config:
         catalog_properties=_resolve_relative(
             catalog, data_home() if conf_path == PACKAGED_CONF_PATH else conf_path.parent
         ),
-        index=file.index,
+        # `[index]` as its own section class: the model `_file_model` made adds the kinds' settings (read into
+        # `index_defaults` above) and, made per load, would not pickle for the service's plan workers (validated already)
+        index=IndexOptions.model_construct(**{name: getattr(file.index, name) for name in IndexOptions.model_fields}),
         build=file.build,
         spark=file.spark,
         lookup=file.lookup,

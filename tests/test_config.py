@@ -246,3 +246,20 @@ def test_row_groups_is_not_a_column_setting_and_changes_the_configuration_versio
         "entries built before row-group entries existed stay current while row_groups is false"
     )
     assert len(set(versions.values())) == 3, "turning row_groups on (or to auto) makes a backfill rebuild entries"
+
+
+def test_a_loaded_configuration_pickles_as_the_service_hands_it_to_its_plan_workers(tmp_path):
+    """`skipindex serve` spawns its plan workers with the configuration (service/workers.py): it must pickle and come
+    back equal, every section included, with index settings set in the file."""
+    import pickle
+
+    conf = tmp_path / "conf.toml"
+    conf.write_text(
+        '[catalog]\nname = "lake"\ntype = "sql"\nuri = "sqlite:///catalog.db"\n'
+        '[index]\nnamespace = "idx"\nrow_groups = "auto"\nbloom_fpp = 0.02\n'
+        '[index.tables."db.t".columns.id]\nkinds = ["bloom"]\n'
+    )
+    config = load_config(conf)
+    again = pickle.loads(pickle.dumps(config))
+    assert again == config, "the plan workers read the configuration the service loaded"
+    assert (again.index_namespace, again.index.row_groups) == ("idx", "auto")
