@@ -398,7 +398,7 @@ def _spec_contains(payload: bytes, value: bytes) -> bool:
 def test_vectorised_xxh64_is_xxh64(values, sliced_from):
     import xxhash
 
-    from indexlib.statistics.xxhash64 import hash_binary, hash_words
+    from indexlib.statistics.xxhash64 import hash_binary, hash_short, hash_words
 
     array = pa.array(values, pa.binary())
     if sliced_from is not None:  # Arrow slices keep the parent's buffers with an offset
@@ -407,6 +407,11 @@ def test_vectorised_xxh64_is_xxh64(values, sliced_from):
     assert hash_binary(array).tolist() == expected, "hash_binary: XXH64 of each value, stripes, lanes and tail bytes"
     words = np.frombuffer(b"".join(v.ljust(8, b"\0")[:8] for v in values), dtype="<i8")
     assert hash_words(words).tolist() == [xxhash.xxh64_intdigest(w.tobytes()) for w in words], "hash_words"
+    for length in range(1, 9):  # each value's first `length` bytes (zero-padded), read as a little-endian word
+        short = [v[:length].ljust(length, b"\0") for v in values]
+        held = np.frombuffer(b"".join(v.ljust(8, b"\0") for v in short), dtype="<u8")
+        expected = [xxhash.xxh64_intdigest(v) for v in short]
+        assert hash_short(held, length).tolist() == expected, f"hash_short: XXH64 of {length} bytes held in a word"
 
 
 def test_the_filters_duckdb_writes_into_parquet_files_read_as_ours():

@@ -81,9 +81,15 @@ def test_required_grams_leave_out_fragments_shorter_than_n():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.text(max_size=30), max_size=20), st.integers(1, 5))
+@given(
+    st.lists(
+        st.text(max_size=30) | st.text(alphabet="ab \x00", max_size=30) | st.text("aé日😀", max_size=30), max_size=20
+    ),
+    st.integers(1, 9),
+)
 def test_the_build_hashes_every_gram_of_every_value_as_the_lookup_hashes_it(values, n):
-    """The vectorised gram cut over the values' UTF-8 bytes agrees with Python's code-point slices."""
+    """The vectorised gram cut over the values' UTF-8 bytes agrees with Python's code-point slices: ASCII values
+    (one byte a code point), grams of at most 8 bytes (read as words) and longer ones (cut out), NUL bytes."""
     keys = distinct_keys(pa.array(values, pa.string()), StringType())
     grams = sorted({value[i : i + n] for value in set(values) for i in range(len(value) - n + 1)})
     expected = np.unique(gram_hashes(grams)) if grams else np.zeros(0, np.uint64)

@@ -28,6 +28,7 @@ from typing import Any, overload
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyiceberg.types import IcebergType, StringType
 
 from indexlib.index_kinds import split_block
@@ -38,7 +39,7 @@ from indexlib.query.patterns import literal_fragments
 from indexlib.statistics.canonical import Keys
 from indexlib.statistics.provider import ColumnStatistics, Payloads
 from indexlib.statistics.verdict import Verdict
-from indexlib.statistics.xxhash64 import hash_binary
+from indexlib.statistics.xxhash64 import SHORT_BYTES, hash_binary, hash_short
 
 MAX_SIZE = 16
 
@@ -56,38 +57,57 @@ def gram_size(value: Any) -> int:
 SIZE = Setting("ngram_size", 4, gram_size, "n-gram filters: code points per gram (shorter fragments prune nothing)")
 FPP = Setting("ngram_fpp", 0.03, fraction, "n-gram filters: the false-positive rate each filter is sized for")
 
-GRAMS_PER_PASS = 1 << 18  # grams cut and hashed at a time: bounds a pass's temporaries whatever the values' lengths
+GRAMS_PER_PASS = 1 << 20  # grams cut and hashed at a time: bounds a pass's temporaries whatever the values' lengths
 MAX_PROBED_GRAMS = 64  # grams of one leaf probed: any subset of the required grams is required, so fewer only keep more
 
 
 def value_gram_hashes(values: pa.Array, n: int) -> np.ndarray:
     """The distinct XXH64 hashes of every n-gram (n code points) of every value (`values`: valid UTF-8 strings or
-    binary, no nulls), sorted. Code points are found by their first byte (not a continuation byte 10xxxxxx); a gram is
-    cut from the values' bytes only where its n code points lie in one value. No Python call per value or gram."""
+    binary, no nulls), sorted. A gram is cut from the values' bytes only where its n code points lie in one value
+    (code points are found by their first byte, not a continuation byte 10xxxxxx; text of ASCII bytes alone has one
+    byte per code point). No Python call per value or gram, and no gram is copied out of the text: a gram of at most
+    8 bytes (every 4-gram of ASCII text) is read as the word it makes, the words deduplicated with a hash table and
+    only the distinct ones hashed (statistics/xxhash64.py `hash_short`); longer grams are cut out,
+    deduplicated and hashed as binary values."""
     values = values.cast(pa.large_binary())
     offsets = np.frombuffer(values.buffers()[1], dtype="<i8")[values.offset : values.offset + len(values) + 1]
     buffer = values.buffers()[2]
     data = np.frombuffer(buffer, dtype=np.uint8) if buffer is not None else np.zeros(0, np.uint8)
     data = data[offsets[0] : offsets[-1]] if len(offsets) else data[:0]
     offsets = offsets - (offsets[0] if len(offsets) else 0)
-    starts = np.flatnonzero((data & 0xC0) != 0x80)  # the first byte of every code point
-    value_start = np.zeros(len(data) + 1, dtype=np.int32)
-    value_start[offsets[:-1]] = 1  # the first byte of every value (empty values share it with the next)
-    value_of = np.cumsum(value_start[starts], dtype=np.int32)  # code point j's value, up to a constant
-    ends = np.empty(len(starts) + 1, dtype=np.int64)  # code point j ends where j + 1 starts (or the data ends)
-    ends[:-1], ends[-1] = starts, len(data)
+    padded = np.concatenate([data, np.zeros(SHORT_BYTES, np.uint8)])  # a word read at the end stays in bounds
+    words_at = np.lib.stride_tricks.as_strided(
+        padded, shape=(len(data) + 1, SHORT_BYTES), strides=(1, 1), writeable=False
+    )
+    if not len(data) or int(data.max()) < 0x80:  # ASCII: code point i is byte i
+        starts, count, ends = None, len(data), offsets[1:]
+    else:  # code point i starts at byte starts[i] (starts[count]: the end of the data)
+        starts = np.append(np.flatnonzero((data & 0xC0) != 0x80), len(data))
+        count, ends = len(starts) - 1, np.searchsorted(starts, offsets[1:])
+    whole = np.ones(max(count - n + 1, 0), dtype=bool)  # gram i (code points i .. i+n-1) lies in one value
+    crossing = (ends[:, None] - np.arange(1, n)).ravel()  # a gram starting 1 .. n-1 code points before a value's end
+    whole[crossing[(crossing >= 0) & (crossing < len(whole))]] = False
     found = [np.zeros(0, dtype=np.uint64)]
-    for first in range(0, len(starts) - n + 1, GRAMS_PER_PASS):
-        grams = np.arange(first, min(first + GRAMS_PER_PASS, len(starts) - n + 1))
-        grams = grams[value_of[grams + n - 1] == value_of[grams]]  # all n code points in one value
-        begin, lengths = starts[grams], ends[grams + n] - starts[grams]
-        cut = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        at = np.repeat(begin - cut[:-1], lengths) + np.arange(cut[-1])
-        texts = pa.LargeBinaryArray.from_buffers(
-            pa.large_binary(), len(grams), [None, pa.py_buffer(cut), pa.py_buffer(data[at].tobytes())]
-        )
-        found.append(np.unique(hash_binary(texts)))
-    return np.unique(np.concatenate(found))
+    for first in range(0, len(whole), GRAMS_PER_PASS):
+        grams = np.flatnonzero(whole[first : first + GRAMS_PER_PASS]) + first
+        begin = grams if starts is None else starts[grams]
+        lengths = np.full(len(grams), n) if starts is None else starts[grams + n] - begin
+        for length in np.flatnonzero(np.bincount(lengths, minlength=SHORT_BYTES + 1)[: SHORT_BYTES + 1]).tolist():
+            # the word at each gram's first byte; the bytes past the gram are masked off
+            words = words_at[begin[lengths == length]].view("<u8").ravel()
+            if length < SHORT_BYTES:
+                words &= np.uint64((1 << (8 * length)) - 1)
+            found.append(hash_short(pc.unique(pa.array(words)).to_numpy(), length))
+        long = lengths > SHORT_BYTES
+        if long.any():
+            begin, lengths = begin[long], lengths[long]
+            cut = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+            at = np.repeat(begin - cut[:-1], lengths) + np.arange(cut[-1])
+            texts = pa.LargeBinaryArray.from_buffers(
+                pa.large_binary(), len(begin), [None, pa.py_buffer(cut), pa.py_buffer(data[at].tobytes())]
+            )
+            found.append(hash_binary(pc.unique(texts)))
+    return np.sort(pc.unique(pa.array(np.concatenate(found))).to_numpy())
 
 
 def required_grams(fragments: Iterable[str], n: int) -> list[str]:

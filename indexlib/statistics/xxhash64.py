@@ -31,6 +31,7 @@ def _avalanche(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> np.uint64(32))
 
 
+SHORT_BYTES = 8  # inputs `hash_short` takes: at most one lane
 CHUNK = 1 << 20  # values hashed at a time: bounds the temporaries whatever the array's length
 
 
@@ -102,4 +103,22 @@ def hash_binary(values: pa.Array) -> np.ndarray:
             active = np.flatnonzero(rest > byte)
             value = data_bytes[position[active] + byte].astype(np.uint64)
             h[active] = _rotl(h[active] ^ (value * _P5), 11) * _P1
+        return _avalanche(h)
+
+
+def hash_short(words: np.ndarray, length: int) -> np.ndarray:
+    """XXH64 of `length` (1 .. 8) bytes held little-endian in each word of `words` (uint64, the bytes above them
+    zero): `hash_binary`'s short-input steps (a whole lane for 8 bytes; else 4 bytes, then one at a time), so a
+    caller that reads short texts as numbers (to deduplicate them as numbers) hashes them without cutting them out."""
+    with np.errstate(over="ignore"):
+        h = np.full(len(words), _P5 + np.uint64(length), dtype=np.uint64)
+        if length == SHORT_BYTES:
+            return _avalanche(_rotl(h ^ _round(np.zeros_like(words), words), 27) * _P1 + _P4)
+        shift = 0
+        if length >= 4:
+            h = _rotl(h ^ ((words & np.uint64(0xFFFFFFFF)) * _P1), 23) * _P2 + _P3
+            shift = 32
+        for _ in range(length % 4):
+            h = _rotl(h ^ (((words >> np.uint64(shift)) & np.uint64(0xFF)) * _P5), 11) * _P1
+            shift += 8
         return _avalanche(h)
