@@ -110,7 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--where", help="count only the files this predicate keeps (e.g. one partition)")
     stats.add_argument("--json", action="store_true", help="print one JSON object")
 
-    compact = command("compact", "Rewrite index tables into few files: one entry per live data file.")
+    compact = command(
+        "compact",
+        "Rewrite index tables into few files: one entry per live data file; rebuild the Bloom filters a growing "
+        "table has outgrown.",
+    )
     compact.add_argument("--table", help=table_help + " (default: every indexed table)")
 
     verify = command("verify", "Recompute a sample of entries from the data; report stale, missing, orphaned ones.")

@@ -50,6 +50,11 @@ class IndexKind(ABC):
     # Never the automatic choice (a column gets it only where `kinds` names it): its lookup stage is reported only
     # where it judged a leaf, so tables without its payloads explain as before (pruning/evaluator.py)
     opt_in: ClassVar[bool] = False
+    # Registered after tables were indexed without it: as for `opt_in`, its stage is reported only where it judged a
+    # leaf; and it (with its settings) counts in a column's configuration version only where the column may get it
+    # (settings.py `may_build`: `kinds` name it, or leave the choice to the kind), so tables that cannot get it keep
+    # their entries when it is registered
+    late: ClassVar[bool] = False
     # The kind answers only positive equalities (`=`, IN, LIKE without wildcards) by the values' canonical hashes and
     # proves nothing all-match: where the global key index judged a leaf (same hashes: its collisions are the
     # kind's too) the kind's payload can add nothing, so the lookup does not read it there (pruning/kinds.py)
@@ -83,6 +88,19 @@ class IndexKind(ABC):
         precision over the whole table depends on the file count sizes itself here (the Bloom filter). The
         configuration version is taken from the declared settings, not these, so a growing table rebuilds nothing."""
         return settings
+
+    def outgrown(self, payload: bytes, distinct: int, settings: IndexSettings, table_files: int, slack: float) -> bool:
+        """Whether `payload` (of `distinct` values, built from the declared `settings` sized for some table) is
+        more than `slack` times less precise than `sized_for(settings, table_files)` promises, and a payload built
+        now would be more precise: the table has outgrown it (compaction rebuilds it, indexing/resizing.py). Only a
+        kind that sizes itself by the table can be outgrown."""
+        return False
+
+    def sized_table_files(self, payload: bytes, distinct: int, settings: IndexSettings) -> int | None:
+        """The largest table (in live files) for which `sized_for(settings, table)` builds a payload of `distinct`
+        values exactly as large as `payload`, so the payload can be recomputed as it was built (`skipindex verify`);
+        None when the kind does not size itself by the table or no table size gives this payload."""
+        return None
 
     @abstractmethod
     def build(self, keys: Keys, iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex | None:

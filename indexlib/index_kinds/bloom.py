@@ -125,6 +125,36 @@ class BloomIndex(IndexKind):
         rate = min(settings.value(FPP), settings.value(FALSE_FILES) / max(table_files, 1))
         return settings if rate == settings.value(FPP) else settings.updated(**{FPP.name: rate})
 
+    def outgrown(self, payload: bytes, distinct: int, settings: IndexSettings, table_files: int, slack: float) -> bool:
+        """A filter sized for a table of fewer files than now: its false-positive rate for its `distinct` values
+        exceeds `slack` times the rate sized for `table_files`, and that rate would take more bytes than it has
+        (not so for a filter at the 128 MB cap). One rate computed per filter; old-format filters are never
+        outgrown (a new configuration version rebuilds them)."""
+        num_bytes = _filter_bytes(payload)
+        if num_bytes is None or distinct <= 0:
+            return False
+        wanted = self.sized_for(settings, table_files).value(FPP)
+        rate = split_block.false_positive_rate(distinct, num_bytes // split_block.BLOCK_BYTES)
+        return rate > slack * wanted and split_block.optimal_bytes(distinct, wanted) > num_bytes
+
+    def sized_table_files(self, payload: bytes, distinct: int, settings: IndexSettings) -> int | None:
+        """By bisection: the filter's size is a non-decreasing function of the table's file count (the sized rate
+        min(bloom_fpp, bloom_false_files / N) falls as N grows)."""
+        num_bytes = _filter_bytes(payload)
+        if num_bytes is None:
+            return None
+
+        def size(files: int) -> int:
+            return split_block.optimal_bytes(max(distinct, 1), self.sized_for(settings, files).value(FPP))
+
+        low, high = 1, 1 << 40
+        if size(low) > num_bytes:
+            return None
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if size(middle) <= num_bytes else (low, middle - 1)
+        return low if size(low) == num_bytes else None
+
     def can_index(self, iceberg_type: IcebergType) -> bool:
         return has_keys(iceberg_type)
 
@@ -201,6 +231,17 @@ class BloomIndex(IndexKind):
         if self._literals(leaf) is None:
             return None
         return "Bloom filters (where built): is any literal's hash present"
+
+
+def _filter_bytes(payload: bytes) -> int | None:
+    """The bitset's size of a split-block filter; None for a filter of the first format or a damaged one (verify
+    finds the damage; nothing is sized from it)."""
+    if not split_block.is_split_block(payload):
+        return None
+    try:
+        return int(split_block.bitset_of(payload).nbytes)
+    except ValueError:
+        return None
 
 
 SPLIT_BLOCK, WRITTEN_BEFORE = 1, 2  # a payload's version, by its first byte (0: no payload)

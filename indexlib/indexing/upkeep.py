@@ -15,7 +15,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.exceptions import NoSuchNamespaceError
 
+from indexlib.index_kinds.registry import build_order
+from indexlib.index_kinds.settings import IndexSettings
 from indexlib.indexing.build import index_new_files
+from indexlib.indexing.resizing import Resized, resized_entries
 from indexlib.indexing.spec import build_spec
 from indexlib.indexing.upgrade import upgrade_index
 from indexlib.sources.registry import open_source
@@ -42,15 +45,24 @@ class CompactResult:
     duplicates_dropped: int
     removed_dropped: int  # entries of files no longer live in the source
     has_index: bool = True  # False: never indexed, nothing was done
+    payloads_resized: int = 0  # filters the table had outgrown, rebuilt for its size now (indexing/resizing.py)
+    files_resized: int = 0
 
     def message(self) -> str:
         if not self.has_index:
             return f"{self.table}: no index (no table {self.index_table}), nothing to compact; {build_hint(self.table)}"
-        if self.data_files_after == self.data_files_before and not (self.duplicates_dropped or self.removed_dropped):
+        resized = (
+            f"; rebuilt {self.payloads_resized} filters of {self.files_resized} files, outgrown by the table"
+            if self.payloads_resized
+            else ""
+        )
+        if self.data_files_after == self.data_files_before and not (
+            self.duplicates_dropped or self.removed_dropped or self.payloads_resized
+        ):
             return f"{self.table}: index {self.index_table} is already compact ({self.data_files_before} files, {self.entries} entries)"
         return (
             f"{self.table}: compacted {self.index_table} from {self.data_files_before} to {self.data_files_after} files, "
-            f"{self.entries} entries ({self.duplicates_dropped} duplicates and {self.removed_dropped} entries of removed files dropped)"
+            f"{self.entries} entries ({self.duplicates_dropped} duplicates and {self.removed_dropped} entries of removed files dropped){resized}"
         )
 
 
@@ -69,8 +81,10 @@ def indexed_sources(config: Config) -> list[str]:
     return sorted(names)
 
 
-def compact(config: Config, table_name: str) -> CompactResult:
-    """Rewrite the index into one data file per partition, one entry per data file.
+def compact(config: Config, table_name: str, spark: SparkSession | None = None) -> CompactResult:
+    """Rewrite the index into one data file per partition, one entry per data file, with the filters the table
+    has outgrown rebuilt for its size now (indexing/resizing.py: those files are read again, on `spark` or as
+    `[build] local_max_*` decide).
 
     While the file rows claim a live version (docs/index-table.md), every row is of a file live at that version and
     stays: a rollback to it makes those files live again, and lookups take the live files from these rows. The
@@ -82,8 +96,10 @@ def compact(config: Config, table_name: str) -> CompactResult:
     upgrade_index(index, source)
     if index.load() is None:  # rewriting would create an empty index table, which then looks like an index
         return CompactResult(source.name, index.identifier, 0, 0, 0, 0, 0, has_index=False)
+    spec = build_spec(config, source)
     counts: dict[str, int] = {}
     live: list[set[str]] = []  # planned once, only when the rows claim no live version
+    resized: list[Resized] = []  # built once, kept if the rewrite is planned again after a lost race
 
     def plan(entries: pa.Table, live_version: int | None) -> pa.Table | None:
         kept = one_entry_per_path(entries)
@@ -92,14 +108,19 @@ def compact(config: Config, table_name: str) -> CompactResult:
             if not live:
                 live.append({f.path for f in source.live_files()})
             alive = kept.filter(pc.is_in(kept.column("file_path"), value_set=pa.array(sorted(live[0]), pa.string())))
+        if not resized:
+            resized.append(resized_entries(alive, spec, source, alive.num_rows, spark))
+        alive, swapped = _swapped(alive, resized[0].entries)
         counts.update(
             before=_data_files(index),
             entries=alive.num_rows,
             dup=entries.num_rows - kept.num_rows,
             dead=kept.num_rows - alive.num_rows,
+            files_resized=swapped,
+            payloads_resized=resized[0].payloads if swapped else 0,
         )
         # one data file per partition (per indexed column, and the file rows) is as compact as it gets
-        if counts["before"] <= _partitions(index) and counts["dup"] == 0 and counts["dead"] == 0:
+        if counts["before"] <= _partitions(index) and not (counts["dup"] or counts["dead"] or swapped):
             return None
         return alive
 
@@ -113,7 +134,34 @@ def compact(config: Config, table_name: str) -> CompactResult:
         counts.get("entries", 0),
         counts.get("dup", 0),
         counts.get("dead", 0),
+        payloads_resized=counts.get("payloads_resized", 0) if kept is not None else 0,
+        files_resized=counts.get("files_resized", 0) if kept is not None else 0,
     )
+
+
+def _swapped(entries: pa.Table, rebuilt: pa.Table) -> tuple[pa.Table, int]:
+    """`entries` (one per path, ordered by path) with the entries of `rebuilt` in place of their stored ones, where
+    the stored one is still the entry they were rebuilt from (same configuration and source version); how many."""
+    if rebuilt.num_rows == 0:
+        return entries, 0
+    stored = {
+        (path, config, version)
+        for path, config, version in zip(
+            *(entries.column(name).to_pylist() for name in ("file_path", "config_version", "source_version")),
+            strict=True,
+        )
+    }
+    still = [
+        key in stored
+        for key in zip(
+            *(rebuilt.column(name).to_pylist() for name in ("file_path", "config_version", "source_version")),
+            strict=True,
+        )
+    ]
+    rebuilt = rebuilt.filter(pa.array(still, pa.bool_()))
+    others = entries.filter(pc.invert(pc.is_in(entries.column("file_path"), value_set=rebuilt.column("file_path"))))
+    merged = pa.concat_tables([others, rebuilt.cast(others.schema)])
+    return merged.take(pc.sort_indices(merged, sort_keys=[("file_path", "ascending")])), rebuilt.num_rows
 
 
 @dataclass(frozen=True)
@@ -242,6 +290,14 @@ def verify(
         stale += [(path, f"cannot be read now: {reason}") for path, reason in computed.skipped]
         fresh = {row["file_path"]: row for row in computed.entries.to_pylist()}
         stored = {row["file_path"]: row for row in one_entry_per_path(index.entries(chosen)).to_pylist()}
+        # payloads sized for the table as it was when their file was indexed are recomputed at that size
+        sized = {path: _sized_for(row, spec.columns) for path, row in stored.items() if path in fresh}
+        for table_files in sorted({n for n in sized.values() if n is not None and n != len(live)}):
+            again = [by_path[path] for path, n in sized.items() if n == table_files]
+            resized = index_new_files(
+                None, source, again, 0, spec, skip_unreadable=True, table_files=table_files, verb="recomputed"
+            )
+            fresh |= {row["file_path"]: row for row in resized.entries.to_pylist()}
         for path in chosen:
             if path in fresh and path in stored:
                 reason = _difference(
@@ -260,6 +316,21 @@ def verify(
         len(chosen),
         sorted(stale),
     )
+
+
+def _sized_for(entry: dict[str, Any], settings: dict[int, IndexSettings]) -> int | None:
+    """A table size (live files) for which every file-level payload of `entry` whose kind sizes itself by the table
+    is built exactly as stored (`IndexKind.sized_table_files`): each payload allows a range of sizes holding the
+    one the file was indexed for, so the least of their largest sizes lies in every range. None: no such payload."""
+    kinds = {kind.name: kind for kind in build_order()}
+    sizes = [
+        kinds[index["kind"]].sized_table_files(index["payload"], column["distinct_count"], settings[column["field_id"]])
+        for column in entry["columns"]
+        if column["distinct_count"] is not None and column["field_id"] in settings
+        for index in column["indexes"] or ()
+        if index["kind"] in kinds
+    ]
+    return min((n for n in sizes if n is not None), default=None)
 
 
 def _difference(stored: dict[str, Any], fresh: dict[str, Any], same_config: bool) -> str | None:
