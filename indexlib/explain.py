@@ -10,11 +10,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from indexlib.index_kinds.registry import registry
 from indexlib.query.model import BoundCompare, BoundIn, Pattern
 from indexlib.query.normalize import leaves
+from indexlib.query.value_set import value_set
 from indexlib.store.table import build_hint
 
 if TYPE_CHECKING:
+    from indexlib.index_kinds.base import KindLeaf
     from indexlib.pruning.answers import KeptParts, Stage
     from indexlib.query.model import Expr
     from indexlib.store.key_rows import KeyReads
@@ -150,18 +153,21 @@ def as_json(result: Answer) -> dict[str, Any]:
 
 def min_max_notes(result: Answer, rows: IndexRows | None) -> list[str]:
     """For explain: per column an `=`, `IN` or pattern leaf of the predicate names, where no kept indexed file
-    holds any structure that answers it (no payload of any kind, not keyed), one line saying so and what buys it
-    (docs/index-kinds.md, "What each rule gives up"). Reads only what the lookup read: the bounds of the named
-    columns and the payloads of the kept files (the payload stages read them for files that reached them)."""
+    holds a structure that answers it (no payload of a kind that answers the leaf, and, for `=`, not keyed), one
+    line saying so and what buys it (docs/index-kinds.md, "What each rule gives up"). Reads only what the lookup
+    read: the bounds of the named columns and the payloads of the kept files (the payload stages read them for files
+    that reached them)."""
     if rows is None or result.bound is None or not result.files:
         return []
-    named: dict[int, tuple[Any, set[str]]] = {}  # field id -> (column, "=" and / or "LIKE")
+    named: dict[int, tuple[Any, dict[str, list[KindLeaf]]]] = {}  # field id -> (column, {"=" / "LIKE": leaves})
     for leaf in leaves(result.bound):
         asks = isinstance(leaf, (BoundIn, Pattern)) or (isinstance(leaf, BoundCompare) and leaf.op in ("=", "!="))
         # (a Pattern of a computed value names no column)
         if asks and isinstance(leaf, (BoundIn, Pattern, BoundCompare)) and hasattr(leaf.column, "field_id"):
+            kind_leaf = leaf if isinstance(leaf, Pattern) else value_set(leaf)  # as the kinds are asked
             what = "LIKE" if isinstance(leaf, Pattern) else "="
-            named.setdefault(leaf.column.field_id, (leaf.column, set()))[1].add(what)
+            named.setdefault(leaf.column.field_id, (leaf.column, {}))[1].setdefault(what, []).append(kind_leaf or leaf)
+    kinds = registry()
     notes = []
     kept = pa.array(result.files, pa.string())
     for field_id, (column, asked) in named.items():
@@ -170,16 +176,27 @@ def min_max_notes(result: Answer, rows: IndexRows | None) -> list[str]:
         if not bounds.num_rows:
             continue  # no kept file is indexed: "unindexed" says it
         keyed = "keyed" in bounds.column_names and pc.any(pc.fill_null(bounds.column("keyed"), False)).as_py()
-        payloads = rows.payloads(field_id, kept).column("indexes")
-        if keyed or pc.sum(pc.fill_null(pc.list_value_length(payloads), 0)).as_py():
+        payloads = pc.list_flatten(rows.payloads(field_id, kept).column("indexes"))
+        held = {kinds[name] for name in pc.unique(pc.struct_field(payloads, "kind")).to_pylist() if name in kinds}
+        unanswered = {
+            what
+            for what, asked_leaves in asked.items()
+            if not (keyed and what == "=") and not any(kind.answers(leaf) for kind in held for leaf in asked_leaves)
+        }
+        if not unanswered:
             continue
         what = _GIVEN_UP.get(type(column.type).__name__, "no keys indexed")
         section = f'[index.tables."{result.table}".columns.{column.name}]'  # in the configuration file
         advice = []
-        if "=" in asked:
-            advice.append(f'set kinds = ["bloom"] in {section} of the configuration to answer `=`')
-        if "LIKE" in asked:
-            advice.append(f'an automaton answers LIKE on tags (kinds = ["automaton"] in {section}), not free text')
+        if "=" in unanswered:
+            named_kinds = ", ".join(f'"{name}"' for name in sorted({"bloom", *(kind.name for kind in held)}))
+            advice.append(f"set kinds = [{named_kinds}] in {section} of the configuration to answer `=`")
+        if "LIKE" in unanswered:
+            advice.append(
+                f'n-gram filters answer LIKE on free text (kinds = ["ngram"] in {section}; the automatic choice '
+                "gives them to prose, and skipindex backfill rebuilds entries built before it did), an automaton "
+                'answers it on tags (kinds = ["automaton"])'
+            )
         n = bounds.num_rows
         notes.append(
             f"{column.name}: min/max only: {what} (the {n} kept indexed file{'s' * (n != 1)}); {'; '.join(advice)}"

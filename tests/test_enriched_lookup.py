@@ -264,7 +264,7 @@ MIN_MAX_ONLY_RULES = [
     ("k = 7919", [], "a key column has its Bloom filter"),
     ("tag = 'db' OR tag LIKE 'w%'", [], "a tag column has its automaton"),
     ("price IN (0.37, 0.74)", ["price"], "a measure gets nothing beyond min/max"),
-    ("note LIKE '%report%' AND k > 0", ["note"], "LIKE on free text: nothing answers it"),
+    ("note LIKE '%report%' AND k > 0", [], "LIKE on free text: its n-gram filters answer it"),
     ("k > 10", [], "a range: min/max is the structure that answers it"),
 ]
 
@@ -280,7 +280,9 @@ def test_explain_names_the_columns_with_no_structure_for_equality(conf_path, con
         assert [note.split(":")[0] for note in notes] == named, f"{rule}: {where} -> {notes}"
         assert all("min/max only" in note for note in notes), f"{rule}: {notes}"
     (note,) = handle.lookup("note = 'the bravo x'").min_max_only
-    assert "free text" in note and 'kinds = ["bloom"]' in note, f"says why and what buys it: {note}"
+    assert "free text" in note and 'kinds = ["bloom", "ngram"]' in note, (
+        f"says why and what buys it, keeping the n-gram filters the column has: {note}"
+    )
     conf_path.write_text(conf_path.read_text() + '[index.tables."db.notes".columns.note]\nkinds = ["bloom"]\n')
     configured = load_config(conf_path)
     build_index(configured, "db.notes")

@@ -720,7 +720,7 @@ CHOICE_CASES = [
         [Decimal(f"{i * 7.31:.2f}") for i in range(1, 300)],
         [],
     ),
-    # strings: identifiers keep their filters, prose does not get one
+    # strings: identifiers keep their filters, prose gets n-gram filters instead
     (
         "many distinct strings get a Bloom filter only",
         StringType(),
@@ -728,7 +728,13 @@ CHOICE_CASES = [
         [f"trace-{i:05d}" for i in range(1_500)],
         ["bloom"],
     ),
-    ("prose (most values 3+ words, 20+ characters) gets none", StringType(), pa.string(), PROSE, []),
+    (
+        "prose (most values 3+ words, 20+ characters) gets n-gram filters only",
+        StringType(),
+        pa.string(),
+        PROSE,
+        ["ngram"],
+    ),
     ("names of 3 short words keep their Bloom filter", StringType(), pa.string(), NAMES, ["bloom"]),
     (
         "URLs (no spaces) keep their Bloom filter",

@@ -98,7 +98,11 @@ def test_without_package_metadata_the_built_in_kinds_are_loaded_directly(monkeyp
         "automaton_max_ndv": 256,
         "automaton_max_states": 256,
         "automaton_max_bytes": 2048,
-    }, "an opt-in kind's settings (ngram) are in the text only where the settings name the kind or set one"
+        "ngram_size": 4,
+        "ngram_fpp": 0.03,
+    }, "left to the automatic choice, a column may get every kind: every kind's settings count"
+    tagged = IndexSettings(kinds=("bloom",)).to_json()
+    assert "ngram_size" not in tagged, "a late kind's settings count only where the column may get the kind"
     assert IndexSettings(kinds=("ngram",)).to_json()["ngram_size"] == 4, "named: its settings count"
 
 

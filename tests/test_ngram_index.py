@@ -1,5 +1,5 @@
-"""Rules of the n-gram index kind (`kinds = ["ngram"]`): which literal fragments a LIKE pattern requires, which files
-the kind rules out, and a property test against DuckDB's LIKE over the real rows: a file holding a match is never
+"""Rules of the n-gram index kind (free text by the automatic choice, or `kinds = ["ngram"]`): which literal
+fragments a LIKE pattern requires, which columns the automatic choice gives it, which files the kind rules out, and a property test against DuckDB's LIKE over the real rows: a file holding a match is never
 dropped, and a rare fragment drops the files without it.
 
 Each case writes real Parquet files, indexes them with the build's per-file code and asks the lookup's index stages,
@@ -172,12 +172,32 @@ def test_the_kind_never_claims_all_match(tmp_path):
     )
 
 
-def test_the_automatic_choice_never_picks_ngrams(tmp_path):
-    prose = [f"message number {i} about the request that timed out" for i in range(400)]
-    paths, entries = write_and_index(tmp_path, [_file(prose)], SCHEMA)
+_RNG = random.Random(60)
+_PROSE = [f"message number {i} about the request that timed out" for i in range(400)]
+_HEX_IDS = ["".join(_RNG.choice("0123456789abcdef") for _ in range(32)) for _ in range(400)]
+_NAMES = [f"{_RNG.choice(['Mary', 'Wei', 'Ana'])} {chr(65 + i % 26)}. Chen{i}" for i in range(400)]
+_URLS = [f"https://example.com/api/v1/items/{i}?page={i % 7}" for i in range(400)]
+
+# (rule, values of the file, the column's settings (None: the automatic choice), whether it gets n-gram filters)
+CHOICE_CASES = [
+    ("prose: more than 256 distinct values, most of 3 words and 20 characters", _PROSE, None, True),
+    ("identifiers are not prose (a Bloom filter answers them)", _HEX_IDS, None, False),
+    ("names are not prose", _NAMES, None, False),
+    ("URLs are not prose", _URLS, None, False),
+    ("256 distinct sentences or fewer are not judged free text", _PROSE[:256], None, False),
+    ("tags are not prose", ["api", "db", "web"] * 100, None, False),
+    ("kinds = [] turns it off", _PROSE, IndexSettings(kinds=()), False),
+    ("kinds without it turns it off", _PROSE, IndexSettings(kinds=("bloom",)), False),
+    ("kinds naming it turns it on for any string column", _HEX_IDS, IndexSettings(kinds=("ngram",)), True),
+    ("kinds naming it turns it on for a few values too", ["a timeout"], IndexSettings(kinds=("ngram",)), True),
+]
+
+
+@pytest.mark.parametrize(("rule", "values", "configured", "expected"), CHOICE_CASES, ids=[c[0] for c in CHOICE_CASES])
+def test_the_automatic_choice_gives_free_text_ngrams(tmp_path, rule, values, configured, expected):
+    paths, entries = write_and_index(tmp_path, [_file(values)], SCHEMA, configured)
     kinds = {i["kind"] for c in entries.column("columns").to_pylist()[0] for i in c["indexes"] or []}
-    assert "ngram" not in kinds, "opt-in only: a column gets n-gram filters only with kinds = ['ngram']"
-    assert "ngram" in registry(), "registered like bloom"
+    assert ("ngram" in kinds) == expected, f"{rule}: got {sorted(kinds)}"
 
 
 def test_a_file_whose_strings_are_not_utf8_gets_no_filter():
@@ -313,10 +333,12 @@ def test_row_groups_get_their_own_filters_through_a_real_build(tmp_path):
     assert result.files == [], "no row group holds 'deadlock': the file is dropped"
 
 
-def test_registering_an_opt_in_kind_leaves_other_tables_entries_current(monkeypatch):
+def test_registering_the_kind_makes_stale_only_the_entries_of_tables_that_may_get_it(monkeypatch):
     """The configuration version stamps every entry; a backfill rebuilds entries whose version changed. The n-gram
-    kind counts in it only where a column names it: a table that does not use it keeps the version it had before the
-    kind existed (no rebuild after an upgrade), and one that does gets a new version when the kind changes."""
+    kind (a late kind) counts in it only where a column may get it: a table whose every column names kinds without
+    it keeps the version it had before the kind existed (no rebuild after an upgrade); a table left to the automatic
+    choice, which now gives free text n-gram filters, gets a new version (backfill builds them), and so does one
+    that names it, when the kind changes."""
     from indexlib.index_kinds import settings as kind_settings
     from indexlib.indexing import file_indexer
 
@@ -326,7 +348,8 @@ def test_registering_an_opt_in_kind_leaves_other_tables_entries_current(monkeypa
     with_ngram = file_indexer.config_version({1: NGRAM})
     monkeypatch.setattr(file_indexer, "registry", lambda: before)
     monkeypatch.setattr(kind_settings, "loaded_kinds", lambda: tuple(before.values()))  # its settings too
-    assert now == {
-        label: file_indexer.config_version(s) for label, s in (("automatic", automatic), ("tagged", tagged))
-    }, "a table that names no opt-in kind has the configuration version it had before the kind was registered"
+    assert now["tagged"] == file_indexer.config_version(tagged), (
+        "a table whose columns name kinds without ngram has the configuration version it had before the kind"
+    )
+    assert now["automatic"] != file_indexer.config_version(automatic), "a table left to the choice may get it: stale"
     assert with_ngram != file_indexer.config_version({1: NGRAM}), "a table that names it is versioned with it"

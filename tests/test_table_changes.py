@@ -20,7 +20,7 @@ from pyiceberg.types import BooleanType, DateType, DecimalType, IntegerType, Lon
 from indexlib.automaton import build_tag_regex
 from indexlib.config import load_config
 from indexlib.errors import BuildFailed, UserError
-from indexlib.index_kinds import automaton, bloom
+from indexlib.index_kinds import automaton, bloom, ngram
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.indexing import file_indexer
 from indexlib.indexing.backfill import backfill, batches_of_partitions, plan_backfill
@@ -391,6 +391,7 @@ def test_entries_built_with_the_previous_automatic_choice_answer_until_backfill_
         patch.object(file_indexer, "AUTOMATIC_CHOICE_VERSION", 1),
         patch.object(bloom.BloomIndex, "wanted", _bloom_wanted_before),
         patch.object(automaton.AutomatonIndex, "wanted", _automaton_wanted_before),
+        patch.object(ngram.NgramIndex, "wanted", lambda *_: False),  # n-gram filters came with rule 3
         patch("indexlib.automaton.build.build_tag_regex", _regex_before),  # the kind imports it there on use
     ):
         assert build_index(config, "db.choice").files_indexed == 3  # in this process: the patches apply
@@ -415,10 +416,12 @@ def test_entries_built_with_the_previous_automatic_choice_answer_until_backfill_
     assert _kinds_by_column(config, "db.choice") == {
         "id": {"bloom"},
         "price": set(),
-        "note": set(),
+        "note": {"ngram"},
         "ref": {"automaton", "bloom"},  # trimmed by symbol classes alone, with a Bloom filter beside it
         "tag": {"automaton"},
-    }, "the current choice: no filter for a measure or prose; repeated ids get a bounded trimmed automaton"
+    }, (
+        "the current choice: no filter for a measure, n-gram filters for prose; repeated ids: a bounded trimmed automaton"
+    )
     after = _checked(config, "db.choice", queries)
     assert after[f"id = {sample['id']}"] == after[f"ref = '{sample['ref']}'"] == after["tag = 'web'"] == 1
     assert backfill(config, "db.choice").files_rebuilt == 0, "a second backfill finds nothing stale"

@@ -17,8 +17,8 @@ gram's UTF-8 bytes (statistics/xxhash64.py), sized from the file's distinct gram
 takes n from each payload, so a change of `ngram_size` never misreads an older filter.
 
 Cost: the split-block filter's bits per distinct gram of the file for `ngram_fpp` (8.2 at the default 3 %; distinct
-4-grams grow far slower than the text: 33,000 for 440 KiB of English messages, a 34 KB filter). Opt-in only: the
-automatic choice never picks it (`wanted` is False); a column gets it with `kinds = ["ngram"]`.
+4-grams grow far slower than the text: 33,000 for 440 KiB of English messages, a 34 KB filter). The automatic
+choice builds it for free text (`NgramIndex`); `kinds` turns it on or off for a column.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from pyiceberg.types import IcebergType, StringType
 
 from indexlib.index_kinds import split_block
 from indexlib.index_kinds.base import BuiltIndex, IndexKind, KindLeaf
+from indexlib.index_kinds.bloom import free_text
 from indexlib.index_kinds.settings import IndexSettings, Setting, fraction
 from indexlib.query.model import Pattern
 from indexlib.query.patterns import literal_fragments
@@ -122,14 +123,18 @@ def gram_hashes(grams: Sequence[str]) -> np.ndarray:
 
 
 class NgramIndex(IndexKind):
-    """Never the automatic choice: a column gets n-gram filters only when its `kinds` (or `row_group_kinds`) name
-    "ngram". Built for string columns with at least one non-null value; answers LIKE and starts_with."""
+    """The automatic choice for free text: a string column whose values read as prose in the file (bloom.py
+    `free_text`: more than 256 distinct values, at least half of a sample holding 3 words and 20 characters; log
+    messages, comments, descriptions), the column the value filter leaves at min/max. Identifiers, names, URLs and
+    tags are not prose: `LIKE` on them is answered by their automata (tags) or not at all, as before. `kinds` naming
+    "ngram" builds it on any string column with a non-null value; `kinds` without it turns it off. Answers LIKE
+    and starts_with."""
 
     name = "ngram"
     version = 1
     settings = (SIZE, FPP)
     lookup_rank = 30  # after the value filters and automata: larger payloads, read for the files they leave
-    opt_in = True
+    late = True  # tables that cannot get it explain and version as before it existed
 
     def can_index(self, iceberg_type: IcebergType) -> bool:
         return isinstance(iceberg_type, StringType)
@@ -137,7 +142,7 @@ class NgramIndex(IndexKind):
     def wanted(
         self, settings: IndexSettings, iceberg_type: IcebergType, keys: Keys, rows: int, built: Iterable[BuiltIndex]
     ) -> bool:
-        return False  # opt-in: see the class docstring
+        return isinstance(iceberg_type, StringType) and free_text(keys)
 
     def build(self, keys: Keys, iceberg_type: IcebergType, settings: IndexSettings) -> BuiltIndex | None:
         try:
@@ -171,7 +176,7 @@ class NgramIndex(IndexKind):
             return None
         sizes = np.array([0 if p is None else _size(p) for p in payloads], dtype=np.int64)
         if not sizes.any():
-            return None  # no filter among these files: nothing judged (the stage is not listed, `opt_in`)
+            return None  # no filter among these files: nothing judged (the stage is not listed, `late`)
         might = np.ones(len(payloads), dtype=bool)
         for n in np.unique(sizes[sizes > 0]).tolist():
             grams = required_grams(fragments, n)[:MAX_PROBED_GRAMS]

@@ -32,7 +32,7 @@ from pyiceberg.types import PrimitiveType
 
 from indexlib.index_kinds.base import BuiltIndex
 from indexlib.index_kinds.registry import build_order, registry
-from indexlib.index_kinds.settings import IndexSettings
+from indexlib.index_kinds.settings import IndexSettings, may_build
 from indexlib.indexing.key_index import wants_key_index
 from indexlib.statistics.canonical import distinct_keys
 from indexlib.statistics.column_stats import ColumnStats, ColumnSummary
@@ -204,9 +204,9 @@ def settings_json(settings: dict[int, IndexSettings]) -> str:
 
 # The rule of the automatic choice (each kind's `wanted`, docs/index-kinds.md "The automatic choice"): change it
 # whenever a kind's `wanted` chooses differently, so entries built with the previous rule are stale. 1: the rule
-# before it was versioned (issue 30 changed it: no Bloom filters for measures, dense integers or free text;
-# automata for tags only, trimmed by the symbol-class ladder alone; the global key index's automatic choice).
-AUTOMATIC_CHOICE_VERSION = 2
+# before it was versioned; 2: no Bloom filters for measures, dense integers or free text; automata for tags only,
+# trimmed by the symbol-class ladder alone; the global key index's automatic choice; 3: n-gram filters for free text.
+AUTOMATIC_CHOICE_VERSION = 3
 
 
 def uses_automatic_choice(settings: dict[int, IndexSettings]) -> bool:
@@ -221,13 +221,17 @@ def config_version(settings: dict[int, IndexSettings], row_groups: str = "false"
     `[index] row_groups` (left out when "false", so entries built before row-group entries existed stay current)
     and the automatic choice's version (`AUTOMATIC_CHOICE_VERSION`) when some column uses it (a table whose every
     column names its `kinds` keeps its entries when the rule changes; version 1 is left out: the text before the
-    rule had a version). An opt-in kind (`IndexKind.opt_in`: the automatic choice never builds it) counts only where
-    a column names it, so registering one leaves every other table's entries current.
+    rule had a version). An opt-in or late kind (`IndexKind.opt_in`, `IndexKind.late`) counts only where some column
+    may get it (index_kinds/settings.py `may_build`), so registering one leaves the entries of other tables current.
 
     An entry whose configuration version differs from the current one is stale: a backfill rebuilds it.
     """
-    named = {name for s in settings.values() for name in (*(s.kinds or ()), *(s.row_group_kinds or ()))}
-    kinds = {name: kind.version for name, kind in sorted(registry().items()) if not kind.opt_in or name in named}
+    columns = list(settings.values()) or [IndexSettings()]  # no settings: every column is left to the choice
+    kinds = {
+        name: kind.version
+        for name, kind in sorted(registry().items())
+        if any(may_build(kind, column) for column in columns)
+    }
     built = {"settings": settings_json(settings), "kinds": kinds, "format": STATISTICS_VERSION}
     if row_groups != "false":
         built["row_groups"] = row_groups

@@ -74,7 +74,7 @@ def index_evidence(aligned: AlignedEntries, kinds: list[IndexKind] | None = None
     so kept."""
     kinds = list(registry().values()) if kinds is None else kinds
     if aligned.stats is None:
-        shown = (kind.name for kind in kinds if not kind.opt_in)  # an opt-in kind's stage is listed where it judged
+        shown = (kind.name for kind in kinds if not (kind.opt_in or kind.late))  # listed where they judged a leaf
         return [_Unindexed(name) for name in ("minmax", KeyIndexEvidence.name, *shown)]
     covers = aligned.indexed
     keys = KeyIndexEvidence(aligned.stats, covers)

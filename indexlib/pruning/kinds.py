@@ -37,7 +37,7 @@ class KindEvidence(Evidence):
         settled: dict[int, np.ndarray] | None = None,
     ) -> None:
         self.kind, self.stats, self.covers, self.name = kind, stats, covers, kind.name
-        self.quiet_when_idle = kind.opt_in
+        self.quiet_when_idle = kind.opt_in or kind.late
         self.settled = settled if kind.equality_filter and settled is not None else {}
 
     def answer(self, leaf: Expr, candidates: np.ndarray) -> Verdict | None:
