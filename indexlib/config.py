@@ -430,6 +430,17 @@ class ServeSettings(_Section):
             "in the service's own process, in threads"
         ),
     )
+    delta_tables: _Properties = Field(
+        default_factory=dict,
+        description=(
+            'Delta tables served as Iceberg tables, as `name = "path or URI"` (a `[serve.delta_tables]` table): '
+            "listed under `delta_namespace`, read through the service by any Iceberg REST client, planned by "
+            "the index; read-only"
+        ),
+    )
+    delta_namespace: _ServeText = Field(
+        default="delta", description="the namespace the `delta_tables` are listed under (one level)"
+    )
 
     @field_validator("max_response_bytes")
     @classmethod
@@ -449,7 +460,8 @@ class ServeSettings(_Section):
             f"plans_kept_bytes={self.plans_kept_bytes}, handles_kept={self.handles_kept}, "
             f"plan_workers={self.plan_workers}, max_header_bytes={self.max_header_bytes}, "
             f"max_response_bytes={self.max_response_bytes}, idle_timeout_seconds={self.idle_timeout_seconds}, "
-            f"request_timeout_seconds={self.request_timeout_seconds})"
+            f"request_timeout_seconds={self.request_timeout_seconds}, delta_tables={self.delta_tables!r}, "
+            f"delta_namespace={self.delta_namespace!r})"
         )
 
     __str__ = __repr__  # pydantic's own str() would show the token

@@ -24,9 +24,10 @@ beside the user's, and a plan asked of one would index the index. Writes could n
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any
 from urllib.parse import unquote
 
@@ -296,6 +297,10 @@ def create_app(config: Config, token: str) -> ASGIApp:
         return await anyio.to_thread.run_sync(batch)
 
     async def read_only(request: Request) -> Response:
+        named = _delta_named(request.path_params, await request.body(), routes.delta.namespace)
+        if named is not None:  # a Delta table: the client asked for something it may never do here
+            message = f"table {named} is a Delta table served read-only as Iceberg: write it with a Delta writer"
+            return error_response(ServiceError(403, "ForbiddenException", message))
         return error_response(ServiceError(501, "NotImplementedException", READ_ONLY))
 
     writes: list[tuple[str, str]] = [
@@ -314,6 +319,42 @@ def create_app(config: Config, token: str) -> ASGIApp:
 
     serve = config.serve
     return Guard(app, token, serve.max_request_bytes, serve.max_header_bytes, secrets, metrics)
+
+
+def _delta_named(params: dict[str, Any], raw: bytes, delta: tuple[str, ...]) -> str | None:
+    """The Delta table (or namespace) a write names, in its path or its body's identifiers (rename, multi-table
+    commit, create, register); None when it names none."""
+    if not delta:
+        return None
+    found: list[tuple[tuple[str, ...], str]] = []
+    try:
+        fields = json.loads(raw or b"{}")
+    except (ValueError, RecursionError):
+        fields = None
+    if "namespace" in params:  # the table in the path, or the one a create or register names in its body
+        named = fields.get("name") if isinstance(fields, dict) else None
+        table = unquote(params.get("table", "")) or (named if isinstance(named, str) else "")
+        with suppress(names.BadName):
+            found.append((names.namespace(unquote(params["namespace"])), table))
+
+    def identifiers(value: Any) -> None:  # every {"namespace": [...], "name": ...} in the body
+        if isinstance(value, dict):
+            if isinstance(value.get("namespace"), list) and isinstance(value.get("name"), str):
+                found.append((tuple(str(level) for level in value["namespace"]), value["name"]))
+            for inner in value.values():
+                identifiers(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                identifiers(inner)
+
+    with suppress(RecursionError):  # a body nested too deeply names nothing here (501 as any other write)
+        identifiers(fields)
+    if isinstance(fields, dict) and isinstance(fields.get("namespace"), list):  # creating the namespace itself
+        found.append((tuple(str(level) for level in fields["namespace"]), ""))
+    for namespace, table in found:
+        if names.within(namespace, delta):
+            return ".".join((*namespace, table)) if table else ".".join(namespace)
+    return None
 
 
 def _body(model: type[IcebergBaseModel]) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from pyiceberg.typedef import IcebergBaseModel
 from indexlib.config import Config
 from indexlib.redaction import redact_namespace_properties
 from indexlib.service import names
+from indexlib.service.delta_tables import DeltaTables
 from indexlib.service.errors import ServiceError, body, classify
 from indexlib.service.filters import RequestFilter
 from indexlib.service.planner import Answered, Planner
@@ -72,6 +73,7 @@ class Routes:
         self.catalog = config.load_catalog()
         self.planner = Planner(config, self.catalog)
         self.index_namespace = self.planner.index_namespace
+        self.delta = DeltaTables(config, self.catalog)  # the Delta tables served as Iceberg (delta_tables.py)
         self.secrets = config.secrets() | {token}
 
     def call(self, route: str, *args: Any) -> Reply:
@@ -90,24 +92,38 @@ class Routes:
         return Reply(200, b'{"status":"ok"}')
 
     def list_namespaces(self, parent: tuple[str, ...]) -> Reply:
-        found = self.catalog.list_namespaces(parent)
-        visible = [tuple(n) for n in found if not names.within(tuple(n), self.index_namespace)]
+        if self.delta.serves(parent):
+            return _ok(ListNamespaceResponse(namespaces=[]))
+        found = [tuple(n) for n in self.catalog.list_namespaces(parent)]
+        if not parent and self.delta.namespace and self.delta.namespace not in found:
+            found.append(self.delta.namespace)
+        visible = [n for n in found if not names.within(n, self.index_namespace)]
         return _ok(ListNamespaceResponse(namespaces=visible))
 
     def load_namespace(self, ns: tuple[str, ...]) -> Reply:
+        if self.delta.serves(ns):
+            return _ok(NamespaceResponse(namespace=ns, properties={}))
         properties = redact_namespace_properties(self.catalog.load_namespace_properties(ns), self.secrets)
         return _ok(NamespaceResponse(namespace=ns, properties=properties))
 
     def namespace_exists(self, ns: tuple[str, ...]) -> Reply:
+        if self.delta.serves(ns):
+            return Reply(204)
         return Reply(204 if self.catalog.namespace_exists(ns) else 404)
 
     def list_tables(self, ns: tuple[str, ...]) -> Reply:
+        if self.delta.serves(ns):
+            served = [ListTableResponseEntry(namespace=ns, name=n) for n in self.delta.names()]
+            return _ok(ListTablesResponse(identifiers=served))
         index = self.index_namespace
         found = [t for t in self.catalog.list_tables(ns) if not names.within(tuple(t[:-1]), index, exact=True)]
         entries = [ListTableResponseEntry(namespace=tuple(t[:-1]), name=t[-1]) for t in found]
         return _ok(ListTablesResponse(identifiers=entries))
 
     def load_table(self, name: names.TableName) -> Reply:
+        if self.delta.serves(name.namespace):
+            metadata = self.delta.table(name).metadata().metadata
+            return _ok(TableResponse(metadata_location=None, metadata=metadata))  # type: ignore[call-arg]
         loaded = self.planner.load(name)
         # no `config` and no storage credentials: clients read the data with their own
         return _ok(
@@ -117,6 +133,8 @@ class Routes:
         )
 
     def table_exists(self, name: names.TableName) -> Reply:
+        if self.delta.serves(name.namespace):
+            return Reply(204 if name.name in self.delta.paths else 404)
         try:
             self.planner.load(name)
         except NoSuchTableError:
@@ -126,7 +144,10 @@ class Routes:
     def plan(self, name: names.TableName, raw: bytes) -> Reply:
         started = time.perf_counter()
         parsed, row_filter = _plan_request(raw)
-        planned = self.planner.plan(name, parsed, row_filter)
+        if self.delta.serves(name.namespace):
+            planned = self.delta.table(name).plan(parsed, row_filter)
+        else:
+            planned = self.planner.plan(name, parsed, row_filter)
         answered = self.planner.respond(name, planned)
         metrics = PlanMetrics(planned.route, time.perf_counter() - started, len(planned.tasks), planned.files_total)
         log.info(  # what the client pushed (its filter's operators and columns, no values) and what it kept

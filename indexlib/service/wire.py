@@ -38,6 +38,7 @@ from pydantic import ConfigDict, Field, field_serializer, model_serializer
 from pyiceberg import types as it
 from pyiceberg.catalog.rest.scan_planning import (
     CountMap,
+    PrimitiveTypeValue,
     RESTDataFile,
     RESTDeleteFile,
     RESTEqualityDeleteFile,
@@ -76,16 +77,20 @@ class _LowerCaseFormat:
         return str(getattr(value, "value", value)).lower()
 
 
+# a NULL partition value is JSON null (Java's `SingleValueParser` reads it as null); pyiceberg's model has no None
+_Partition = list[PrimitiveTypeValue | None]
+
+
 class _DataFile(_LowerCaseFormat, RESTDataFile):
-    pass
+    partition: _Partition = Field(default_factory=list)  # type: ignore[assignment]  # also None (see above)
 
 
 class _PositionDeleteFile(_LowerCaseFormat, RESTPositionDeleteFile):
-    pass
+    partition: _Partition = Field(default_factory=list)  # type: ignore[assignment]  # also None (see above)
 
 
 class _EqualityDeleteFile(_LowerCaseFormat, RESTEqualityDeleteFile):
-    pass
+    partition: _Partition = Field(default_factory=list)  # type: ignore[assignment]  # also None (see above)
 
 
 class Written(BooleanExpression):
