@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -50,15 +51,14 @@ def batch(rng: random.Random, rows: int, now: datetime) -> pa.Table:
     """Random 63-bit ids (a trace id: min/max cannot prune it), timestamps over the last second (a time-ordered
     table: min/max prunes a recent range), two services per commit (a clustered tag)."""
     services = rng.sample(SERVICES, 2)
-    start = now - timedelta(seconds=1)
+    numbers = np.random.default_rng(rng.getrandbits(64))
+    start = np.datetime64(now - timedelta(seconds=1), "us")
     return pa.table(
         {
-            "id": pa.array([rng.getrandbits(63) for _ in range(rows)], pa.int64()),
-            "ts": pa.array(
-                [start + timedelta(microseconds=rng.randrange(1_000_000)) for _ in range(rows)], pa.timestamp("us")
-            ),
-            "service": pa.array([rng.choice(services) for _ in range(rows)]),
-            "latency": pa.array([rng.expovariate(1 / 50) for _ in range(rows)], pa.float64()),
+            "id": pa.array(numbers.integers(0, 2**63, rows, dtype=np.int64)),
+            "ts": pa.array(start + numbers.integers(0, 1_000_000, rows).astype("timedelta64[us]")),
+            "service": pa.array(np.array(services)[numbers.integers(0, 2, rows)]),
+            "latency": pa.array(numbers.exponential(50.0, rows)),
         },
         schema=SCHEMA,
     )
@@ -213,7 +213,13 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def run(
-    minutes: float, rows: int, period: tuple[float, float], seed_files: int, interval: float, writer_kind: str
+    minutes: float,
+    rows: int,
+    period: tuple[float, float],
+    seed_files: int,
+    interval: float,
+    writer_kind: str,
+    false_files: float | None = None,
 ) -> str:
     from pyiceberg.schema import Schema
     from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestampType
@@ -228,6 +234,7 @@ def run(
         conf.write_text(
             '[catalog]\nname = "bench"\ntype = "sql"\nuri = "sqlite:///catalog.db"\nwarehouse = "warehouse"\n'
             f"[follow]\ninterval_seconds = {interval}\n"
+            + (f"[index]\nbloom_false_files = {false_files}\n" if false_files is not None else "")
         )
         config = load_config(conf)
         catalog = config.load_catalog()
@@ -278,14 +285,18 @@ def run(
                 writer.close()
         index_table = IndexTable(catalog, config.index_namespace, TABLE).reload()
         measured = lags(table.refresh(), index_table)[seed_files:]  # the writer's commits
+        mib = statistics.mean(t.file.file_size_in_bytes for t in table.scan().plan_files()) / 2**20
         batches = [line for line in lines if " indexed (" in line]
-    return report(writer.name, rows, period, commits, wall, cpu, measured, batches, samples, code, interval)
+    setting = f", bloom_false_files = {false_files:g}" if false_files is not None else ""
+    return report(
+        writer.name + setting, rows, period, commits, wall, cpu, measured, batches, samples, code, interval, mib
+    )
 
 
-def report(writer, rows, period, commits, wall, cpu, measured, batches, samples, code, interval) -> str:
+def report(writer, rows, period, commits, wall, cpu, measured, batches, samples, code, interval, mib) -> str:
     out = [
-        f"### {wall / 60:.1f} minutes, {commits} {writer} of {rows:,} rows every {period[0]:g}-{period[1]:g} s, "
-        f"follower polling every {interval:g} s",
+        f"### {wall / 60:.1f} minutes, {commits} {writer} of {rows:,} rows ({mib:.1f} MiB per commit) every "
+        f"{period[0]:g}-{period[1]:g} s, follower polling every {interval:g} s",
         "",
         "| measure | value |",
         "|---|---:|",
@@ -314,6 +325,15 @@ def report(writer, rows, period, commits, wall, cpu, measured, batches, samples,
     worse = sum(1 for s in samples for q in s.kept if s.kept[q] > s.planned[q])
     indexed = [s for s in samples if s.unindexed == 0]
     ratio = max((s.kept[q] / max(1, s.true[q]) for s in indexed for q in s.kept), default=float("nan"))
+    out += ["", "Once every file was indexed (kept / true, at least 1 true), per query over the samples:", ""]
+    out += ["| query | samples | mean | median | max |", "|---|---:|---:|---:|---:|"]
+    for q in samples[0].kept:
+        ratios = [s.kept[q] / max(1, s.true[q]) for s in indexed]
+        if ratios:
+            out.append(
+                f"| {q} | {len(ratios)} | {statistics.mean(ratios):.2f} | {statistics.median(ratios):.2f} | "
+                f"{max(ratios):.2f} |"
+            )
     out += [
         "",
         f"Lookup stages: {', '.join(samples[-1].stages)}. Samples where the lookup kept more files than pyiceberg's "
@@ -349,9 +369,21 @@ def main() -> None:
         default=["pyiceberg", "spark"],
         help="who commits: pyiceberg appends, Spark SQL inserts (Iceberg's Spark runtime, `make jars`), or both in turn",
     )
+    parser.add_argument(
+        "--bloom-false-files", type=float, help="the index's bloom_false_files (default: the packaged default)"
+    )
     args = parser.parse_args()
     for writer in args.writer:
-        print(run(args.minutes, args.rows, tuple(args.period), args.seed_files, args.interval, writer), end="\n\n")
+        report = run(
+            args.minutes,
+            args.rows,
+            tuple(args.period),
+            args.seed_files,
+            args.interval,
+            writer,
+            args.bloom_false_files,
+        )
+        print(report, end="\n\n")
     print(f"\n{revision()}")
 
 
