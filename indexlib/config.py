@@ -364,6 +364,15 @@ class FollowSettings(_Section):
     max_backoff_seconds: float = Field(
         default=60.0, gt=0, description="the longest wait between two retries (jittered exponential back-off up to it)"
     )
+    expire_after_minutes: float = Field(
+        default=60.0,
+        gt=0,
+        description=(
+            "with each compaction of a followed table's index (every 50 batches), its index snapshots older than "
+            "this are expired and the files only they used deleted (as `skipindex expire --older-than`): a "
+            "follower commits one snapshot per batch, and every commit rewrites the list of them"
+        ),
+    )
 
 
 _ServeText = Annotated[str, BeforeValidator(_non_empty_unshown)]

@@ -265,13 +265,15 @@ def test_a_stop_during_a_back_off_ends_it_without_another_attempt():
     assert len(calls) == 1, "no attempt after the stop"
 
 
-def test_the_follower_compacts_the_index_every_few_batches_and_answers_stay_right(
+def test_the_follower_compacts_the_index_every_few_batches_expires_its_snapshots_and_answers_stay_right(
     conf_path, catalog, tmp_path, monkeypatch
 ):
     from indexlib.indexing import follow
 
     monkeypatch.setattr(follow, "COMPACT_EVERY", 2)
-    config = load_config(_conf(conf_path))
+    conf = _conf(conf_path)
+    conf.write_text(conf.read_text() + "expire_after_minutes = 0.001\n")  # 60 ms: every snapshot but the last
+    config = load_config(conf)
     lake = Lake("iceberg", catalog, tmp_path, "events", partitioned=True)
     rng = random.Random(5)
     lake.append(events_batch(rng, 0, 40, "a"))
@@ -291,5 +293,8 @@ def test_the_follower_compacts_the_index_every_few_batches_and_answers_stay_righ
     runner.join(timeout=HANG)
     compactions = [line for line in lines if "; index compacted from " in line]
     assert len(compactions) >= 2, f"every 2 batches the index is compacted: {lines}"
+    assert all(" old snapshots expired" in line for line in compactions), f"each compaction expires: {lines}"
+    snapshots = len(index.reload().snapshots())
+    assert snapshots <= 3, f"snapshots older than expire_after_minutes are expired after a compaction: {snapshots}"
     assert _unindexed(config, lake) == 0, "compaction keeps every entry"
     checked_answers(config, lake.name, "after compactions: ")

@@ -10,7 +10,9 @@ that arrived while the previous build ran are one batch; removals, compactions, 
 `local_max_bytes`. A round that built nothing waits `[follow] interval_seconds` before the next. Every
 `COMPACT_EVERY` batches of a table its index is compacted (`skipindex compact`): each batch adds small index
 files that every later build reads (the file rows it plans from), so an index followed for hours would otherwise
-cost more per batch as it goes.
+cost more per batch as it goes; the compaction also rebuilds the filters the growing table has outgrown. Its index
+snapshots older than `[follow] expire_after_minutes` are then expired (`skipindex expire`): one per batch, all listed
+in the metadata every commit rewrites, they would make each commit slower by the day.
 
 Failures: a transient one (`is_transient`: a lost commit race, a failed Spark job, an I/O or catalog outage) is
 retried with jittered exponential back-off, up to `[follow] retries` consecutive times, then raised (an outage that
@@ -35,6 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import tenacity
@@ -51,7 +54,7 @@ from pyiceberg.exceptions import (
 
 from indexlib.errors import SkipIndexError, Unavailable, UserError
 from indexlib.indexing.build import BuildResult, build_index
-from indexlib.indexing.upkeep import CompactResult, compact
+from indexlib.indexing.upkeep import CompactResult, ExpireResult, compact, expire
 from indexlib.sources.registry import open_source
 from indexlib.store.table import IndexTable
 
@@ -111,6 +114,7 @@ class Batch:
     oldest_behind: float | None  # ... from the oldest of them
     seconds: float  # the build's own time
     compacted: CompactResult | None = None  # the index compacted after the batch
+    expired: ExpireResult | None = None  # ... and its old snapshots expired
 
     def line(self) -> str:
         r = self.result
@@ -126,6 +130,10 @@ class Batch:
             if self.compacted is None
             else f"; index compacted from {self.compacted.data_files_before} to {self.compacted.data_files_after} files"
         )
+        if self.compacted is not None and self.compacted.payloads_resized:
+            compacted += f", {self.compacted.payloads_resized} outgrown filters rebuilt"
+        if self.expired is not None and self.expired.expiry is not None:
+            compacted += f", {self.expired.expiry.snapshots_expired} old snapshots expired"
         return f"{r.table}: version {r.source_version}: {', '.join(parts)} in {self.seconds:.1f} s{lag}{skipped}{compacted}"
 
 
@@ -207,9 +215,10 @@ def _step(config: Config, table: _Followed, catalog: Any, spark: SparkSession | 
     source = table.source.refreshed()  # at least as new as the version the build reached
     times = source.commit_times(since, result.source_version)
     table.batches += 1
-    compacted = None
+    compacted = expired = None
     if table.batches >= COMPACT_EVERY:
-        compacted, table.batches = compact(config, table.name), 0
+        compacted, table.batches = compact(config, table.name, spark), 0
+        expired = expire(config, table.name, timedelta(minutes=config.follow.expire_after_minutes), retain_last=1)
     return Batch(
         result,
         commits=len(times) or None,
@@ -217,6 +226,7 @@ def _step(config: Config, table: _Followed, catalog: Any, spark: SparkSession | 
         oldest_behind=now - times[0] if times else None,
         seconds=seconds,
         compacted=compacted,
+        expired=expired,
     )
 
 
