@@ -95,12 +95,23 @@ def write_days(spark: Any, path: Path) -> None:
     spark.sql(f"ALTER TABLE {t} RENAME COLUMN k TO key")
 
 
+EDGES = "array(CAST('NaN' AS DOUBLE), CAST(-0.0 AS DOUBLE), 0.0D, 1.5D, NULL, -2.0D)"
+
+
 def write_plain(spark: Any, path: Path) -> None:
-    """`plain`: no column mapping (name mapping by the files' own names), no deletion vectors, unpartitioned."""
+    """`plain`: no column mapping (name mapping by the files' own names), no deletion vectors, unpartitioned; a
+    double column with NaN, -0.0 and 0.0, and timestamps with microseconds."""
     t = f"delta.`{path}`"
-    spark.sql(f"CREATE TABLE {t} (id BIGINT, g INT, k INT, f FLOAT, name STRING) USING delta")
-    spark.sql(batch_sql(0, 200, "id % 2", "name")).repartition(3).writeTo(t).append()
-    spark.sql(f"INSERT INTO {t} {batch_sql(200, 50, 'id % 2', 'name')}")
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, g INT, k INT, f FLOAT, name STRING, x DOUBLE, ts TIMESTAMP) USING delta")
+
+    def edges(start: int, count: int) -> str:
+        return (
+            f"SELECT b.*, element_at({EDGES}, CAST(id % 6 + 1 AS INT)) AS x, "
+            f"timestamp_micros(1700000000000000 + id * 1000001) AS ts FROM ({batch_sql(start, count, 'id % 2', 'name')}) b"
+        )
+
+    spark.sql(edges(0, 200)).repartitionByRange(3, "id").writeTo(t).append()
+    spark.sql(f"INSERT INTO {t} {edges(200, 50)}")
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +141,8 @@ def served(connectors, tmp_path_factory) -> Served:
 
 
 def rows(frame: Any) -> Counter:
-    return Counter(tuple(row) for row in frame.collect())
+    """The rows as a multiset, NaN as one value (NaN != NaN would make equal rows differ)."""
+    return Counter(tuple("NaN" if v != v else v for v in row) for row in frame.collect())
 
 
 def delta_rows(spark: Any, path: Path, where: str, version: int | None = None) -> Counter:
@@ -160,7 +172,19 @@ WHERE = {
         "f > 0.5 OR id < 20",
     ],
     "days": ["d = DATE'2024-03-01'", "key = 7", "id IN (12, 15, 16)", "d > DATE'2024-02-28' AND key IS NULL"],
-    "plain": ["id = 42", "k = 3 AND g = 1", "name IS NULL", "f != 0.5"],
+    "plain": [
+        "id = 42",
+        "k = 3 AND g = 1",
+        "name IS NULL",
+        "f != 0.5",
+        "x > 0",
+        "x = 0.0",
+        "x < 0",
+        "x != 1.5",
+        "x = CAST('NaN' AS DOUBLE)",
+        "x IS NULL OR x <= -0.0",
+        "ts > TIMESTAMP'2023-11-14 22:16:40.000001'",
+    ],
 }
 
 
