@@ -161,6 +161,7 @@ def index_kept(served: Served, table: str, pushed: Any, version: int | None = No
 
 WHERE = {
     "events": [
+        "TRUE",
         "id = 55",
         "p = 'a b'",
         "p IS NULL",

@@ -175,6 +175,14 @@ class ServedDelta:
             ids[meta] = len(schemas)
             schemas[meta] = Schema(*schema.fields, schema_id=ids[meta])
         times = self._times(versions)
+        counts = [f.record_count for f in state.live]
+        # Spark's estimate of an unfiltered scan of a partitioned table (the current snapshot's only: the others'
+        # live files are not read here)
+        totals = (
+            {"total-records": str(sum(counts)), "total-data-files": str(len(counts))}
+            if min(counts, default=0) >= 0
+            else {}
+        )
         snapshots = [
             Snapshot(  # type: ignore[call-arg]  # by field name: mypy knows pyiceberg's models by their aliases
                 snapshot_id=v,
@@ -182,7 +190,7 @@ class ServedDelta:
                 sequence_number=v + 1,
                 timestamp_ms=times[v],
                 manifest_list=f"{self.log.root}/_delta_log/{v:020d}.json",
-                summary=Summary(Operation.OVERWRITE, **{"delta-version": str(v)}),
+                summary=Summary(Operation.OVERWRITE, **{"delta-version": str(v), **(totals if v == version else {})}),
                 schema_id=ids[meta_of[v]],
             )
             for v in versions

@@ -205,14 +205,11 @@ class DeltaLog:
         """The versions a client may read, oldest first: back from `current` while the JSON commits are kept, to
         version 0 or the oldest checkpoint among them (a version before it cannot be replayed)."""
         oldest = current
-        checkpoint = current if self._checkpoint_parts(current) is not None else None
         while oldest > 0 and self.commit(oldest - 1) is not None:
             oldest -= 1
-            if self._checkpoint_parts(oldest) is not None:
-                checkpoint = oldest
         if oldest == 0:
             return list(range(0, current + 1))
-        start = checkpoint if checkpoint is not None else current
+        start = next((v for v in range(oldest, current + 1) if self._checkpoint_parts(v) is not None), current)
         return list(range(start, current + 1))
 
     def metadata_versions(self, versions: Sequence[int]) -> dict[int, int]:
