@@ -99,7 +99,7 @@ def test_without_package_metadata_the_built_in_kinds_are_loaded_directly(monkeyp
         "automaton_max_states": 256,
         "automaton_max_bytes": 2048,
         "ngram_size": 4,
-        "ngram_fpp": 0.03,
+        "ngram_fpp": 0.1,
     }, "left to the automatic choice, a column may get every kind: every kind's settings count"
     tagged = IndexSettings(kinds=("bloom",)).to_json()
     assert "ngram_size" not in tagged, "a late kind's settings count only where the column may get the kind"

@@ -16,8 +16,8 @@ Payload, version 1: one byte, n, then Parquet's split-block Bloom filter (split_
 gram's UTF-8 bytes (statistics/xxhash64.py), sized from the file's distinct gram count for `ngram_fpp`. The reader
 takes n from each payload, so a change of `ngram_size` never misreads an older filter.
 
-Cost: the split-block filter's bits per distinct gram of the file for `ngram_fpp` (8.2 at the default 3 %; distinct
-4-grams grow far slower than the text: 33,000 for 440 KiB of English messages, a 34 KB filter). The automatic
+Cost: the split-block filter's bits per distinct gram of the file for `ngram_fpp` (6.0 at the default 10 %; distinct
+4-grams grow far slower than the text: 33,000 for 440 KiB of English messages, a 25 KB filter). The automatic
 choice builds it for free text (`NgramIndex`); `kinds` turns it on or off for a column.
 """
 
@@ -53,10 +53,12 @@ def gram_size(value: Any) -> int:
 
 # Defaults measured on English sentences with a hex request id per message (docs/index-kinds.md "N-gram filters"):
 # with 2,000 messages a file, 3-grams saturate (every hex 3-gram is in every file: ids prune nothing, rare words keep
-# a median of 3x their files), 4-grams keep a rare word's files alone (median 1x) and an id's one file, for 7.5 % of
-# the text's bytes; below 3 % the false-positive rate buys little, as coincidences of real grams dominate.
+# a median of 3x their files), 4-grams keep a rare word's files alone (median 1x) and an id's one file. The rate: on
+# the service log of docs/benchmarks.md ("Substring search on free text") 10 % kept what 3 % kept (rare words: median
+# 1.00x both, max 17 against 15 of 200; ids: 1 file) for 27 % fewer bytes, as false files come from real grams held
+# in other words more than from collisions.
 SIZE = Setting("ngram_size", 4, gram_size, "n-gram filters: code points per gram (shorter fragments prune nothing)")
-FPP = Setting("ngram_fpp", 0.03, fraction, "n-gram filters: the false-positive rate each filter is sized for")
+FPP = Setting("ngram_fpp", 0.1, fraction, "n-gram filters: the false-positive rate each filter is sized for")
 
 GRAMS_PER_PASS = 1 << 20  # grams cut and hashed at a time: bounds a pass's temporaries whatever the values' lengths
 MAX_PROBED_GRAMS = 64  # grams of one leaf probed: any subset of the required grams is required, so fewer only keep more
