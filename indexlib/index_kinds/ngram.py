@@ -92,6 +92,11 @@ def value_gram_hashes(values: pa.Array, n: int) -> np.ndarray:
     whole[crossing[(crossing >= 0) & (crossing < len(whole))]] = False
     found = [np.zeros(0, dtype=np.uint64)]
     for first in range(0, len(whole), GRAMS_PER_PASS):
+        if starts is None and n <= SHORT_BYTES:  # ASCII: every gram is n bytes, its word made by shifts
+            words = _byte_words(padded, first, min(first + GRAMS_PER_PASS, len(whole)), n)
+            words = words[whole[first : first + GRAMS_PER_PASS]]
+            found.append(hash_short(pc.unique(pa.array(words)).to_numpy().astype(np.uint64), n))
+            continue
         grams = np.flatnonzero(whole[first : first + GRAMS_PER_PASS]) + first
         begin = grams if starts is None else starts[grams]
         lengths = np.full(len(grams), n) if starts is None else starts[grams + n] - begin
@@ -111,6 +116,17 @@ def value_gram_hashes(values: pa.Array, n: int) -> np.ndarray:
             )
             found.append(hash_binary(pc.unique(texts)))
     return np.sort(pc.unique(pa.array(np.concatenate(found))).to_numpy())
+
+
+def _byte_words(padded: np.ndarray, first: int, stop: int, n: int) -> np.ndarray:
+    """For each byte position from `first` to `stop`, the n bytes from it as a little-endian word (uint32 for n up
+    to 4, else uint64): n shifted ORs over the bytes, no gather."""
+    dtype = np.uint32 if n <= 4 else np.uint64
+    held = padded[first : stop + n - 1].astype(dtype)
+    words = held[: stop - first].copy()
+    for k in range(1, n):
+        np.bitwise_or(words, np.left_shift(held[k : k + stop - first], held.dtype.type(8 * k)), out=words)
+    return words
 
 
 def required_grams(fragments: Iterable[str], n: int) -> list[str]:
