@@ -87,9 +87,11 @@ def test_required_grams_leave_out_fragments_shorter_than_n():
     ),
     st.integers(1, 9),
 )
+@example(["ab", "éabc", "日本語"], 2)  # a value starting beyond ASCII after an ASCII one: each takes its own way
 def test_the_build_hashes_every_gram_of_every_value_as_the_lookup_hashes_it(values, n):
     """The vectorised gram cut over the values' UTF-8 bytes agrees with Python's code-point slices: ASCII values
-    (one byte a code point), grams of at most 8 bytes (read as words) and longer ones (cut out), NUL bytes."""
+    (one byte a code point), grams of at most 8 bytes (read as words) and longer ones (cut out), NUL bytes, and
+    files mixing ASCII values with others (each part its own way)."""
     keys = distinct_keys(pa.array(values, pa.string()), StringType())
     grams = sorted({value[i : i + n] for value in set(values) for i in range(len(value) - n + 1)})
     expected = np.unique(gram_hashes(grams)) if grams else np.zeros(0, np.uint64)

@@ -84,6 +84,11 @@ def value_gram_hashes(values: pa.Array, n: int) -> np.ndarray:
     )
     if not len(data) or int(data.max()) < 0x80:  # ASCII: code point i is byte i
         starts, count, ends = None, len(data), offsets[1:]
+    elif len(values) > 1 and 0 < (beyond := _beyond_ascii(data, offsets)).sum() < len(values):
+        # some values with other characters: the ASCII ones take the ASCII way, the others the code points' way (each
+        # part checked again: the ASCII way is taken only where no byte is beyond ASCII)
+        parts = [values.filter(pa.array(chosen)) for chosen in (~beyond, beyond)]
+        return np.sort(pc.unique(pa.array(np.concatenate([value_gram_hashes(v, n) for v in parts]))).to_numpy())
     else:  # code point i starts at byte starts[i] (starts[count]: the end of the data)
         starts = np.append(np.flatnonzero((data & 0xC0) != 0x80), len(data))
         count, ends = len(starts) - 1, np.searchsorted(starts, offsets[1:])
@@ -116,6 +121,14 @@ def value_gram_hashes(values: pa.Array, n: int) -> np.ndarray:
             )
             found.append(hash_binary(pc.unique(texts)))
     return np.sort(pc.unique(pa.array(np.concatenate(found))).to_numpy())
+
+
+def _beyond_ascii(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per value (`offsets` into `data`), whether it holds a byte beyond ASCII."""
+    holders = np.searchsorted(offsets, np.flatnonzero(data >= 0x80), side="right") - 1
+    beyond = np.zeros(len(offsets) - 1, dtype=bool)
+    beyond[holders] = True
+    return beyond
 
 
 def _byte_words(padded: np.ndarray, first: int, stop: int, n: int) -> np.ndarray:
