@@ -101,6 +101,7 @@ bench: $(STAMP) $(JARS_STAMP) hudi-env
 	$(BIN)/python benchmarks/bench_lookup_scale.py --files 10000 100000 --row-groups 8 --runs 5
 	$(BIN)/python benchmarks/bench_serve.py
 	$(BIN)/python benchmarks/bench_spark_sql.py
+	$(BIN)/python benchmarks/bench_delta_sql.py
 	$(BIN)/python benchmarks/bench_equality_deletes.py
 	$(BIN)/python benchmarks/bench_free_text.py
 	$(MAKE) --no-print-directory bench-anchors

@@ -188,3 +188,24 @@ def test_every_write_to_a_delta_table_is_refused_naming_it(served, method, path,
 
 def test_z85_decodes_the_protocols_example():
     assert z85_decode("HelloWorld") == bytes([0x86, 0x4F, 0xD2, 0x6F, 0xB5, 0x59, 0xF7, 0x5B]), "ZeroMQ RFC 32"
+
+
+def test_a_file_whose_field_ids_iceberg_would_read_by_is_refused(tmp_path: Path):
+    """Without column mapping the columns' ids are derived from their names; a file carrying Parquet field ids of
+    its own (here 1 and 2) would be read by Iceberg's reader by those ids, NULL for every column: refused."""
+    path = str(tmp_path / "ids")
+    ids = pa.schema(
+        [
+            pa.field(n, t, metadata={b"PARQUET:field_id": str(i).encode()})
+            for i, (n, t) in enumerate([("id", pa.int64()), ("k", pa.int32())], 1)
+        ]
+    )
+    write_deltalake(path, pa.table({"id": [1, 2], "k": [3, 4]}).cast(ids))
+    conf = tmp_path / "conf.toml"
+    conf.write_text(
+        f'[catalog]\nname = "test"\ntype = "sql"\nuri = "sqlite:///{tmp_path}/catalog.db"\nwarehouse = "{tmp_path}/wh"\n'
+        f'[serve]\nplan_workers = 0\n[serve.delta_tables]\nids = "{path}"\n'
+    )
+    routes = Routes(load_config(conf), TOKEN)
+    reply = routes.call("plan", TableName(("delta",), "ids"), b"{}")
+    assert reply.status == 501 and "field ids" in answer(reply)["error"]["message"], "refused, never read as NULL"

@@ -297,7 +297,8 @@ def create_app(config: Config, token: str) -> ASGIApp:
         return await anyio.to_thread.run_sync(batch)
 
     async def read_only(request: Request) -> Response:
-        named = _delta_named(request.path_params, await request.body(), routes.delta.namespace)
+        delta = routes.delta.namespace
+        named = _delta_named(request.path_params, await request.body(), delta) if delta else None
         if named is not None:  # a Delta table: the client asked for something it may never do here
             message = f"table {named} is a Delta table served read-only as Iceberg: write it with a Delta writer"
             return error_response(ServiceError(403, "ForbiddenException", message))

@@ -38,6 +38,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow.parquet as pq
 from pyiceberg.catalog.rest.scan_planning import PlanTableScanRequest
 from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
@@ -65,6 +66,7 @@ from indexlib.sources.delta_log import READ_FEATURES, DeltaLog, VectorDescriptor
 PARTITION_TYPES = (BooleanType, IntegerType, LongType, StringType, DateType)
 FIRST_PARTITION_FIELD = 1000
 VECTOR_FRAME = 8
+_FIELD_ID = b"PARQUET:field_id"
 UNUSED_VARIANT = {
     "variantType",
     "variantType-preview",
@@ -134,6 +136,7 @@ class ServedDelta:
         self._schemas: dict[int, tuple[Schema, tuple[str, ...]]] = {}  # by the version whose metaData it is
         self._translated: Translated | None = None
         self._sizes: dict[str, int] = {}
+        self._ids_checked: set[str] = set()  # data files whose field ids `_check_ids` found right
         self._lock = threading.Lock()
 
     def _schema_at(self, version: int, current: DeltaSource) -> tuple[Schema, tuple[str, ...]]:
@@ -264,11 +267,36 @@ class ServedDelta:
         spec = metadata.specs()[0]
         tasks = []
         for ref in pick(state.live, list(result.kept_positions)):
+            self._check_ids(ref.path, source)
             data = self._data_file(ref, source, spec)
             vector = vectors.get(ref.path)
             deletes = () if vector is None else (self._vector(ref, data, vector, source),)
             tasks.append(Task(data, deletes, _all_true() if ref.path in all_match else residuals[ref.path]))
         return Plan(tasks, "index", result.files_total, version, metadata, unknown=pruning.unknown)
+
+    def _check_ids(self, path: str, source: DeltaSource) -> None:
+        """Iceberg's reader finds a file's columns by their Parquet field ids where the file has any (else by the
+        name mapping, by physical name, as Delta reads them): a file with field ids must give each column the id the
+        translated schema gives it, under its physical name, and no other column one of those ids; else the two
+        readers would read different columns (a file converted from another format, say): refused with one line.
+        Each file's footer is read once (data files never change)."""
+        if path in self._ids_checked:
+            return
+        with self.log.io.new_input(path).open(seekable=True) as stream:
+            footer = pq.ParquetFile(stream).schema_arrow
+        ids = {c.name: int(c.metadata[_FIELD_ID]) for c in footer if c.metadata and _FIELD_ID in c.metadata}
+        if ids:
+            wanted = {source.physical_names[f.name]: f.field_id for f in source.schema.fields}
+            nested = [f.name for f in source.schema.fields if not f.field_type.is_primitive]
+            odd = [n for n, i in ids.items() if wanted.get(n, i) != i or (n not in wanted and i in wanted.values())]
+            odd += [n for n, i in wanted.items() if n in footer.names and ids.get(n) != i]
+            if odd or nested:
+                raise UnsupportedFeature(
+                    f"Delta table {self.name}: {path} stores Parquet field ids that do not match the table's "
+                    f"columns ({(odd or nested)[0]!r}): Iceberg's reader would read other columns than Delta's: "
+                    "not served"
+                )
+        self._ids_checked.add(path)
 
     def _data_file(self, ref: DataFileRef, source: DeltaSource, spec: PartitionSpec) -> DataFile:
         if ref.record_count < 0:
