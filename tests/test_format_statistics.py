@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,16 @@ def test_manifest_entries_are_read_for_what_they_promise(rule, kind, stats, expe
     )
     assert got == expected, rule
     assert found.value_count[1] == -1 and not found.lower[1].is_valid, "a file without an entry is unknown"
+
+
+def test_a_date_bound_under_a_promoted_timestamp_column_is_unknown_without_a_damage_warning(caplog):
+    column = BoundColumn(1, "c", TimestampType())
+    found = ManifestStatistics([_entry(lower={1: _i32(19000)}, upper={1: _i32(19001)})]).column(column)
+    assert found.lower[0].as_py() is None and found.upper[0].as_py() is None, "days are never read as microseconds"
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], "an expected width is not damage"
+    broken = ManifestStatistics([_entry(lower={1: b"\x01\x02\x03"}, upper={1: _i64(5)})]).column(column)
+    assert broken.lower[0].as_py() is None and broken.upper[0].as_py() == 5, "a 3-byte bound is unknown"
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING], "a width no writer writes is reported"
 
 
 _MS = dt.datetime(2024, 1, 1, 0, 0, 0, 123000, tzinfo=dt.UTC)
