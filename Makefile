@@ -103,7 +103,7 @@ bench: $(STAMP) $(JARS_STAMP) hudi-env
 	$(BIN)/python benchmarks/bench_spark_sql.py
 	$(BIN)/python benchmarks/bench_delta_sql.py
 	$(BIN)/python benchmarks/bench_equality_deletes.py
-	$(BIN)/python benchmarks/bench_free_text.py
+	$(BIN)/python benchmarks/bench_free_text.py --spark
 	$(MAKE) --no-print-directory bench-anchors
 
 # issue 44's comparison alone (docs/benchmarks.md, "Against the alternatives"): ~40 minutes on 2 cores

@@ -20,7 +20,12 @@ a match (every file's rows searched with Arrow), median and maximum of the ratio
 rare substrings (a word of 5+ letters held by at most 5 % of the files), common ones (held by 25-75 %), unique ones
 (a request id; on lineitem, a whole comment held by one file), all drawn with a fixed seed.
 
-    python benchmarks/bench_free_text.py                                 # 200 x 2,000 log rows, lineitem SF 1
+With `--spark`, per table also Spark SQL through the planning service (bench_spark_sql.py: Spark's own Iceberg
+planning against plans from the index, one Spark session, one `skipindex serve`): two queries of each class and two
+prefixes. Spark hands Iceberg a prefix (`LIKE 'x%'`) as `startsWith` but no infix (`LIKE '%x%'`), so the service is
+asked to plan an infix query with no filter at all.
+
+    python benchmarks/bench_free_text.py --spark                         # 200 x 2,000 log rows, lineitem SF 1
     python benchmarks/bench_free_text.py --files 20 --lineitem-scale 0.05 --lineitem-files 20 --runs 1  # toy
 
 Prints Markdown tables for docs/benchmarks.md.
@@ -248,7 +253,7 @@ def measure_queries(confs: dict[str, Path], column: str, found: list[Query], run
 
     handles = {name: open_handle(load_config(conf), TABLE) for name, conf in confs.items()}
     for query in found:
-        where = f"{column} LIKE '%{query.fragment.replace(chr(39), chr(39) * 2)}%'"
+        where = _where(column, query)
         rows = {}
         for name, handle in handles.items():
             result = handle.lookup(where)
@@ -257,6 +262,40 @@ def measure_queries(confs: dict[str, Path], column: str, found: list[Query], run
             rows[name] = handle.scan(where).to_arrow().num_rows  # warm-up, and the rows
             query.scan_s[name] = best_of(runs, lambda h=handle, w=where: h.scan(w).to_arrow())
         assert len(set(rows.values())) == 1, f"{where}: rows differ across variants: {rows}"
+
+
+def _where(column: str, query: Query) -> str:
+    return f"{column} LIKE '%{query.fragment.replace(chr(39), chr(39) * 2)}%'"
+
+
+def spark_sql(conf: Path, column: str, found: list[Query], paths: list[str], runs: int, title: str) -> None:
+    """Spark SQL through the planning service (bench_spark_sql.py's two REST catalogs at one `skipindex serve`:
+    Spark's own Iceberg planning against plans from the index): two queries of each class, and two prefixes (the
+    first 24 characters of a value of a file; Spark hands Iceberg a prefix as `startsWith`, an infix not at all):
+    files read, plan and query time, rows compared."""
+    from bench_serve import Server
+    from bench_spark_sql import configure, measure, print_table, session
+
+    chosen = [
+        (q.label, _where(column, q))
+        for label in ("rare", "common", "unique")
+        for q in [q for q in found if q.label == label][:2]
+    ]
+    for path in (paths[len(paths) // 3], paths[2 * len(paths) // 3]):
+        prefix = pq.read_table(path, columns=[column]).column(column)[0].as_py()[:24].replace("'", "''")
+        chosen.append(("prefix", f"{column} LIKE '{prefix}%'"))
+    spark, made = session("2g")
+    try:
+        server = Server(conf)
+        try:
+            configure(spark, server)
+            rows = measure(spark, server, chosen, len(paths), runs, False)
+        finally:
+            server.stop()
+        print_table(rows, title, 'write.format("noop")')
+    finally:
+        if made:
+            spark.stop()
 
 
 def _ratio(query: Query, name: str) -> float:
@@ -318,6 +357,9 @@ def run(title: str, make, column: str, candidates, args: argparse.Namespace) -> 
         sizes = {name: index_bytes(conf) for name, conf in confs.items()}
         measure_queries(confs, column, found, args.runs)
         report(title, found, len(paths), cpu, builds, sizes, data_bytes)
+        if args.spark:
+            with_filters = next(iter(confs.values()))
+            spark_sql(with_filters, column, found, paths, args.runs, f"{title}: Spark SQL through the service")
         return found
 
 
@@ -329,6 +371,7 @@ def main(argv: list[str] | None = None) -> dict[str, list[Query]]:
     parser.add_argument("--lineitem-scale", type=float, default=1.0, help="TPC-H scale factor (0: skip lineitem)")
     parser.add_argument("--lineitem-files", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3, help="best of this many timings")
+    parser.add_argument("--spark", action="store_true", help="also Spark SQL through the planning service")
     parser.add_argument("--ngram-fpp", type=float, help="ngram_fpp of the index with the filters (default: packaged)")
     args = parser.parse_args(argv)
     results = {}
