@@ -44,6 +44,7 @@ from pyiceberg.types import (
 )
 
 from indexlib.statistics.column_stats import INTEGRAL_TYPES, supports_bounds
+from indexlib.statistics.distinct import sorted_distinct
 from indexlib.statistics.temporal import physical_range
 from indexlib.statistics.xxhash64 import hash_binary, hash_words
 
@@ -110,7 +111,7 @@ def distinct_keys(values: pa.Array, iceberg_type: IcebergType) -> Keys | None:
     values = values.drop_null()
     if isinstance(iceberg_type, INTEGRAL_TYPES):
         integers = _as_int64(values, iceberg_type)
-        return None if integers is None else _numeric(iceberg_type, np.unique(integers))
+        return None if integers is None else _numeric(iceberg_type, sorted_distinct(integers))
     if isinstance(iceberg_type, (FloatType, DoubleType)):
         floats = values.cast(pa.float64()).to_numpy(zero_copy_only=False)
         return _numeric(iceberg_type, np.unique(floats[~np.isnan(floats)] + 0.0))  # -0.0 + 0.0 == +0.0
@@ -121,7 +122,7 @@ def distinct_keys(values: pa.Array, iceberg_type: IcebergType) -> Keys | None:
             return None
         distinct = pc.unique(decimals)
         if iceberg_type.precision <= 18:  # the unscaled value fits int64
-            return _numeric(iceberg_type, np.unique(_unscaled_int64(distinct)))
+            return _numeric(iceberg_type, sorted_distinct(_unscaled_int64(distinct)))
         unscaled = sorted({int(d.scaleb(iceberg_type.scale)) for d in distinct.to_pylist()})
         small = [v for v in unscaled if _INT64_MIN <= v <= _INT64_MAX]
         wide = [str(v).encode() for v in unscaled if not _INT64_MIN <= v <= _INT64_MAX]
@@ -129,7 +130,7 @@ def distinct_keys(values: pa.Array, iceberg_type: IcebergType) -> Keys | None:
     if isinstance(iceberg_type, (StringType, BinaryType)):
         distinct = pc.unique(values.cast(pa.large_binary()))  # strings as their UTF-8: byte order is code point order
         return Keys(iceberg_type, np.zeros(0, np.int64), pc.take(distinct, pc.sort_indices(distinct)))
-    return _numeric(iceberg_type, np.unique(values.cast(pa.int64()).to_numpy(zero_copy_only=False)))  # boolean
+    return _numeric(iceberg_type, sorted_distinct(values.cast(pa.int64()).to_numpy(zero_copy_only=False)))  # boolean
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1

@@ -41,6 +41,7 @@ from pyiceberg.types import (
 from pyiceberg.utils.decimal import decimal_required_bytes
 from pyiceberg.utils.truncate import truncate_upper_bound_binary_string, truncate_upper_bound_text_string
 
+from indexlib.statistics.distinct import first_occurrences
 from indexlib.statistics.temporal import physical_range
 
 if TYPE_CHECKING:
@@ -191,7 +192,7 @@ def _merged_distinct(parts: list[pa.Array], arrow_type: pa.DataType) -> pa.Array
     # Arrow's unique keeps them: min_max of -0.0 and 0.0 returns whichever comes first, so the bounds stay the bytes
     # the whole column gives
     keyed = values.view(np.dtype(f"i{values.dtype.itemsize}")) if pa.types.is_floating(arrow_type) else values
-    _, first = np.unique(keyed, return_index=True)
+    first = first_occurrences(keyed)
     values = values[np.sort(first)]
     merged = pa.array(values, type=arrow_type)
     return pa.concat_arrays([merged, pa.nulls(1, arrow_type)]) if has_null else merged

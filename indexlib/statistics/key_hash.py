@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from indexlib.statistics.distinct import sorted_distinct
+
 HASH_BITS = 64  # tests only: fewer bits force collisions (build and lookup must run in one process)
 
 
@@ -24,4 +26,4 @@ def stored_hashes(hashes: np.ndarray) -> np.ndarray:
 
 def key_hashes(hashes: np.ndarray) -> np.ndarray:
     """The stored form of XXH64 hashes (uint64 or int64): int64, sorted, each once."""
-    return np.unique(stored_hashes(hashes))
+    return sorted_distinct(stored_hashes(hashes))
