@@ -72,7 +72,7 @@ def test_damaged_and_first_format_filters_are_never_outgrown_nor_sized():
     payload = _payload(500, 1_000)
     for damaged in (payload[:-5], b"\x00" + payload[1:]):
         assert not BLOOM.outgrown(damaged, 500, IndexSettings(), 10**6, 2.0), "a damaged filter is verify's to find"
-        assert BLOOM.sized_table_files(damaged, 500, IndexSettings()) is None, "no size is read from a damaged one"
+        assert BLOOM.sized_tables(damaged, 500, IndexSettings()) is None, "no size is read from a damaged one"
 
 
 @hypothesis_settings(max_examples=40, deadline=None)
@@ -81,14 +81,18 @@ def test_damaged_and_first_format_filters_are_never_outgrown_nor_sized():
     table_files=st.integers(1, 200_000),
     false_files=st.sampled_from([0.1, 0.5, 3.0]),
 )
-def test_a_filters_size_names_a_table_size_that_builds_it_exactly(distinct, table_files, false_files):
-    """verify recomputes a stored filter for the table size its bytes name: that size builds the same bytes, and
-    it is at least the size the filter was built for (the largest of the sizes that build it)."""
+def test_a_filters_size_names_the_table_sizes_that_build_it_exactly(distinct, table_files, false_files):
+    """verify recomputes a stored filter for a table size its bytes name: the range holds the size it was built
+    for, both its ends build the same bytes, and the sizes just outside it do not."""
     declared = IndexSettings(bloom_false_files=false_files)
     payload = _payload(distinct, table_files, declared)
-    named = BLOOM.sized_table_files(payload, distinct, declared)
-    assert named is not None and named >= table_files, f"sized for {table_files}, named {named}"
-    assert _payload(distinct, named, declared) == payload, "the named size rebuilds the same filter"
+    named = BLOOM.sized_tables(payload, distinct, declared)
+    assert named is not None and named[0] <= table_files <= named[1], f"sized for {table_files}, named {named}"
+    assert _payload(distinct, named[0], declared) == payload == _payload(distinct, named[1], declared), (
+        "both ends of the range rebuild the same filter"
+    )
+    assert named[0] == 1 or _payload(distinct, named[0] - 1, declared) != payload, "the range starts where it must"
+    assert named[1] == 1 << 40 or _payload(distinct, named[1] + 1, declared) != payload, "... and ends where it must"
 
 
 # ---------------------------------------------------------------- a growing table, built, verified, compacted

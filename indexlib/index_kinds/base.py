@@ -96,10 +96,10 @@ class IndexKind(ABC):
         kind that sizes itself by the table can be outgrown."""
         return False
 
-    def sized_table_files(self, payload: bytes, distinct: int, settings: IndexSettings) -> int | None:
-        """The largest table (in live files) for which `sized_for(settings, table)` builds a payload of `distinct`
-        values exactly as large as `payload`, so the payload can be recomputed as it was built (`skipindex verify`);
-        None when the kind does not size itself by the table or no table size gives this payload."""
+    def sized_tables(self, payload: bytes, distinct: int, settings: IndexSettings) -> tuple[int, int] | None:
+        """The range (least, greatest) of table sizes in live files for which `sized_for(settings, table)` builds a
+        payload of `distinct` values exactly as large as `payload`, so the payload can be recomputed as it was built
+        (`skipindex verify`); None when the kind does not size itself by the table or no table size gives it."""
         return None
 
     @abstractmethod

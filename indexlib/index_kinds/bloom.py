@@ -137,7 +137,7 @@ class BloomIndex(IndexKind):
         rate = split_block.false_positive_rate(distinct, num_bytes // split_block.BLOCK_BYTES)
         return rate > slack * wanted and split_block.optimal_bytes(distinct, wanted) > num_bytes
 
-    def sized_table_files(self, payload: bytes, distinct: int, settings: IndexSettings) -> int | None:
+    def sized_tables(self, payload: bytes, distinct: int, settings: IndexSettings) -> tuple[int, int] | None:
         """By bisection: the filter's size is a non-decreasing function of the table's file count (the sized rate
         min(bloom_fpp, bloom_false_files / N) falls as N grows)."""
         num_bytes = _filter_bytes(payload)
@@ -147,13 +147,19 @@ class BloomIndex(IndexKind):
         def size(files: int) -> int:
             return split_block.optimal_bytes(max(distinct, 1), self.sized_for(settings, files).value(FPP))
 
-        low, high = 1, 1 << 40
-        if size(low) > num_bytes:
+        def first(fits: Callable[[int], bool]) -> int:
+            """The least table size in [1, 2^40] for which `fits` holds (it holds from some size on)."""
+            low, high = 1, 1 << 40
+            while low < high:
+                middle = (low + high) // 2
+                low, high = (low, middle) if fits(middle) else (middle + 1, high)
+            return low
+
+        least = first(lambda files: size(files) >= num_bytes)
+        if size(least) != num_bytes:
             return None
-        while low < high:
-            middle = (low + high + 1) // 2
-            low, high = (middle, high) if size(middle) <= num_bytes else (low, middle - 1)
-        return low if size(low) == num_bytes else None
+        greatest = first(lambda files: size(files) > num_bytes) - 1
+        return least, greatest if size(greatest + 1) > num_bytes else 1 << 40
 
     def can_index(self, iceberg_type: IcebergType) -> bool:
         return has_keys(iceberg_type)

@@ -291,7 +291,7 @@ def verify(
         fresh = {row["file_path"]: row for row in computed.entries.to_pylist()}
         stored = {row["file_path"]: row for row in one_entry_per_path(index.entries(chosen)).to_pylist()}
         # payloads sized for the table as it was when their file was indexed are recomputed at that size
-        sized = {path: _sized_for(row, spec.columns) for path, row in stored.items() if path in fresh}
+        sized = {path: _sized_for(row, spec.columns, len(live)) for path, row in stored.items() if path in fresh}
         for table_files in sorted({n for n in sized.values() if n is not None and n != len(live)}):
             again = [by_path[path] for path, n in sized.items() if n == table_files]
             resized = index_new_files(
@@ -318,19 +318,24 @@ def verify(
     )
 
 
-def _sized_for(entry: dict[str, Any], settings: dict[int, IndexSettings]) -> int | None:
-    """A table size (live files) for which every file-level payload of `entry` whose kind sizes itself by the table
-    is built exactly as stored (`IndexKind.sized_table_files`): each payload allows a range of sizes holding the
-    one the file was indexed for, so the least of their largest sizes lies in every range. None: no such payload."""
+def _sized_for(entry: dict[str, Any], settings: dict[int, IndexSettings], table_files: int) -> int | None:
+    """The table size (live files) nearest `table_files` for which every file-level payload of `entry` whose kind
+    sizes itself by the table is built exactly as stored (`IndexKind.sized_tables`): each such payload allows a range
+    of sizes holding the one the file was indexed for, so their intersection holds it too. None: no such payload,
+    or ranges that do not meet (a payload built with other settings: the entry is compared as it is)."""
     kinds = {kind.name: kind for kind in build_order()}
-    sizes = [
-        kinds[index["kind"]].sized_table_files(index["payload"], column["distinct_count"], settings[column["field_id"]])
+    ranges = [
+        kinds[index["kind"]].sized_tables(index["payload"], column["distinct_count"], settings[column["field_id"]])
         for column in entry["columns"]
         if column["distinct_count"] is not None and column["field_id"] in settings
         for index in column["indexes"] or ()
         if index["kind"] in kinds
     ]
-    return min((n for n in sizes if n is not None), default=None)
+    known = [r for r in ranges if r is not None]
+    if not known:
+        return None
+    least, greatest = max(r[0] for r in known), min(r[1] for r in known)
+    return None if least > greatest else min(max(table_files, least), greatest)
 
 
 def _difference(stored: dict[str, Any], fresh: dict[str, Any], same_config: bool) -> str | None:
