@@ -67,6 +67,7 @@ def write_events(spark: Any, path: Path, versions: dict[str, int]) -> None:
         f"CREATE TABLE {t} (id BIGINT, g INT, k INT, f FLOAT, name STRING, p STRING, d DATE) USING delta "
         f"PARTITIONED BY (p) TBLPROPERTIES ({DV}, 'delta.columnMapping.mode' = 'name')"
     )
+    versions["created"] = version()  # no rows yet
     spark.sql(hostile_sql(0, 300)).repartition(2).writeTo(t).append()
     spark.sql(f"DELETE FROM {t} WHERE id % 10 = 3")
     spark.sql(f"UPDATE {t} SET name = 'zz', k = k + 1 WHERE id % 10 = 4")
@@ -203,7 +204,7 @@ def test_spark_sql_reads_a_delta_table_through_the_service_as_delta_spark_reads_
         assert seen.files == kept, f"Spark opens exactly the files the index kept for {where} on {table}"
 
 
-@pytest.mark.parametrize("name", ["before rename", "renamed"])
+@pytest.mark.parametrize("name", ["created", "before rename", "renamed"])
 def test_version_as_of_reads_that_delta_version(served, connectors, name):
     spark = connectors
     version = served.versions[name]
