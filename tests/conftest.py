@@ -173,11 +173,11 @@ SERVER_FIXTURES = ("spark_cluster", "postgres", "s3")
 def pytest_collection_modifyitems(items):
     """Tests that use the shared SparkSession or the Spark cluster carry the `spark` marker, tests on real servers the
     `servers` marker; with the `slow` marker on long property runs, `pytest -m 'not spark and not slow and not
-    servers'` (`make test-fast`) is the fast loop. Tests marked `long_only` (the benchmarks' end-to-end smoke runs)
-    run in `make test-long` alone."""
+    servers'` (`make test-fast`) is the fast loop. Tests marked `long_only` (the benchmarks' end-to-end smoke runs,
+    Spark SQL over Delta tables through the service) run in `make test-long` alone."""
     for item in items:
         if not LONG and item.get_closest_marker("long_only"):
-            item.add_marker(pytest.mark.skip(reason="a benchmark's smoke run: `make test-long` runs it"))
+            item.add_marker(pytest.mark.skip(reason="in the long profile: `make test-long` runs it"))
         fixtures = getattr(item, "fixturenames", ())
         if "spark" in fixtures or "spark_cluster" in fixtures:
             item.add_marker(pytest.mark.spark)
