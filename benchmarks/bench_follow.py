@@ -296,7 +296,8 @@ def run(
                 writer.close()
         index_table = IndexTable(catalog, config.index_namespace, TABLE).reload()
         measured = lags(table.refresh(), index_table)[seed_files:]  # the writer's commits
-        mib = statistics.mean(t.file.file_size_in_bytes for t in table.scan().plan_files()) / 2**20
+        sizes = [t.file.file_size_in_bytes for t in table.scan().plan_files()]  # appends only: every file is live
+        mib = sum(sizes) / (seed_files + commits) / 2**20  # per commit (a Spark commit writes a file per task)
         batches = [line for line in lines if " indexed (" in line]
     setting = f", bloom_false_files = {false_files:g}" if false_files is not None else ""
     return report(
