@@ -52,7 +52,7 @@ class IndexKind(ABC):
     opt_in: ClassVar[bool] = False
     # Registered after tables were indexed without it: as for `opt_in`, its stage is reported only where it judged a
     # leaf; and it (with its settings) counts in a column's configuration version only where the column may get it
-    # (settings.py `may_build`: `kinds` name it, or leave the choice to the kind), so tables that cannot get it keep
+    # (`may_build`: `kinds` name it, or leave the choice to the kind), so tables that cannot get it keep
     # their entries when it is registered
     late: ClassVar[bool] = False
     # The kind answers only positive equalities (`=`, IN, LIKE without wildcards) by the values' canonical hashes and
@@ -88,6 +88,16 @@ class IndexKind(ABC):
         precision over the whole table depends on the file count sizes itself here (the Bloom filter). The
         configuration version is taken from the declared settings, not these, so a growing table rebuilds nothing."""
         return settings
+
+    def may_build(self, settings: IndexSettings) -> bool:
+        """Whether a column with `settings` may get this kind's payloads, for the configuration version: always for a
+        kind neither opt-in nor late (the version has always counted every such kind); else where `kinds` or
+        `row_group_kinds` name it, or, for a late kind the automatic choice may pick, where `kinds` is left to it."""
+        if not (self.opt_in or self.late):
+            return True
+        if self.name in {*(settings.kinds or ()), *(settings.row_group_kinds or ())}:
+            return True
+        return not self.opt_in and settings.kinds is None
 
     def outgrown(self, payload: bytes, distinct: int, settings: IndexSettings, table_files: int, slack: float) -> bool:
         """Whether `payload` (of `distinct` values, built from the declared `settings` sized for some table) is

@@ -12,12 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import FrozenInstanceError, dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from indexlib.index_kinds.loading import loaded_kinds
-
-if TYPE_CHECKING:
-    from indexlib.index_kinds.base import IndexKind
 
 
 @dataclass(frozen=True)
@@ -115,11 +112,11 @@ class IndexSettings:
         text: `{"kinds": null, "bloom_fpp": 0.01, "automaton_max_ndv": 256, ...}` (part of the configuration
         version, see indexing/file_indexer.py `config_version`); `row_group_kinds` and `key_index` only when set,
         so settings written before they existed keep their text. The settings of an opt-in or late kind
-        (`IndexKind.opt_in`, `IndexKind.late`) only where the column may get the kind (`may_build`) or these
+        (`IndexKind.opt_in`, `IndexKind.late`) only where the column may get the kind (`IndexKind.may_build`) or these
         settings set one of them, so registering such a kind leaves the text of other columns' settings as it was."""
         kinds = None if self.kinds is None else list(self.kinds)
         counted = {
-            setting.name: setting for kind in loaded_kinds() if may_build(kind, self) for setting in kind.settings
+            setting.name: setting for kind in loaded_kinds() if kind.may_build(self) for setting in kind.settings
         }
         counted |= {name: setting for name, setting in declared_settings().items() if name in self.values}
         shown = {"kinds": kinds, **{name: self.value(setting) for name, setting in sorted(counted.items())}}
@@ -164,17 +161,6 @@ def _restore(
     values: dict[str, Any],
 ) -> IndexSettings:
     return IndexSettings(kinds, row_group_kinds, key_index, **values)
-
-
-def may_build(kind: IndexKind, settings: IndexSettings) -> bool:
-    """Whether a column with `settings` may get `kind`'s payloads, for the configuration version: always for a kind
-    neither opt-in nor late (the version has always counted every such kind); else where `kinds` or
-    `row_group_kinds` name it, or, for a late kind the automatic choice may pick, where `kinds` is left to it."""
-    if not (kind.opt_in or kind.late):
-        return True
-    if kind.name in {*(settings.kinds or ()), *(settings.row_group_kinds or ())}:
-        return True
-    return not kind.opt_in and settings.kinds is None
 
 
 def declared_settings() -> dict[str, Setting]:

@@ -32,7 +32,7 @@ from pyiceberg.types import PrimitiveType
 
 from indexlib.index_kinds.base import BuiltIndex
 from indexlib.index_kinds.registry import build_order, registry
-from indexlib.index_kinds.settings import IndexSettings, may_build
+from indexlib.index_kinds.settings import IndexSettings
 from indexlib.indexing.key_index import wants_key_index
 from indexlib.statistics.canonical import distinct_keys
 from indexlib.statistics.column_stats import ColumnStats, ColumnSummary
@@ -222,7 +222,7 @@ def config_version(settings: dict[int, IndexSettings], row_groups: str = "false"
     and the automatic choice's version (`AUTOMATIC_CHOICE_VERSION`) when some column uses it (a table whose every
     column names its `kinds` keeps its entries when the rule changes; version 1 is left out: the text before the
     rule had a version). An opt-in or late kind (`IndexKind.opt_in`, `IndexKind.late`) counts only where some column
-    may get it (index_kinds/settings.py `may_build`), so registering one leaves the entries of other tables current.
+    may get it (`IndexKind.may_build`), so registering one leaves the entries of other tables current.
 
     An entry whose configuration version differs from the current one is stale: a backfill rebuilds it.
     """
@@ -230,7 +230,7 @@ def config_version(settings: dict[int, IndexSettings], row_groups: str = "false"
     kinds = {
         name: kind.version
         for name, kind in sorted(registry().items())
-        if any(may_build(kind, column) for column in columns)
+        if any(kind.may_build(column) for column in columns)
     }
     built = {"settings": settings_json(settings), "kinds": kinds, "format": STATISTICS_VERSION}
     if row_groups != "false":
