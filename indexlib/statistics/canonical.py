@@ -45,6 +45,7 @@ from pyiceberg.types import (
 
 from indexlib.statistics.column_stats import INTEGRAL_TYPES, supports_bounds
 from indexlib.statistics.distinct import sorted_distinct
+from indexlib.statistics.float_text import float_texts
 from indexlib.statistics.temporal import physical_range
 from indexlib.statistics.xxhash64 import hash_binary, hash_words
 
@@ -94,7 +95,7 @@ def _number_texts(numbers: np.ndarray, iceberg_type: IcebergType) -> list[str]:
     if isinstance(iceberg_type, BooleanType):
         return ["true" if v else "false" for v in numbers.tolist()]
     if numbers.dtype == np.float64:
-        return [repr(v) for v in numbers.tolist()]
+        return float_texts(numbers)
     return pa.array(numbers).cast(pa.string()).to_pylist()  # decimal text of the int64, as str()
 
 
