@@ -1,6 +1,7 @@
 """Rules of the n-gram index kind (free text by the automatic choice, or `kinds = ["ngram"]`): which literal
-fragments a LIKE pattern requires, which columns the automatic choice gives it, which files the kind rules out, and a property test against DuckDB's LIKE over the real rows: a file holding a match is never
-dropped, and a rare fragment drops the files without it.
+fragments a LIKE pattern requires, which columns the automatic choice gives it, which files the kind rules out
+(LIKE and ILIKE), how values are case-folded, and a property test against DuckDB's LIKE / ILIKE and Python's lower
+case over the real rows: a file holding a match is never dropped, and a rare fragment drops the files without it.
 
 Each case writes real Parquet files, indexes them with the build's per-file code and asks the lookup's index stages,
 as tests/test_index_kinds.py does for the other kinds. A SKIP case also checks that min/max alone keeps the file, so
@@ -10,6 +11,7 @@ the skip is the n-gram filter's doing.
 from __future__ import annotations
 
 import random
+import re
 import string
 
 import duckdb
@@ -17,14 +19,23 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import write_and_index
+from conftest import sweep, write_and_index
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
 from indexlib.config import load_config
-from indexlib.index_kinds.ngram import NgramIndex, gram_hashes, required_grams, value_gram_hashes
+from indexlib.index_kinds import split_block
+from indexlib.index_kinds.ngram import (
+    FOLDED,
+    NgramIndex,
+    fold,
+    fold_text,
+    gram_hashes,
+    required_grams,
+    value_gram_hashes,
+)
 from indexlib.index_kinds.registry import registry
 from indexlib.index_kinds.settings import IndexSettings
 from indexlib.indexing.build import build_index
@@ -121,7 +132,50 @@ LIKE_CASES = [
     ("a fragment shorter than n proves nothing", LOG, "c LIKE '%zq%'", KEEP),
     ("short fragments beside a long absent one: the long one skips", LOG, "c LIKE '%z%qqqq%'", SKIP),
     ("fragments held by different values keep: the filter is per file", LOG, "c LIKE '%disk%request%'", KEEP),
-    ("LIKE is case-sensitive, so are the grams", LOG, "c LIKE '%Timed Out%'", SKIP),
+    (
+        "grams are case-folded: LIKE of another case keeps (the engine's LIKE drops its rows)",
+        LOG,
+        "c LIKE '%Timed Out%'",
+        KEEP,
+    ),
+    ("LIKE of another case whose folded grams are absent skips", LOG, "c LIKE '%Time Out%'", SKIP),
+    (
+        "a capital sigma inside a value is held at a fragment's end (each code point folds alone)",
+        ["ΑΑΣΑ"],
+        "c LIKE '%ΑΑΣ%'",
+        KEEP,
+    ),
+    ("ILIKE of a text held in another case keeps", LOG, "c ILIKE '%TIMED OUT%'", KEEP),
+    ("ILIKE of an absent text skips", LOG, "c ILIKE '%TIMEOUT%'", SKIP),
+    ("ILIKE honours ESCAPE", ["50% OFF today", "none"], "c ILIKE '%50!% off%' ESCAPE '!'", KEEP),
+    ("ILIKE with an escaped wildcard absent skips", ["50% OFF today", "none"], "c ILIKE '%60!% off%' ESCAPE '!'", SKIP),
+    ("NOT ILIKE is never decided by n-grams", LOG, "c NOT ILIKE '%TIMEOUT%'", KEEP),
+    (
+        "ILIKE of a pattern beyond ASCII is not read (engines' case tables differ there)",
+        TEXT,
+        "c ILIKE '%KÖLSCH%'",
+        KEEP,
+    ),
+    (
+        "ILIKE with an escape character that has case is not read (Spark lowers the pattern, not the escape)",
+        LOG,
+        "c ILIKE '%TIMEOUTA%%' ESCAPE 'A'",
+        KEEP,
+    ),
+    ("the Kelvin sign lowers to k: ILIKE keeps", ["\u212aelvin scale"], "c ILIKE '%KELVIN%'", KEEP),
+    (
+        "U+0130 lowers to i (with U+0307 in full case mapping): ILIKE keeps",
+        ["\u0130STANBUL"],
+        "c ILIKE '%istanbul%'",
+        KEEP,
+    ),
+    ("I with U+0307 is i in Java's Turkish lower case: ILIKE keeps", ["XI\u0307STANBUL"], "c ILIKE '%istanbul%'", KEEP),
+    (
+        "U+00CC is i, U+0307 and an accent in Java's Lithuanian lower case: ILIKE keeps",
+        ["ax\u00cc"],
+        "c ILIKE '%axi%'",
+        KEEP,
+    ),
     ("NOT LIKE is never decided by n-grams", LOG, "c NOT LIKE '%timed out%'", KEEP),
     ("NOT LIKE of an absent text is never decided either", LOG, "c NOT LIKE '%timeout%'", KEEP),
     ("a bare % keeps", LOG, "c LIKE '%'", KEEP),
@@ -228,8 +282,8 @@ def test_a_payload_records_its_gram_size(tmp_path):
     assert kept["c LIKE '%bcde%'"] == [True, False], "the n = 4 file has no grams at all (its value is shorter)"
 
 
-# The property: random files against DuckDB's LIKE over the same rows.
-ALPHABET = "ab%_!\\ é日"
+# The property: random files against DuckDB's LIKE / ILIKE and Python's lower case over the same rows.
+ALPHABET = "abAB%_!\\ éÉ日Σσς\u212a\u0130\u0307"
 values = st.one_of(
     st.none(),
     st.text(ALPHABET, max_size=8),
@@ -238,16 +292,35 @@ values = st.one_of(
 patterns = st.text(ALPHABET, max_size=8)
 
 
-def _duckdb_matches(con, rows: list, pattern: str, escape: str | None) -> bool | None:
-    """Whether some row matches `pattern` by DuckDB's LIKE (None: DuckDB refuses the pattern)."""
+def _duckdb_matches(con, rows: list, keyword: str, pattern: str, escape: str | None) -> bool | None:
+    """Whether some row matches `pattern` by DuckDB's LIKE or ILIKE (None: DuckDB refuses the pattern)."""
     candidates = pa.table({"c": pa.array(rows, pa.string())})  # noqa: F841 (read by DuckDB by name)
-    clause = "c LIKE $p" + (" ESCAPE $e" if escape is not None else "")
+    clause = f"c {keyword} $p" + (" ESCAPE $e" if escape is not None else "")
     params = {"p": pattern, **({"e": escape} if escape is not None else {})}
     try:
         (count,) = con.execute(f"SELECT count(*) FROM candidates WHERE {clause}", params).fetchone()
     except duckdb.Error:
         return None
     return count > 0
+
+
+def _python_ilike(rows: list, pattern: str, escape: str | None) -> bool:
+    """Whether some row matches ILIKE read as Python reads it: both sides lowered whole (`str.lower`: full case
+    mapping, final sigma by context, U+0130 to i and U+0307), then LIKE (a backslash without ESCAPE read as a
+    character, as DuckDB and the SQL standard read it)."""
+    pattern, regex, i = pattern.lower(), [], 0
+    while i < len(pattern):
+        char = pattern[i]
+        if escape is not None and char == escape.lower():
+            if i + 1 == len(pattern):
+                return False  # a dangling escape matches nothing here (engines refuse it)
+            regex.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        regex.append(".*" if char == "%" else "." if char == "_" else re.escape(char))
+        i += 1
+    compiled = re.compile("".join(regex), re.DOTALL)
+    return any(row is not None and compiled.fullmatch(row.lower()) for row in rows)
 
 
 @pytest.fixture(scope="module")
@@ -257,29 +330,126 @@ def duck():
     con.close()
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=sweep("NGRAM_EXAMPLES", 200, 2_000), deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     files=st.lists(st.lists(values, min_size=1, max_size=6), min_size=1, max_size=4),
+    keyword=st.sampled_from(["LIKE", "ILIKE"]),
     pattern=patterns,
     escape=st.sampled_from([None, "!"]),
     n=st.sampled_from([2, 3]),
     fpp=st.sampled_from([0.01, 0.3]),
 )
-@example(files=[["ab"], ["a"]], pattern="%ab%", escape=None, n=3, fpp=0.01)  # a fragment shorter than n keeps
-@example(files=[["é日é"], ["ab"]], pattern="%é日é%", escape=None, n=3, fpp=0.01)
-@example(files=[["a%b"], ["ab"]], pattern="%a!%b%", escape="!", n=2, fpp=0.01)
-def test_a_file_holding_a_match_is_never_dropped(tmp_path_factory, duck, files, pattern, escape, n, fpp):
+@example(files=[["ab"], ["a"]], keyword="LIKE", pattern="%ab%", escape=None, n=3, fpp=0.01)  # shorter than n keeps
+@example(files=[["é日é"], ["ab"]], keyword="LIKE", pattern="%é日é%", escape=None, n=3, fpp=0.01)
+@example(files=[["a%b"], ["ab"]], keyword="LIKE", pattern="%a!%b%", escape="!", n=2, fpp=0.01)
+@example(files=[["ΑΣΑ"], ["ab"]], keyword="LIKE", pattern="%ΑΣ%", escape=None, n=2, fpp=0.01)  # sigma mid-value
+@example(files=[["B\u212aA"], ["ab"]], keyword="ILIKE", pattern="%bka%", escape=None, n=3, fpp=0.01)  # Kelvin
+@example(files=[["A\u0130B"], ["ab"]], keyword="ILIKE", pattern="%ai%", escape=None, n=2, fpp=0.01)  # U+0130
+def test_a_file_holding_a_match_is_never_dropped(tmp_path_factory, duck, files, keyword, pattern, escape, n, fpp):
     directory = tmp_path_factory.mktemp("ngram")
     index_settings = IndexSettings(kinds=("ngram",), ngram_size=n, ngram_fpp=fpp)
     paths, entries = write_and_index(directory, [_file(rows) for rows in files], SCHEMA, index_settings)
     literal = pattern.replace("'", "''")
-    where = f"c LIKE '{literal}'" + (" ESCAPE '!'" if escape else "")
+    where = f"c {keyword} '{literal}'" + (" ESCAPE '!'" if escape else "")
     kept = prune(bound_predicate(where, SCHEMA, "db.t"), paths, entries).kept
     for number, rows in enumerate(files):
-        matches = _duckdb_matches(duck, rows, pattern, escape)
+        matches = _duckdb_matches(duck, rows, keyword, pattern, escape)
+        if keyword == "ILIKE" and (escape is not None or "\\" not in pattern):
+            matches = matches or _python_ilike(rows, pattern, escape)
         event("a file holds a match" if matches else "a file holds none, dropped" if not kept[number] else "kept")
         if matches:
             assert kept[number], f"file {number} {rows!r} holds a match of {where} (n = {n}) but was dropped"
+
+
+def _ascii_runs(text: str) -> list[str]:
+    return re.findall(r"[\x00-\x7f]+", text)
+
+
+def _covers(lowered: str, folded: str) -> bool:
+    """Whether ASCII text found in a lowered value through code point `c` (lowered: `c`'s lower case in some
+    engine) is found in the folded value: an ASCII lowering is the fold itself; otherwise each ASCII run of it is
+    in the fold, the first one leading it and the last one ending it where the lowering does."""
+    if lowered.isascii():
+        return lowered == folded
+    runs = _ascii_runs(lowered)
+    return (
+        all(run in folded for run in runs)
+        and (not lowered[:1].isascii() or folded.startswith(runs[0]))
+        and (not lowered[-1:].isascii() or folded.endswith(runs[-1]))
+    )
+
+
+# Lower cases beyond Unicode's default, by Java's locale (Spark lowers with the JVM's default locale): text, lowered
+LOCALE_LOWERINGS = [
+    ("\u0130", "i"),  # Turkish, Azeri
+    ("I\u0307", "i"),  # Turkish, Azeri: I followed by a combining dot above
+    ("I", "\u0131"),  # Turkish, Azeri
+    ("I", "i\u0307"),  # Lithuanian, before an accent above
+    ("J", "j\u0307"),  # Lithuanian
+    ("\u012e", "\u012f\u0307"),  # Lithuanian
+    ("\u00cc", "i\u0307\u0300"),  # Lithuanian
+    ("\u00cd", "i\u0307\u0301"),  # Lithuanian
+    ("\u0128", "i\u0307\u0303"),  # Lithuanian
+]
+
+
+def test_every_engines_lower_case_puts_ascii_only_where_the_fold_does():
+    """ILIKE is answered for ASCII patterns by the folded grams: sound when, for every code point, the ASCII text
+    any engine's lower case makes of it is where the fold puts the same text. Checked for all code points against
+    Python's lower case (full case mapping, Java's in the root locale) and DuckDB's, and for the locale rules Java
+    applies (Turkish, Azeri, Lithuanian)."""
+    texts = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    folded = fold_text(texts)
+    assert all(f.isascii() == t.isascii() for t, f in zip(texts[:128], folded[:128], strict=True)), (
+        "ASCII folds to ASCII"
+    )
+    code_points = pa.table({"t": pa.array(texts, pa.large_string())})  # noqa: F841 (read by DuckDB by name)
+    with duckdb.connect() as con:
+        duck_lower = con.sql("SELECT lower(t) FROM code_points").to_arrow_table().column(0).to_pylist()
+    readings = {"python": [t.lower() for t in texts], "duckdb": duck_lower}
+    for engine, lowered in readings.items():
+        touched = [i for i, low in enumerate(lowered) if not texts[i].isascii() and re.search(r"[\x00-\x7f]", low)]
+        assert {texts[i] for i in touched} == {"\u0130", "\u212a"}, f"{engine}: only U+0130 and U+212A lower to ASCII"
+        for i in [*touched, *range(128)]:
+            assert _covers(lowered[i], folded[i]), (
+                f"{engine} lowers {texts[i]!r} to {lowered[i]!r}, fold: {folded[i]!r}"
+            )
+    for text, lowered in LOCALE_LOWERINGS:
+        (text_folded,) = fold_text([text])
+        assert _covers(lowered, text_folded), f"a locale lowers {text!r} to {lowered!r}, fold: {text_folded!r}"
+
+
+@settings(max_examples=sweep("NGRAM_EXAMPLES", 100, 1_000), deadline=None)
+@given(st.text(max_size=12), st.text(max_size=12), st.text(string.ascii_letters + string.digits + " %_", max_size=12))
+@example("Α", "Σ", "")  # a final sigma by context: whole-string lowering reads it differently alone and inside text
+@example("\u0130", "x", "X")
+def test_the_fold_maps_each_code_point_alone(a, b, ascii_text):
+    """The fold of a concatenation is the concatenation of the folds (what makes folded grams answer LIKE), ASCII
+    text folds as ASCII lower case (the byte-by-byte way), and the byte way and the code-point way agree."""
+    assert fold_text([a + b]) == [fold_text([a])[0] + fold_text([b])[0]], "each code point folds alone"
+    assert fold_text([ascii_text]) == [ascii_text.lower()], "ASCII folds byte by byte to lower case"
+    mixed = fold(pa.array([ascii_text, a + "é"], pa.large_string())).to_pylist()
+    assert mixed[0].decode() == ascii_text.lower(), "an ASCII value among others folds the same"
+
+
+def test_a_version_1_payload_answers_like_as_written_and_never_ilike():
+    """Filters built before grams were folded (payload version 1: the first byte is n alone) hold the grams as
+    written: LIKE is probed with the fragments as written, ILIKE keeps (their grams cannot tell another case)."""
+    keys = distinct_keys(pa.array(["Timeout after 30 s"], pa.string()), StringType())
+    hashes = value_gram_hashes(keys.blobs, 3)
+    old = bytes([3]) + split_block.build(hashes, split_block.optimal_bytes(len(hashes), 0.01))
+    new = NgramIndex().build(keys, StringType(), NGRAM)
+    assert new is not None and new.payload[0] == FOLDED | 3, "version 2 payloads say their grams are folded"
+    kept = {}
+    for where in ("c LIKE '%Timeout%'", "c LIKE '%timeout%'", "c ILIKE '%TIMEOUT%'", "c ILIKE '%deadlock%'"):
+        leaf = bound_predicate(where, SCHEMA, "db.t")
+        verdict = NgramIndex().verdict(leaf, [old, new.payload], None)  # type: ignore[arg-type]
+        assert verdict is not None
+        kept[where] = verdict.might.tolist()
+    assert kept["c LIKE '%Timeout%'"] == [True, True], "both hold the text as written"
+    assert kept["c LIKE '%timeout%'"] == [False, True], "version 1 is case-sensitive; version 2 folds (keeps)"
+    assert kept["c ILIKE '%TIMEOUT%'"] == [True, True], "version 1 keeps for ILIKE; version 2 holds it folded"
+    assert kept["c ILIKE '%deadlock%'"] == [True, False], "version 1 never answers ILIKE; version 2 rules it out"
 
 
 def test_a_rare_fragment_drops_the_files_without_it(tmp_path):

@@ -236,7 +236,8 @@ def special_leaves(draw: st.DrawFn) -> str:
     if kind == "like":
         pattern = draw(PATTERNS)
         escape = " ESCAPE '\\'" if "\\" in pattern and draw(st.booleans()) else ""
-        return f"s {negation}LIKE {_sql_literal(pattern)}{escape}"
+        keyword = draw(st.sampled_from(["LIKE", "LIKE", "ILIKE"]))  # ILIKE: no prefix (any case of it matches)
+        return f"s {negation}{keyword} {_sql_literal(pattern)}{escape}"
     if kind == "starts_with":
         return f"{negation}starts_with(s, {_sql_literal(draw(strings))})"
     if kind == "regexp":

@@ -173,6 +173,8 @@ KEEP = [
     ("id = 1 OR abs(id) = 3", "an unusable OR branch keeps the file"),
     ("name LIKE 'b%'", "strings with prefix 'b' sort inside ['apple', 'pear']"),
     ("name LIKE '%e'", "no literal prefix: min/max cannot refute"),
+    ("name ILIKE 'APPLE'", "ILIKE is no equality: 'APPLE' sorts before the lower bound 'apple', and matches it"),
+    ("name ILIKE 'P%'", "ILIKE has no prefix: 'P' sorts before the lower bound 'apple', yet the bound 'pear' matches"),
     ("name LIKE 'p\\%'", "without ESCAPE, engines disagree on backslash: the prefix stops before it"),
     ("name RLIKE 'zz'", "an unanchored regex may match anywhere in the value"),
     ("name RLIKE '^(?i)Z'", "a regex with flags has no usable prefix"),

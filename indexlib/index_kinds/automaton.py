@@ -152,10 +152,11 @@ class AutomatonIndex(IndexKind):
         return Verdict(might_out, proven_out & no_nulls)
 
     def answers(self, leaf: KindLeaf) -> bool:
-        """Value sets of strings and patterns: an automaton holds strings (no payload is read for other leaves)."""
+        """Value sets of strings and case-sensitive patterns: an automaton holds strings (no payload is read for other
+        leaves; ILIKE would need the language of every case of the pattern, in each engine's case tables)."""
         if isinstance(leaf, ValueSet):
             return all(isinstance(value, str) for value in leaf.values)
-        return isinstance(leaf, Pattern)
+        return isinstance(leaf, Pattern) and leaf.kind != "ilike"
 
     # (as `verdict`, asked only about leaves `answers` accepts)
     def reads(self, leaf: ValueSet | Pattern) -> str | None:  # type: ignore[override]

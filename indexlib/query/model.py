@@ -245,8 +245,9 @@ class IsNaN(Expr):
 
 @dataclass(frozen=True)
 class Pattern(Expr):
-    """String matching: `kind` is "like" (SQL LIKE with `%`, `_` and an optional ESCAPE character),
-    "starts_with" (a literal prefix) or "regexp" (REGEXP_LIKE / RLIKE: the regex matches somewhere in the value).
+    """String matching: `kind` is "like" (SQL LIKE with `%`, `_` and an optional ESCAPE character), "ilike" (ILIKE:
+    LIKE of both sides lowered, by the engine's own case tables), "starts_with" (a literal prefix) or "regexp"
+    (REGEXP_LIKE / RLIKE: the regex matches somewhere in the value).
 
     NULL value or NULL pattern gives NULL, so NOT of a pattern is the `negated` pattern (3VL kept).
     """
@@ -262,7 +263,7 @@ class Pattern(Expr):
         if self.kind == "starts_with":
             text = f"starts_with({column}, {_literal_str(self.pattern)})"
             return f"NOT {text}" if self.negated else text
-        keyword = {"like": "LIKE", "regexp": "RLIKE"}[self.kind]
+        keyword = {"like": "LIKE", "ilike": "ILIKE", "regexp": "RLIKE"}[self.kind]
         escape = f" ESCAPE {_literal_str(self.escape)}" if self.escape is not None else ""
         return f"{column} {'NOT ' if self.negated else ''}{keyword} {_literal_str(self.pattern)}{escape}"
 

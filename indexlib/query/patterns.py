@@ -26,6 +26,8 @@ class PatternShape:
 
 
 def pattern_shape(kind: str, pattern: str, escape: str | None = None) -> PatternShape:
+    if kind == "ilike":  # case-insensitive: a match's first characters are any case of the pattern's, no prefix
+        return PatternShape("")
     if kind == "starts_with":
         return PatternShape(pattern, "prefix")
     if kind == "like":
@@ -80,7 +82,8 @@ def regex_prefix(pattern: str) -> str:
 def literal_fragments(kind: str, pattern: str, escape: str | None = None) -> list[str] | None:
     """The literal texts every match of a LIKE or starts_with pattern holds as substrings: the runs of literal
     characters between wildcards (`%`, `_`), with ESCAPE honoured. None for patterns not read here (regexes), and for
-    an ESCAPE character that is itself a wildcard (engines differ on it).
+    an ESCAPE character that is itself a wildcard (engines differ on it). ILIKE patterns are read as LIKE ones: the
+    fragments as written, which a match holds in some case (the caller folds them).
 
     Breaking a run only drops information (every substring of a required text is required), so ambiguous spots break
     the run instead of guessing: a dangling ESCAPE character, and, without an ESCAPE clause, a backslash with the
@@ -88,7 +91,7 @@ def literal_fragments(kind: str, pattern: str, escape: str | None = None) -> lis
     characters around the pair as literal). Empty fragments are left out."""
     if kind == "starts_with":
         return [pattern] if pattern else []
-    if kind != "like" or (escape is not None and escape in "%_"):
+    if kind not in ("like", "ilike") or (escape is not None and escape in "%_"):
         return None
     fragments: list[str] = []
     run: list[str] = []

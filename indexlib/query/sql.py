@@ -4,7 +4,7 @@ Constant sub-expressions are folded here (arithmetic, literal CASTs, INTERVAL ar
 CURRENT_TIMESTAMP / NOW() read from an injectable `Clock`). A comparison of a column, or of a `Transform` of one
 column (`CAST(ts AS DATE)`, `date_trunc('unit', ts)`, `year/month/day/hour(ts)`, `col + const`), with a constant
 becomes a leaf; the binder turns transforms into ranges on the raw column once it knows the column's type.
-Anything else (other functions, column-to-column comparisons, ILIKE, subqueries) becomes `Unusable` for that
+Anything else (other functions, column-to-column comparisons, subqueries) becomes `Unusable` for that
 subtree only, with the reason explain prints. Parse errors are the user's: one line, exit code 2.
 
 Arithmetic follows Spark / DuckDB / ANSI SQL: `/` is exact division (not Trino's integer division), `%` takes the
@@ -295,7 +295,7 @@ class _Converter:
             return self.is_test(node)
         if isinstance(node, exp.IsNan) and isinstance(node.this, exp.Column):
             return IsNaN(node.this.name)
-        if isinstance(node, (exp.Like, exp.Escape)):
+        if isinstance(node, (exp.Like, exp.ILike, exp.Escape)):
             return self.like(node)
         if isinstance(node, exp.StartsWith):
             return self.pattern("starts_with", node.this, node.expression, node)
@@ -303,8 +303,6 @@ class _Converter:
             if node.args.get("flag") is not None:
                 return Unusable(node.sql(), "regular expression flags are not supported")
             return self.pattern("regexp", node.this, node.expression, node)
-        if isinstance(node, exp.ILike):
-            return Unusable(node.sql(), "ILIKE (case-insensitive) is not supported by the index")
         try:  # a constant boolean expression, e.g. `1 = 1` inside a function
             value = self.constant(node)
         except _NotAConstant:
@@ -392,11 +390,10 @@ class _Converter:
             if not isinstance(escape, str) or len(escape) != 1:
                 raise UserError(f"ESCAPE must be a single character in {node.sql()!r}")
             node = node.this
-        if isinstance(node, exp.ILike):
-            return Unusable(node.sql(), "ILIKE (case-insensitive) is not supported by the index")
-        if not isinstance(node, exp.Like):
+        if not isinstance(node, (exp.Like, exp.ILike)):
             return Unusable(node.sql(), f"{type(node).__name__} is not supported by the index")
-        leaf = self.pattern("like", node.this, node.expression, node, escape)
+        kind = "ilike" if isinstance(node, exp.ILike) else "like"
+        leaf = self.pattern(kind, node.this, node.expression, node, escape)
         return Not(leaf) if node.args.get("negate") else leaf
 
     def pattern(
