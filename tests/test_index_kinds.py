@@ -393,6 +393,19 @@ def _spec_contains(payload: bytes, value: bytes) -> bool:
     )
 
 
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.text(max_size=12), max_size=300), st.integers(1, 40))
+def test_both_ways_of_setting_a_filters_bits_agree_with_the_spec(values, blocks):
+    """Small filters set one byte per bit, large ones OR masks into words: the same bytes, and every value is found
+    as parquet-format's BloomFilter.md reads it."""
+    hashes = _string_hashes(values)
+    by_bytes = split_block.build(hashes, blocks * 32)
+    with patch.object(split_block, "BYTE_PER_BIT_MAX", 0):
+        by_words = split_block.build(hashes, blocks * 32)
+    assert by_bytes == by_words, "both ways set the same bits"
+    assert all(_spec_contains(by_bytes, value.encode()) for value in values), "every value built in is found (spec)"
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.binary(max_size=120), max_size=40), st.sampled_from([None, 0, 3, 17]))
 def test_vectorised_xxh64_is_xxh64(values, sliced_from):
