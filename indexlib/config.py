@@ -212,6 +212,11 @@ class BuildSettings(_Section):
         ),
     )
     local_max_bytes: int = Field(default=DEFAULT_LOCAL_MAX_BYTES, ge=0, description="see `local_max_files`")
+    local_threads: int = Field(
+        default=0,
+        ge=0,
+        description="files indexed at once in the skipindex process (in threads); 0: one per CPU core",
+    )
 
 
 class SparkSettings(_Section):

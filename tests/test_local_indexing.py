@@ -60,13 +60,14 @@ def test_a_small_build_runs_without_a_jvm_and_writes_the_entries_spark_writes(
     kind, conf_path, catalog, spark, tmp_path
 ):
     lake = _lake(kind, catalog, tmp_path)
-    local, on_spark = _variant(conf_path, "local"), _variant(conf_path, "spark")
+    local = _variant(conf_path, "local", "[build]\nlocal_threads = 3\n")  # three files at a time, in threads
+    on_spark = _variant(conf_path, "spark")
     done = _cli("build", "--conf", str(local), "--table", lake.name)
     assert done.returncode == 0, f"a build of 6 small files needs no JVM: {done.stderr}"
     assert "in this process" in done.stderr, "the build says it ran in the driver"
     build_index(load_config(on_spark), lake.name, spark)
     assert _entries(local, lake.name).equals(_entries(on_spark, lake.name)), (
-        "the driver and Spark run the same task: the same entries, every field, byte for byte"
+        "the driver (three files at a time) and Spark run the same task: the same entries, every field, byte for byte"
     )
 
 

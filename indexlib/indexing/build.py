@@ -99,7 +99,7 @@ def index_new_files(
             log.info("%s: %s %d files (%.1f MB) in this process", source.name, _ING[verb], len(files), size / 1e6)
             progress = Progress(source.name, len(files), size, open_cost, "in this process", verb)
             with progress:
-                result = run_in_driver(task, files, progress)
+                result = run_in_driver(task, files, progress, spec.sizing.local_threads)
         else:
             result = _run_on_spark(spark, task, source, files, size, spec.sizing, verb)
     except Exception as exc:  # the job itself failed (an executor lost, a worker killed), not one file

@@ -27,12 +27,13 @@ if TYPE_CHECKING:
 class Sizing:
     """How work is planned: Spark tasks of up to `split_bytes`, each file costing its size plus `open_cost_bytes`
     (indexing/splits.py); work at or under both `local_max_files` and `local_max_bytes` runs in this process
-    (`local_max_files = 0`: always Spark)."""
+    (`local_max_files = 0`: always Spark), `local_threads` files at a time (0: one per CPU core)."""
 
     split_bytes: int
     open_cost_bytes: int
     local_max_files: int
     local_max_bytes: int
+    local_threads: int = 0
 
     def runs_locally(self, files: Sequence[DataFileRef]) -> bool:
         """True when the work is at or under both local limits."""
@@ -94,7 +95,9 @@ def build_spec(config: Config, source: Source) -> BuildSpec:
     return BuildSpec(
         columns=columns,
         row_groups=row_groups,
-        sizing=Sizing(build.split_bytes, build.open_cost_bytes, build.local_max_files, build.local_max_bytes),
+        sizing=Sizing(
+            build.split_bytes, build.open_cost_bytes, build.local_max_files, build.local_max_bytes, build.local_threads
+        ),
         spark=config.spark,
         skip_unreadable=build.on_unreadable_file == "skip",
         index_existing_files=build.index_existing_files,
