@@ -143,12 +143,18 @@ class ColumnSummary:
     Every other statistic of the column (bounds, distinct keys, sketches, index payloads) is a function of the set
     of its values, so computing them from the distinct values gives what the whole column would: memory grows with
     a batch and the distinct values, not with the file.
+
+    A numeric column whose first batch is mostly distinct values (more than half: ids, measurements, timestamps)
+    keeps its later batches as they come, without Arrow's hash-based unique: their values are about as many as
+    their distinct ones, and the merge (`_merged_distinct`) sorts them into distinct values anyway. That saves a
+    hash table per batch (0.2 s for a 2.5-million-row file's three such columns) for at most twice the memory.
     """
 
     def __init__(self, arrow_type: pa.DataType) -> None:
         self.arrow_type = _computable(arrow_type)
         self.rows = self.nulls = self.nans = 0
         self._distinct: list[pa.Array] = []
+        self._mostly_distinct = False
 
     def add(self, chunk: pa.Array, iceberg_type: IcebergType) -> None:
         chunk = chunk.cast(self.arrow_type) if chunk.type != self.arrow_type else chunk
@@ -156,7 +162,12 @@ class ColumnSummary:
         self.nulls += chunk.null_count
         if isinstance(iceberg_type, _FLOATING):
             self.nans += int(pc.sum(pc.is_nan(chunk.drop_null())).as_py() or 0)
-        self._distinct.append(pc.unique(chunk))
+        if self._mostly_distinct:
+            self._distinct.append(chunk)
+            return
+        distinct = pc.unique(chunk)
+        self._mostly_distinct = _merged_by_sorting(self.arrow_type) and 2 * len(distinct) > len(chunk)
+        self._distinct.append(distinct)
 
     def absorb(self, part: ColumnSummary) -> None:
         """Add what `part` summarised (the same column of a later row group): the file is the union of its parts."""
@@ -184,9 +195,7 @@ def _merged_distinct(parts: list[pa.Array], arrow_type: pa.DataType) -> pa.Array
     after depends on the order but the bounds of 0.0 and -0.0 (`_zeros_as_first_seen`)."""
     if not parts:
         return pa.array([], arrow_type)
-    types = pa.types
-    numeric = types.is_integer(arrow_type) or arrow_type in (pa.float32(), pa.float64())
-    if not (numeric or types.is_date(arrow_type) or types.is_timestamp(arrow_type) or types.is_time(arrow_type)):
+    if not _merged_by_sorting(arrow_type):
         return pc.unique(pa.concat_arrays(parts))
     has_null = any(part.null_count for part in parts)
     values = np.concatenate([part.drop_null().to_numpy(zero_copy_only=False) for part in parts])
@@ -197,6 +206,13 @@ def _merged_distinct(parts: list[pa.Array], arrow_type: pa.DataType) -> pa.Array
         values = sorted_distinct(values)
     merged = pa.array(values, type=arrow_type)
     return pa.concat_arrays([merged, pa.nulls(1, arrow_type)]) if has_null else merged
+
+
+def _merged_by_sorting(arrow_type: pa.DataType) -> bool:
+    """Whether `_merged_distinct` merges values of `arrow_type` by sorting them in numpy (numbers, dates, times)."""
+    types = pa.types
+    numeric = types.is_integer(arrow_type) or arrow_type in (pa.float32(), pa.float64())
+    return numeric or types.is_date(arrow_type) or types.is_timestamp(arrow_type) or types.is_time(arrow_type)
 
 
 def _zeros_as_first_seen(keyed: np.ndarray, distinct: np.ndarray) -> np.ndarray:
