@@ -18,7 +18,8 @@ kind against the data files' bytes, and per query class the files the lookup kee
 a match (every file's rows searched with Arrow), median and maximum of the ratio, and the wall time of
 `handle.scan(where).to_arrow()` (the scan API) with and without the filters (rows asserted equal). Query classes:
 rare substrings (a word of 5+ letters held by at most 5 % of the files), common ones (held by 25-75 %), unique ones
-(a request id; on lineitem, a whole comment held by one file), all drawn with a fixed seed.
+(a request id; on lineitem, a whole comment held by one file), all drawn with a fixed seed, and the rare ones again
+in upper case with ILIKE (against the files holding them in any case).
 
 With `--spark`, per table also Spark SQL through the planning service (bench_spark_sql.py: Spark's own Iceberg
 planning against plans from the index, one Spark session, one `skipindex serve`): two queries of each class and two
@@ -119,20 +120,22 @@ def lineitem_files(directory: Path, scale: float, files: int) -> tuple[Path, lis
 
 @dataclass
 class Query:
-    label: str  # rare, common, unique
+    label: str  # rare, common, unique; "rare, ILIKE": a rare fragment in upper case, asked with ILIKE
     fragment: str
     true_files: int
+    any_case: bool = False  # ILIKE
     kept: dict[str, int] = field(default_factory=dict)  # per index variant
     scan_s: dict[str, float] = field(default_factory=dict)
 
 
-def _holders(paths: list[str], column: str, fragments: list[str]) -> dict[str, set[int]]:
-    """Per fragment, the files holding a value that contains it (Arrow's substring search over every row)."""
+def _holders(paths: list[str], column: str, fragments: list[str], any_case: bool = False) -> dict[str, set[int]]:
+    """Per fragment, the files holding a value that contains it (Arrow's substring search over every row; in any
+    case with `any_case`, for ASCII fragments)."""
     found: dict[str, set[int]] = {f: set() for f in fragments}
     for n, path in enumerate(paths):
         values = pq.read_table(path, columns=[column]).column(column)
         for fragment in fragments:
-            if pc.any(pc.match_substring(values, fragment)).as_py():
+            if pc.any(pc.match_substring(values, fragment, ignore_case=any_case)).as_py():
                 found[fragment].add(n)
     return found
 
@@ -172,11 +175,13 @@ def queries(paths: list[str], column: str, candidates: tuple[list[str], list[str
     rare = [f for f in picked if 1 <= len(held[f]) <= RARE_SHARE * len(paths)]
     common = [f for f in picked if COMMON_SHARE[0] * len(paths) <= len(held[f]) <= COMMON_SHARE[1] * len(paths)]
     unique = [f for f in unique_pool[: 4 * QUERIES_PER_CLASS] if len(held[f]) == 1]
+    upper = [f.upper() for f in rare[:QUERIES_PER_CLASS] if f.isascii()]
+    held_any_case = _holders(paths, column, upper, any_case=True)
     return [
         Query(label, fragment, len(held[fragment]))
         for label, chosen in (("rare", rare), ("common", common), ("unique", unique))
         for fragment in chosen[:QUERIES_PER_CLASS]
-    ]
+    ] + [Query("rare, ILIKE", f, len(held_any_case[f]), any_case=True) for f in upper]
 
 
 def _conf(directory: Path, data_conf: Path, namespace: str, column: str, without: bool, fpp: float | None) -> Path:
@@ -265,7 +270,7 @@ def measure_queries(confs: dict[str, Path], column: str, found: list[Query], run
 
 
 def _where(column: str, query: Query) -> str:
-    return f"{column} LIKE '%{query.fragment.replace(chr(39), chr(39) * 2)}%'"
+    return f"{column} {'ILIKE' if query.any_case else 'LIKE'} '%{query.fragment.replace(chr(39), chr(39) * 2)}%'"
 
 
 def spark_sql(conf: Path, column: str, found: list[Query], paths: list[str], runs: int, title: str) -> None:
@@ -310,7 +315,7 @@ def report(title: str, found: list[Query], files: int, cpu: dict[str, float], bu
     print("| query class | queries | true files (median) | kept with n-gram filters: median, max (x true) | "
           "kept without: median | scan API with, median ms | scan API without, median ms |")  # fmt: skip
     print("|---|---:|---:|---:|---:|---:|---:|")
-    for label in ("rare", "common", "unique"):
+    for label in ("rare", "common", "unique", "rare, ILIKE"):
         chosen = [q for q in found if q.label == label]
         if not chosen:
             print(f"| {label} | 0 | | | | | |")

@@ -263,7 +263,8 @@ def test_a_file_whose_strings_are_not_utf8_gets_no_filter():
 
 def test_a_damaged_payload_raises_rather_than_guess():
     leaf = bound_predicate("c LIKE '%abc%'", SCHEMA, "db.t")
-    for damaged in (b"", b"\x00" + b"\x15", b"\x03" + b"\x15\x40garbage"):
+    folded = [bytes([FOLDED]) + b"\x15", bytes([FOLDED | 3]), bytes([FOLDED | 3]) + b"\x15\x40garbage"]
+    for damaged in (b"", b"\x00" + b"\x15", b"\x03" + b"\x15\x40garbage", *folded):
         with pytest.raises(ValueError):
             NgramIndex().verdict(leaf, [damaged], None)  # type: ignore[arg-type]
 
