@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import re
 import string
+from unittest.mock import patch
 
 import duckdb
 import numpy as np
@@ -27,7 +28,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
 from indexlib.config import load_config
-from indexlib.index_kinds import split_block
+from indexlib.index_kinds import ngram, split_block
 from indexlib.index_kinds.ngram import (
     FOLDED,
     NgramIndex,
@@ -103,11 +104,13 @@ def test_required_grams_leave_out_fragments_shorter_than_n():
 def test_the_build_hashes_every_gram_of_every_value_as_the_lookup_hashes_it(values, n):
     """The vectorised gram cut over the values' UTF-8 bytes agrees with Python's code-point slices: ASCII values
     (one byte a code point), grams of at most 8 bytes (read as words) and longer ones (cut out), NUL bytes, and
-    files mixing ASCII values with others (each part its own way)."""
+    files mixing ASCII values with others (each part its own way), in one pass and in passes of a few grams."""
     keys = distinct_keys(pa.array(values, pa.string()), StringType())
     grams = sorted({value[i : i + n] for value in set(values) for i in range(len(value) - n + 1)})
     expected = np.unique(gram_hashes(grams)) if grams else np.zeros(0, np.uint64)
     assert np.array_equal(value_gram_hashes(keys.blobs, n), expected), "grams never cross two values"
+    with patch.object(ngram, "GRAMS_PER_PASS", 5):
+        assert np.array_equal(value_gram_hashes(keys.blobs, n), expected), "passes of 5 grams find the same grams"
 
 
 def _file(values) -> pa.Table:

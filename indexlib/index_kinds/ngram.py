@@ -81,7 +81,7 @@ def gram_size(value: Any) -> int:
 SIZE = Setting("ngram_size", 4, gram_size, "n-gram filters: code points per gram (shorter fragments prune nothing)")
 FPP = Setting("ngram_fpp", 0.1, fraction, "n-gram filters: the false-positive rate each filter is sized for")
 
-GRAMS_PER_PASS = 1 << 20  # grams cut and hashed at a time: bounds a pass's temporaries whatever the values' lengths
+GRAMS_PER_PASS = 1 << 16  # grams cut and hashed at a time: bounds a pass's temporaries whatever the values' lengths
 MAX_PROBED_GRAMS = 64  # grams of one leaf probed: any subset of the required grams is required, so fewer only keep more
 
 
@@ -100,10 +100,6 @@ def value_gram_hashes(values: pa.Array, n: int) -> np.ndarray:
     data = np.frombuffer(buffer, dtype=np.uint8) if buffer is not None else np.zeros(0, np.uint8)
     data = data[offsets[0] : offsets[-1]] if len(offsets) else data[:0]
     offsets = offsets - (offsets[0] if len(offsets) else 0)
-    padded = np.concatenate([data, np.zeros(SHORT_BYTES, np.uint8)])  # a word read at the end stays in bounds
-    words_at = np.lib.stride_tricks.as_strided(
-        padded, shape=(len(data) + 1, SHORT_BYTES), strides=(1, 1), writeable=False
-    )
     if not len(data) or int(data.max()) < 0x80:  # ASCII: code point i is byte i
         starts, count, ends = None, len(data), offsets[1:]
     elif len(values) > 1 and 0 < (beyond := _beyond_ascii(data, offsets)).sum() < len(values):
@@ -114,6 +110,10 @@ def value_gram_hashes(values: pa.Array, n: int) -> np.ndarray:
     else:  # code point i starts at byte starts[i] (starts[count]: the end of the data)
         starts = np.append(np.flatnonzero((data & 0xC0) != 0x80), len(data))
         count, ends = len(starts) - 1, np.searchsorted(starts, offsets[1:])
+    padded = np.concatenate([data, np.zeros(SHORT_BYTES, np.uint8)])  # a word read at the end stays in bounds
+    words_at = np.lib.stride_tricks.as_strided(
+        padded, shape=(len(data) + 1, SHORT_BYTES), strides=(1, 1), writeable=False
+    )
     whole = np.ones(max(count - n + 1, 0), dtype=bool)  # gram i (code points i .. i+n-1) lies in one value
     crossing = (ends[:, None] - np.arange(1, n)).ravel()  # a gram starting 1 .. n-1 code points before a value's end
     whole[crossing[(crossing >= 0) & (crossing < len(whole))]] = False
