@@ -155,6 +155,13 @@ LIKE_CASES = [
     ("ILIKE with an escaped wildcard absent skips", ["50% OFF today", "none"], "c ILIKE '%60!% off%' ESCAPE '!'", SKIP),
     ("NOT ILIKE is never decided by n-grams", LOG, "c NOT ILIKE '%TIMEOUT%'", KEEP),
     (
+        "lower(c) LIKE an ASCII pattern without capitals is c ILIKE it: absent skips",
+        LOG,
+        "lower(c) LIKE '%timeout%'",
+        SKIP,
+    ),
+    ("lower(c) LIKE a text held in another case keeps", ["The Request TIMED OUT"], "lower(c) LIKE '%timed out%'", KEEP),
+    (
         "ILIKE of a pattern beyond ASCII is not read (engines' case tables differ there)",
         TEXT,
         "c ILIKE '%KÖLSCH%'",
@@ -298,15 +305,20 @@ patterns = st.text(ALPHABET, max_size=8)
 
 
 def _duckdb_matches(con, rows: list, keyword: str, pattern: str, escape: str | None) -> bool | None:
-    """Whether some row matches `pattern` by DuckDB's LIKE or ILIKE (None: DuckDB refuses the pattern)."""
+    """Whether some row matches `pattern` by DuckDB's LIKE, ILIKE or `lower(c) LIKE` (None: DuckDB refuses it)."""
     candidates = pa.table({"c": pa.array(rows, pa.string())})  # noqa: F841 (read by DuckDB by name)
-    clause = f"c {keyword} $p" + (" ESCAPE $e" if escape is not None else "")
+    clause = f"{_subject(keyword)} $p" + (" ESCAPE $e" if escape is not None else "")
     params = {"p": pattern, **({"e": escape} if escape is not None else {})}
     try:
         (count,) = con.execute(f"SELECT count(*) FROM candidates WHERE {clause}", params).fetchone()
     except duckdb.Error:
         return None
     return count > 0
+
+
+def _subject(keyword: str) -> str:
+    """The WHERE up to the pattern: `c LIKE`, `c ILIKE`, or `lower(c) LIKE` (read as ILIKE where it is one)."""
+    return "lower(c) LIKE" if keyword == "lower LIKE" else f"c {keyword}"
 
 
 def _python_ilike(rows: list, pattern: str, escape: str | None) -> bool:
@@ -338,7 +350,7 @@ def duck():
 @settings(max_examples=sweep("NGRAM_EXAMPLES", 200, 2_000), deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     files=st.lists(st.lists(values, min_size=1, max_size=6), min_size=1, max_size=4),
-    keyword=st.sampled_from(["LIKE", "ILIKE"]),
+    keyword=st.sampled_from(["LIKE", "ILIKE", "lower LIKE"]),
     pattern=patterns,
     escape=st.sampled_from([None, "!"]),
     n=st.sampled_from([2, 3]),
@@ -355,7 +367,7 @@ def test_a_file_holding_a_match_is_never_dropped(tmp_path_factory, duck, files, 
     index_settings = IndexSettings(kinds=("ngram",), ngram_size=n, ngram_fpp=fpp)
     paths, entries = write_and_index(directory, [_file(rows) for rows in files], SCHEMA, index_settings)
     literal = pattern.replace("'", "''")
-    where = f"c {keyword} '{literal}'" + (" ESCAPE '!'" if escape else "")
+    where = f"{_subject(keyword)} '{literal}'" + (" ESCAPE '!'" if escape else "")
     kept = prune(bound_predicate(where, SCHEMA, "db.t"), paths, entries).kept
     for number, rows in enumerate(files):
         matches = _duckdb_matches(duck, rows, keyword, pattern, escape)

@@ -144,6 +144,8 @@ REWRITES = [
     ("d = TIMESTAMP '2024-01-02 06:00:00'", "FALSE", "a midnight never equals 06:00"),
     ("s ILIKE 'A!%%' ESCAPE '!'", "s ILIKE 'A!%%' ESCAPE '!'", "ILIKE is read as written: case is the kinds' concern"),
     ("NOT s ILIKE '%a%'", "s NOT ILIKE '%a%'", "NOT ILIKE is the negated pattern"),
+    ("lower(s) LIKE 'a_%'", "s ILIKE 'a_%'", "lower(c) LIKE an ASCII pattern without capitals is c ILIKE it"),
+    ("NOT lower(s) LIKE '%a%'", "s NOT ILIKE '%a%'", "the same predicate, so its negation too"),
 ]
 
 
@@ -161,7 +163,9 @@ UNUSED = [
     ("month(tz) = 3", "month of a timestamptz depends on the session zone"),
     ("abs(i) = 3", "functions other than the temporal ones are not unwrapped"),
     ("i = f", "column-to-column comparisons"),
-    ("lower(s) LIKE 'a%'", "lower() is not unwrapped (ILIKE is read)"),
+    ("lower(s) LIKE 'A%'", "lower(c) LIKE a pattern with capitals matches nothing an ILIKE would: not read"),
+    ("lower(s) LIKE 'é%'", "lower(c) LIKE a pattern beyond ASCII: engines lower it by their own tables, not read"),
+    ("upper(s) LIKE 'A%'", "upper() is not unwrapped"),
 ]
 
 

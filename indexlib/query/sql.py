@@ -4,6 +4,7 @@ Constant sub-expressions are folded here (arithmetic, literal CASTs, INTERVAL ar
 CURRENT_TIMESTAMP / NOW() read from an injectable `Clock`). A comparison of a column, or of a `Transform` of one
 column (`CAST(ts AS DATE)`, `date_trunc('unit', ts)`, `year/month/day/hour(ts)`, `col + const`), with a constant
 becomes a leaf; the binder turns transforms into ranges on the raw column once it knows the column's type.
+`lower(c) LIKE p` is read as `c ILIKE p` where the two are the same (an ASCII pattern without capitals).
 Anything else (other functions, column-to-column comparisons, subqueries) becomes `Unusable` for that
 subtree only, with the reason explain prints. Parse errors are the user's: one line, exit code 2.
 
@@ -393,8 +394,22 @@ class _Converter:
         if not isinstance(node, (exp.Like, exp.ILike)):
             return Unusable(node.sql(), f"{type(node).__name__} is not supported by the index")
         kind = "ilike" if isinstance(node, exp.ILike) else "like"
-        leaf = self.pattern(kind, node.this, node.expression, node, escape)
+        subject = node.this
+        if kind == "like" and isinstance(subject, exp.Lower) and self.lower_case_pattern(node.expression, escape):
+            kind, subject = "ilike", subject.this
+        leaf = self.pattern(kind, subject, node.expression, node, escape)
         return Not(leaf) if node.args.get("negate") else leaf
+
+    def lower_case_pattern(self, pattern: exp.Expr, escape: str | None) -> bool:
+        """Whether `lower(c) LIKE pattern` is `c ILIKE pattern`: ILIKE is LIKE of both sides lowered (Spark:
+        `Lower(c) LIKE Lower(p)`; DuckDB alike), and lowering an ASCII pattern without capitals, whose escape
+        character has no case, leaves it as it is, so the two are the same predicate, NOT included."""
+        try:
+            text = self.constant(pattern)
+        except _NotAConstant:
+            return False
+        uncased_escape = escape is None or (escape.isascii() and escape.lower() == escape.upper())
+        return isinstance(text, str) and text.isascii() and text == text.lower() and uncased_escape
 
     def pattern(
         self,
