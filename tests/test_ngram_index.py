@@ -446,6 +446,8 @@ def test_the_fold_maps_each_code_point_alone(a, b, ascii_text):
     assert fold_text([ascii_text]) == [ascii_text.lower()], "ASCII folds byte by byte to lower case"
     mixed = fold(pa.array([ascii_text, a + "é"], pa.large_string())).to_pylist()
     assert mixed[0].decode() == ascii_text.lower(), "an ASCII value among others folds the same"
+    texts = pa.array([a, ascii_text, b], pa.large_string())
+    assert fold(texts.slice(1)).to_pylist() == fold(texts).to_pylist()[1:], "a slice folds as its values do"
 
 
 def test_a_version_1_payload_answers_like_as_written_and_never_ilike():

@@ -172,7 +172,8 @@ def fold(texts: pa.Array) -> pa.Array:
             texts.offset,
         )
     folded = pc.utf8_lower(texts.cast(pa.large_string()))
-    text = np.frombuffer(folded.buffers()[2], dtype=np.uint8)
+    buffer = folded.buffers()[2]
+    text = np.frombuffer(buffer, dtype=np.uint8) if buffer is not None else np.zeros(0, np.uint8)
     for code_point, replacement in FOLD_EXTRA:
         first, second = code_point.encode()  # two bytes each: a numpy search costs a tenth of a replacing pass
         if np.any((text[:-1] == first) & (text[1:] == second)):
