@@ -231,6 +231,7 @@ def run(
     interval: float,
     writer_kind: str,
     false_files: float | None = None,
+    sample_seconds: float = 20.0,
 ) -> str:
     from pyiceberg.schema import Schema
     from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestampType
@@ -275,14 +276,14 @@ def run(
             time.sleep(0.1)
         try:
             started, cpu_start = time.monotonic(), cpu_seconds(follower.pid)
-            commits, samples, last_key, next_sample = 0, [], -1, started + 20
+            commits, samples, last_key, next_sample = 0, [], -1, started + sample_seconds
             end = started + minutes * 60
             while time.monotonic() < end:
                 last_key = writer.commit()
                 commits += 1
                 if time.monotonic() >= next_sample:  # right after a commit: its file may not be indexed yet
                     samples.append(sample(config, table, started, last_key))
-                    next_sample = time.monotonic() + 20
+                    next_sample = time.monotonic() + sample_seconds
                 time.sleep(rng.uniform(*period))
             wall = time.monotonic() - started
             cpu = cpu_seconds(follower.pid) - cpu_start
@@ -391,6 +392,13 @@ def main() -> None:
     parser.add_argument(
         "--bloom-false-files", type=float, help="the index's bloom_false_files (default: the packaged default)"
     )
+    parser.add_argument(
+        "--sample-seconds",
+        type=float,
+        default=20.0,
+        help="seconds between the lookups compared with planning and brute force (default: 20); each reads the new "
+        "files and competes with the follower for the CPU",
+    )
     args = parser.parse_args()
     for writer in args.writer:
         report = run(
@@ -401,6 +409,7 @@ def main() -> None:
             args.interval,
             writer,
             args.bloom_false_files,
+            args.sample_seconds,
         )
         print(report, end="\n\n")
     print(f"\n{revision()}")

@@ -68,7 +68,10 @@ DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024  # Spark's spark.sql.files.maxPartitionB
 # prices a JVM read and made builds of small files run one Python task per 31 files, each with a fixed cost.
 DEFAULT_OPEN_COST_BYTES = 64 * 1024
 DEFAULT_LOCAL_MAX_FILES = 1000  # work at or under both runs without Spark (docs/benchmarks.md)
-DEFAULT_LOCAL_MAX_BYTES = 128 * 1024 * 1024
+# In the process, files index a core each (`local_threads`) at ~45 MB/s on 2 cores against a warm Spark local[2]'s
+# ~60-80 MB/s after its ~15 s start: they cross past 1 GB; 512 MiB keeps a follower's backlog of a few 100 MB
+# commits out of Spark and leaves bigger work to a cluster's cores.
+DEFAULT_LOCAL_MAX_BYTES = 512 * 1024 * 1024
 DEFAULT_INDEX_NAMESPACE = "skipindex"
 DEFAULT_CATALOG_NAME = "default"
 DEFAULT_SERVE_PORT = 8181  # the port Iceberg REST catalogs conventionally use
