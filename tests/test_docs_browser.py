@@ -88,6 +88,8 @@ def test_the_start_page_navigates_to_the_generated_cli_reference(page, site_url:
 
 
 def test_the_search_finds_a_setting_on_the_configuration_reference(page, site_url: str) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
     page.goto(f"{site_url}/")
     search = page.locator("input.md-search__input")
     search.click()
@@ -95,9 +97,12 @@ def test_the_search_finds_a_setting_on_the_configuration_reference(page, site_ur
     # value set at once (`fill`) before or after that moment was seen never to start a search
     page.locator(".md-search-result__meta", has_text="Type to start searching").wait_for()
     search.press_sequentially("open_cost_bytes")
+    # the list is redrawn as each key's search answers: a link counted before a redraw may be gone after it, so the
+    # test waits for the configuration reference's link itself (and reads the whole list at once to say what it saw)
     results = page.locator(".md-search-result__item a")
-    results.first.wait_for()  # until the worker answered
-    targets = [results.nth(i).get_attribute("href") or "" for i in range(results.count())]
-    assert any("reference/configuration/" in href for href in targets), (
-        f"the search for a setting lists the configuration reference: {targets}"
-    )
+    configuration = page.locator('.md-search-result__item a[href*="reference/configuration/"]')
+    try:
+        configuration.first.wait_for()
+    except PlaywrightTimeoutError:
+        targets = results.evaluate_all("links => links.map(link => link.getAttribute('href'))")
+        raise AssertionError(f"the search for a setting lists the configuration reference: {targets}") from None
