@@ -288,16 +288,14 @@ class TableLife(RuleBasedStateMachine):
     def configure(self, row_groups: bool, key_index: bool) -> None:
         """The configurations builds use (one catalog): `config`, and `late_config`, whose first build leaves
         existing files to backfill; with `row_groups`, both build row-group entries; with `key_index`, every
-        column with keys goes into the global key index (`[index] key_index = true`). Bloom filters are sized for
-        0.02 false files per key (`bloom_false_files`), below `bloom_fpp` from two files on, so filters follow the
-        table's size as on a large table: a table that doubles has filters that index compaction rebuilds."""
+        column with keys goes into the global key index (`[index] key_index = true`)."""
         self.row_groups = row_groups
-        settings = "bloom_false_files = 0.02\n"
-        settings += ("row_groups = true\n" if row_groups else "") + ("key_index = true\n" if key_index else "")
+        settings = ("row_groups = true\n" if row_groups else "") + ("key_index = true\n" if key_index else "")
         conf = self.dir / "conf.toml"
         conf.write_text(
             f'[catalog]\nname = "life"\ntype = "sql"\nuri = "sqlite:///{self.dir}/catalog.db"\n'
-            f'warehouse = "file://{self.dir}/warehouse"\n[spark]\nmaster = "local[2]"\n[index]\n{settings}'
+            f'warehouse = "file://{self.dir}/warehouse"\n[spark]\nmaster = "local[2]"\n'
+            + (f"[index]\n{settings}" if settings else "")
         )
         self.config = load_config(conf)
         late = self.dir / "late.toml"  # the same catalog; a first build leaves existing files to backfill
