@@ -4,7 +4,8 @@ Each entry stores the file's exact distinct count (the build sees every value; i
 HLL sketch of the same canonical keys (canonical.py), so sketches of files written by different jobs, in different
 types (int vs long files), merge into one estimate for a partition or the whole table. HLL_4 with lg_k 12 keeps a
 sketch under 2.7 KB with about 1.6 % relative error; small sets are stored as exact lists (tens of bytes).
-NDV never prunes; it drives the automatic index choice and `skipindex stats`.
+NDV never prunes. The exact count drives the automatic index choice (per file); the sketches serve `skipindex
+stats` (report.py), and `skipindex verify` does not compare them.
 """
 
 from __future__ import annotations
