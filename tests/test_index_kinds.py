@@ -37,6 +37,7 @@ from pyiceberg.types import (
     StringType,
     TimestampType,
     TimestamptzType,
+    TimeType,
 )
 
 from indexlib.automaton import build_tag_regex
@@ -733,6 +734,22 @@ CHOICE_CASES = [
         [Decimal(f"{i * 7.31:.2f}") for i in range(1, 300)],
         [],
     ),
+    # moments: asked for by ranges, which min/max answers
+    (
+        "timestamps get none, however sparse (a moment)",
+        TimestampType(),
+        pa.timestamp("us"),
+        [dt.datetime(2026, 1, 1) + dt.timedelta(microseconds=7_919 * i) for i in range(300)],
+        [],
+    ),
+    (
+        "timestamps with a zone get none (a moment)",
+        TimestamptzType(),
+        pa.timestamp("us", tz="UTC"),
+        [dt.datetime(2026, 1, 1, tzinfo=UTC) + dt.timedelta(hours=i) for i in range(300)],
+        [],
+    ),
+    ("times get none (a moment)", TimeType(), pa.time64("us"), [dt.time(i // 60, i % 60) for i in range(300)], []),
     # strings: identifiers keep their filters, prose gets n-gram filters instead
     (
         "many distinct strings get a Bloom filter only",
@@ -823,6 +840,8 @@ def test_configured_automata_are_trimmed_when_the_exact_one_is_over_budget():
 
 def test_configured_kinds_override_the_choice():
     assert _kinds(LongType(), pa.int64(), list(range(50)), IndexSettings(kinds=("bloom",)))[0] == ["bloom"]
+    moments = [dt.datetime(2026, 1, 1, 0, 0, i) for i in range(50)]
+    assert _kinds(TimestampType(), pa.timestamp("us"), moments, IndexSettings(kinds=("bloom",)))[0] == ["bloom"]
     assert _kinds(StringType(), pa.string(), SERVICES, IndexSettings(kinds=()))[0] == []
 
 

@@ -95,9 +95,12 @@ def build(hashes: np.ndarray, num_bytes: int) -> bytes:
         for start in range(0, len(hashes), BUILD_CHUNK):
             chunk = hashes[start : start + BUILD_CHUNK]
             blocks = (((chunk >> np.uint64(32)) * np.uint64(num_blocks)) >> np.uint64(32)).astype(np.uint32)
-            with np.errstate(over="ignore"):
-                products = (chunk & np.uint64(0xFFFFFFFF)).astype(np.uint32)[:, None] * SALT[None, :]
-            bits[((blocks[:, None] << np.uint32(8)) + lanes + (products >> np.uint32(27))).ravel()] = 1
+            with np.errstate(over="ignore"):  # the low 32 bits of each hash times each salt, modulo 2^32
+                positions = np.multiply(chunk.astype(np.uint32)[:, None], SALT[None, :])
+            np.right_shift(positions, np.uint32(27), out=positions)  # the bit in its word; then the word's first bit
+            positions += lanes  # in the block, then the block's first bit: in place, no temporaries
+            positions += (blocks << np.uint32(8))[:, None]
+            bits[positions.ravel()] = 1
         return header(num_bytes) + np.packbits(bits, bitorder="little").tobytes()  # bit k of byte j: bit 8j + k
     words = np.zeros(num_blocks * 8, dtype=np.uint32)
     for start in range(0, len(hashes), BUILD_CHUNK):

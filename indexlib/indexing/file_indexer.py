@@ -205,8 +205,9 @@ def settings_json(settings: dict[int, IndexSettings]) -> str:
 # The rule of the automatic choice (each kind's `wanted`, docs/index-kinds.md "The automatic choice"): change it
 # whenever a kind's `wanted` chooses differently, so entries built with the previous rule are stale. 1: the rule
 # before it was versioned; 2: no Bloom filters for measures, dense integers or free text; automata for tags only,
-# trimmed by the symbol-class ladder alone; the global key index's automatic choice; 3: n-gram filters for free text.
-AUTOMATIC_CHOICE_VERSION = 3
+# trimmed by the symbol-class ladder alone; the global key index's automatic choice; 3: n-gram filters for free text;
+# 4: no Bloom filters for timestamps and times (moments, asked for by ranges).
+AUTOMATIC_CHOICE_VERSION = 4
 
 
 def uses_automatic_choice(settings: dict[int, IndexSettings]) -> bool:
