@@ -45,7 +45,7 @@ from pyiceberg.types import (
 
 from indexlib.statistics.column_stats import INTEGRAL_TYPES, supports_bounds
 from indexlib.statistics.distinct import sorted_distinct
-from indexlib.statistics.float_text import float_texts
+from indexlib.statistics.float_text import float_text_array, float_texts
 from indexlib.statistics.temporal import physical_range
 from indexlib.statistics.xxhash64 import hash_binary, hash_words
 
@@ -86,6 +86,23 @@ class Keys:
             yield _number_texts(self.numbers[start : start + size], self.iceberg_type)
         for start in range(0, len(self.blobs), size):
             yield _blob_texts(self.blobs.slice(start, size), self.iceberg_type)
+
+    def text_arrays(self, size: int = 65_536) -> Iterator[pa.Array]:
+        """`text_chunks` as Arrow string arrays (the same texts): integers and strings never become Python objects."""
+        for start in range(0, len(self.numbers), size):
+            numbers = self.numbers[start : start + size]
+            if isinstance(self.iceberg_type, BooleanType):
+                yield pa.array(_number_texts(numbers, self.iceberg_type), pa.string())
+            elif numbers.dtype == np.float64:
+                yield float_text_array(numbers)
+            else:
+                yield pa.array(numbers).cast(pa.string())
+        for start in range(0, len(self.blobs), size):
+            blobs = self.blobs.slice(start, size)
+            if isinstance(self.iceberg_type, BinaryType):
+                yield pa.array(_blob_texts(blobs, self.iceberg_type), pa.large_string())
+            else:
+                yield blobs.cast(pa.large_string())
 
     def texts(self) -> list[str]:
         return [key for chunk in self.text_chunks() for key in chunk]

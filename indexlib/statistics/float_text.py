@@ -27,18 +27,38 @@ import pyarrow.compute as pc
 
 def float_texts(numbers: np.ndarray) -> list[str]:
     """`[repr(v) for v in numbers]` for a float64 array holding no NaN (NaN has no key)."""
+    texts: list[str] = float_text_array(numbers).to_pylist()
+    return texts
+
+
+def float_text_array(numbers: np.ndarray) -> pa.Array:
+    """`float_texts` as an Arrow string array, mended with Arrow kernels (no Python object per value but where
+    `repr` itself is called)."""
     arrow = pa.array(numbers, pa.float64()).cast(pa.string())
-    texts: list[str] = arrow.to_pylist()
     magnitude = np.abs(numbers)
     fixed = ((magnitude >= 1e-4) & (magnitude < 1e16)) | (magnitude == 0)  # what Python writes
-    written_scientific = pc.match_substring(arrow, "e").to_numpy(zero_copy_only=False)  # what Arrow wrote
-    integer = fixed & ~written_scientific & ~pc.match_substring(arrow, ".").to_numpy(zero_copy_only=False)
-    for position in np.flatnonzero(integer).tolist():
-        texts[position] += ".0"
-    for position in np.flatnonzero(~fixed & written_scientific).tolist():
-        text = texts[position]
-        if text[-2] in "+-":
-            texts[position] = f"{text[:-1]}0{text[-1]}"
-    for position in np.flatnonzero(np.isfinite(numbers) & (fixed == written_scientific)).tolist():
-        texts[position] = repr(float(numbers[position]))
-    return texts
+    written_scientific = _holding(arrow, b"e")  # what Arrow wrote
+    integer = fixed & ~written_scientific & ~_holding(arrow, b".")
+    if integer.any():
+        arrow = pc.if_else(integer, pc.binary_join_element_wise(arrow, ".0", ""), arrow)
+    scientific = ~fixed & written_scientific
+    if scientific.any():  # a one-digit exponent gets its leading zero (RE2's \1 then a literal 0)
+        arrow = pc.if_else(scientific, pc.replace_substring_regex(arrow, r"e([+-])([0-9])$", r"e\10\2"), arrow)
+    notations_differ = np.isfinite(numbers) & (fixed == written_scientific)
+    if notations_differ.any():
+        written = [repr(value) for value in numbers[notations_differ].tolist()]
+        arrow = pc.replace_with_mask(arrow, pa.array(notations_differ), pa.array(written, pa.string()))
+    return arrow
+
+
+def _holding(texts: pa.Array, byte: bytes) -> np.ndarray:
+    """Per text of a string array (no nulls), whether it holds `byte`: found in the data buffer at once and given to
+    its text by the offsets (a fifth of the time of `pc.match_substring`)."""
+    if not len(texts):
+        return np.zeros(0, dtype=bool)
+    offsets = np.frombuffer(texts.buffers()[1], dtype="<i4")[texts.offset : texts.offset + len(texts) + 1]
+    data = np.frombuffer(texts.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    holders = np.searchsorted(offsets, np.flatnonzero(data == byte[0]) + offsets[0], side="right") - 1
+    holding = np.zeros(len(texts), dtype=bool)
+    holding[holders] = True
+    return holding

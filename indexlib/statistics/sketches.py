@@ -13,20 +13,80 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 
+import numpy as np
+import pyarrow as pa
 from datasketches import hll_sketch, hll_union, tgt_hll_type
 
 from indexlib.statistics.canonical import Keys
+from indexlib.statistics.murmur3 import murmur3_x64_128
 
 LG_K = 12
 
 
+# From this many keys the sketch is fed only the keys that set its registers (`_register_keys`); below it every key
+# (one call each is cheaper than hashing a small set with numpy). Far above where an HLL sketch of lg_k 12 leaves its
+# exact coupon list and set (a few hundred coupons), so every sketch made this way is in HLL mode either way.
+SELECTED_MIN_KEYS = 1 << 14
+SEED = 9001  # DataSketches' default hash seed: the one `hll_sketch.update` hashes with
+
+
 def sketch_keys(keys: Keys) -> bytes:
-    """The sketch of the text keys, made a chunk at a time. datasketches takes one value per call: `map` makes the
-    calls without a Python loop around each (half the time of a `for` loop: 2.5 million keys in ~0.2 s)."""
-    sketch = hll_sketch(LG_K, tgt_hll_type.HLL_4)
-    for chunk in keys.text_chunks():
-        deque(map(sketch.update, chunk), maxlen=0)
-    return sketch.serialize_compact()
+    """The sketch of the text keys. datasketches takes one value per call: below SELECTED_MIN_KEYS every key is
+    given (through `map`, without a Python loop around each call); from there, only the keys that set a register
+    (`_register_keys`, ~4,100 of 2.5 million): the same registers, for a tenth of the time."""
+    if len(keys) < SELECTED_MIN_KEYS:
+        sketch = hll_sketch(LG_K, tgt_hll_type.HLL_4)
+        for chunk in keys.text_chunks():
+            deque(map(sketch.update, chunk), maxlen=0)
+        return sketch.serialize_compact()
+    chosen = _register_keys(keys)
+    # Two sketches of half the keys each, merged: a union of two marks its result out of order, so its estimate is
+    # read from the registers alone (the composite estimator), as every merge of files' sketches reads it. One
+    # sketch fed only these keys would keep an in-order HIP estimate of its ~4,100 updates, which counts updates,
+    # not the keys behind them (it said 13,477 for 70,000 keys; a union of one sketch keeps that estimate).
+    halves = [hll_sketch(LG_K, tgt_hll_type.HLL_4) for _ in range(2)]
+    for half, some in zip(halves, (chosen[0::2], chosen[1::2]), strict=True):
+        deque(map(half.update, some), maxlen=0)
+    union = hll_union(LG_K)
+    for half in halves:
+        union.update(half)
+    return union.get_result(tgt_hll_type.HLL_4).serialize_compact()
+
+
+def _register_keys(keys: Keys) -> list[str]:
+    """For every register of the sketch, the keys of highest rank among those falling into it: the registers of an
+    HLL sketch (in HLL mode) are, per register, the highest rank of any key given, whatever the order, so a sketch
+    given these keys holds the registers of one given every key. A key falls into register h1 mod 2^lg_k of its
+    MurmurHash3 x64 128 (seed 9001, over its UTF-8) and ranks min(leading zeros of h2, 62) + 1, as DataSketches'
+    HllUtil computes its coupons; tests/test_sketches.py checks the registers against DataSketches' own."""
+    slots = np.uint64((1 << LG_K) - 1)
+    candidates: list[pa.Array] = []
+    ranks: list[np.ndarray] = []
+    registers: list[np.ndarray] = []
+    for texts in keys.text_arrays():
+        h1, h2 = murmur3_x64_128(texts, SEED)
+        register = (h1 & slots).astype(np.int64)
+        rank = np.minimum(64 - _bit_length(h2), 62) + 1
+        best = np.zeros(1 << LG_K, dtype=np.int64)
+        np.maximum.at(best, register, rank)
+        top = np.flatnonzero(rank == best[register])  # the chunk's own highest per register (ties kept)
+        candidates.append(texts.take(pa.array(top)))
+        ranks.append(rank[top])
+        registers.append(register[top])
+    rank, register = np.concatenate(ranks), np.concatenate(registers)
+    best = np.zeros(1 << LG_K, dtype=np.int64)
+    np.maximum.at(best, register, rank)
+    texts = pa.concat_arrays([c.cast(pa.large_string()) for c in candidates])
+    chosen: list[str] = texts.filter(pa.array(rank == best[register])).to_pylist()
+    return chosen
+
+
+def _bit_length(words: np.ndarray) -> np.ndarray:
+    """The bit length of each uint64 (0 for 0): every bit below the highest set one set too, then counted."""
+    smeared = words.copy()
+    for shift in (1, 2, 4, 8, 16, 32):
+        smeared |= smeared >> np.uint64(shift)
+    return np.bitwise_count(smeared).astype(np.int64)
 
 
 def merged_estimate(sketches: Iterable[bytes | None]) -> tuple[float, int]:
