@@ -82,11 +82,11 @@ def _register_keys(keys: Keys) -> list[str]:
 
 
 def _bit_length(words: np.ndarray) -> np.ndarray:
-    """The bit length of each uint64 (0 for 0): every bit below the highest set one set too, then counted."""
-    smeared = words.copy()
-    for shift in (1, 2, 4, 8, 16, 32):
-        smeared |= smeared >> np.uint64(shift)
-    return np.bitwise_count(smeared).astype(np.int64)
+    """The bit length of each uint64 (0 for 0), from its two 32-bit halves: a 32-bit integer is exact in a double,
+    whose binary exponent (`np.frexp`) is then its bit length (numpy < 2 has no bit count to do it otherwise)."""
+    high = np.frexp((words >> np.uint64(32)).astype(np.float64))[1].astype(np.int64)
+    low = np.frexp((words & np.uint64(0xFFFFFFFF)).astype(np.float64))[1].astype(np.int64)
+    return np.where(high > 0, high + 32, low)
 
 
 def merged_estimate(sketches: Iterable[bytes | None]) -> tuple[float, int]:
