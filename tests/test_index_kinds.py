@@ -767,6 +767,13 @@ CHOICE_CASES = [
     ),
     ("names of 3 short words keep their Bloom filter", StringType(), pa.string(), NAMES, ["bloom"]),
     (
+        "whitespace around 2 words makes no third word: padded pairs keep their Bloom filter",
+        StringType(),
+        pa.string(),
+        [f"  {WORDS[i % 9]} {i:05d}{' ' * 12}" for i in range(300)],
+        ["bloom"],
+    ),
+    (
         "URLs (no spaces) keep their Bloom filter",
         StringType(),
         pa.string(),

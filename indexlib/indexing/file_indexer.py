@@ -206,7 +206,8 @@ def settings_json(settings: dict[int, IndexSettings]) -> str:
 # whenever a kind's `wanted` chooses differently, so entries built with the previous rule are stale. 1: the rule
 # before it was versioned; 2: no Bloom filters for measures, dense integers or free text; automata for tags only,
 # trimmed by the symbol-class ladder alone; the global key index's automatic choice; 3: n-gram filters for free text;
-# 4: no Bloom filters for timestamps and times (moments, asked for by ranges).
+# 4: no Bloom filters for timestamps and times (moments, asked for by ranges); free text's words counted without the
+# whitespace at a value's ends (it made an empty "word").
 AUTOMATIC_CHOICE_VERSION = 4
 
 
