@@ -200,8 +200,9 @@ def spark_copies(spark: Any, paths: list[str], directory: Path) -> dict[str, str
     return {"delta": str(delta), "bloom": str(bloom)}
 
 
-def run_adversarial(spark: Any, directory: Path, hudi_missing: str) -> list[dict[str, Any]]:
-    """Every system's rows for every query against the expected rows: one dict per (system, query)."""
+def run_adversarial(spark: Any, directory: Path, hudi_missing: str, alternatives: bool = True) -> list[dict[str, Any]]:
+    """Every system's rows for every query against the expected rows: one dict per (system, query). Without
+    `alternatives`, skipindex's two ways only (no Iceberg, Delta or Parquet copy is queried or written)."""
     from bench_anchors import HUDI_PYTHON, REPO, checksum
     from bench_serve import Server
     from bench_spark_sql import catalog, configure, scanned
@@ -221,14 +222,16 @@ def run_adversarial(spark: Any, directory: Path, hudi_missing: str) -> list[dict
                 file=sys.stderr,
             )
     conf = iceberg_table(directory / "iceberg", paths)
-    copies = spark_copies(spark, paths, directory)
     server = Server(conf)
-    tables = {
-        "iceberg": f"{catalog('own', server)}.{NAME}",
-        "skipindex": f"{catalog('served', server)}.{NAME}",
-        "delta": f"delta.`{copies['delta']}`",
-        "parquet+bloom": f"parquet.`{copies['bloom']}`",
-    }
+    tables = {"skipindex": f"{catalog('served', server)}.{NAME}"}
+    if alternatives:
+        copies = spark_copies(spark, paths, directory)
+        tables = {
+            "iceberg": f"{catalog('own', server)}.{NAME}",
+            **tables,
+            "delta": f"delta.`{copies['delta']}`",
+            "parquet+bloom": f"parquet.`{copies['bloom']}`",
+        }
     handle = open_handle(load_config(conf), NAME)
     holding = true_files(load_config(conf), NAME)
     out: list[dict[str, Any]] = []
@@ -259,7 +262,7 @@ def run_adversarial(spark: Any, directory: Path, hudi_missing: str) -> list[dict
     finally:
         spark.conf.unset("spark.sql.parquet.mergeSchema")
         server.stop()
-    if not hudi_missing:
+    if alternatives and not hudi_missing:
         out += _hudi(directory, paths, expected, HUDI_PYTHON, REPO)
     return out
 

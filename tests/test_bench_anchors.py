@@ -5,7 +5,9 @@ with Bloom filters, each queried in Spark SQL, against Spark's own read of the f
 reader. Every answer of skipindex (Spark SQL through `skipindex serve`, and `handle.scan(where).to_spark(spark)`)
 holds exactly the expected rows. The alternatives' wrong rows are the benchmark's finding (docs/benchmarks.md), not
 asserted here: an upstream fix must not fail this suite. Hudi runs on Spark 3.5 in its own environment
-(`make hudi-env`), so only the benchmark runs it."""
+(`make hudi-env`), so only the benchmark runs it. The alternatives are queried in the long profile (`make test-long`)
+only: their answers are the benchmark's, and they took 17 of the 24 s this check costs (their copies written by
+Spark, their queries planned); `make test` checks skipindex's two ways."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import LONG
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -27,7 +30,7 @@ def results(connectors, tmp_path_factory) -> list[dict[str, Any]]:
         import bench_anchors_adversarial
 
         return bench_anchors_adversarial.run_adversarial(
-            connectors, tmp_path_factory.mktemp("adversarial"), hudi_missing="not run by the tests"
+            connectors, tmp_path_factory.mktemp("adversarial"), hudi_missing="not run by the tests", alternatives=LONG
         )
     finally:
         sys.path.remove(str(BENCHMARKS))
@@ -35,7 +38,8 @@ def results(connectors, tmp_path_factory) -> list[dict[str, Any]]:
 
 def test_every_system_answers_every_adversarial_query(results) -> None:
     systems = {r["system"] for r in results}
-    assert systems == {"iceberg", "skipindex", "skipindex scan API", "delta", "parquet+bloom"}, systems
+    alternatives = {"iceberg", "delta", "parquet+bloom"} if LONG else set()
+    assert systems == {"skipindex", "skipindex scan API", *alternatives}, systems
     cases = {r["case"] for r in results}
     assert len(results) == len(systems) * len(cases), "one answer per (system, query)"
     failed = [f"{r['system']}: {r['case']}: {r['error']}" for r in results if r["error"]]
