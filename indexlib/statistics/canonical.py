@@ -45,7 +45,7 @@ from pyiceberg.types import (
 
 from indexlib.statistics.column_stats import INTEGRAL_TYPES, supports_bounds
 from indexlib.statistics.distinct import sorted_distinct
-from indexlib.statistics.float_text import float_text_array, float_texts
+from indexlib.statistics.float_text import float_text_array
 from indexlib.statistics.temporal import physical_range
 from indexlib.statistics.xxhash64 import hash_binary, hash_words
 
@@ -82,44 +82,30 @@ class Keys:
 
     def text_chunks(self, size: int = 65_536) -> Iterator[list[str]]:
         """The text keys, `size` at a time (a column of millions of distinct values never becomes one list)."""
-        for start in range(0, len(self.numbers), size):
-            yield _number_texts(self.numbers[start : start + size], self.iceberg_type)
-        for start in range(0, len(self.blobs), size):
-            yield _blob_texts(self.blobs.slice(start, size), self.iceberg_type)
+        for texts in self.text_arrays(size):
+            yield texts.to_pylist()
 
     def text_arrays(self, size: int = 65_536) -> Iterator[pa.Array]:
-        """`text_chunks` as Arrow string arrays (the same texts): integers and strings never become Python objects."""
+        """The text keys as Arrow string arrays, `size` at a time: "true" / "false" for booleans, Python's `repr`
+        for doubles, the decimal text of integral values and unscaled decimals, strings as they are, binary in
+        lower-case hex. Integers and strings never become Python objects."""
         for start in range(0, len(self.numbers), size):
             numbers = self.numbers[start : start + size]
             if isinstance(self.iceberg_type, BooleanType):
-                yield pa.array(_number_texts(numbers, self.iceberg_type), pa.string())
+                yield pa.array(np.where(numbers != 0, "true", "false"), pa.string())
             elif numbers.dtype == np.float64:
                 yield float_text_array(numbers)
             else:
-                yield pa.array(numbers).cast(pa.string())
+                yield pa.array(numbers).cast(pa.string())  # the decimal text of the int64, as str()
         for start in range(0, len(self.blobs), size):
             blobs = self.blobs.slice(start, size)
             if isinstance(self.iceberg_type, BinaryType):
-                yield pa.array(_blob_texts(blobs, self.iceberg_type), pa.large_string())
+                yield pa.array([blob.hex() for blob in blobs.to_pylist()], pa.large_string())
             else:
-                yield blobs.cast(pa.large_string())
+                yield blobs.cast(pa.large_string())  # strings, and the decimal text of wide decimals
 
     def texts(self) -> list[str]:
         return [key for chunk in self.text_chunks() for key in chunk]
-
-
-def _number_texts(numbers: np.ndarray, iceberg_type: IcebergType) -> list[str]:
-    if isinstance(iceberg_type, BooleanType):
-        return ["true" if v else "false" for v in numbers.tolist()]
-    if numbers.dtype == np.float64:
-        return float_texts(numbers)
-    return pa.array(numbers).cast(pa.string()).to_pylist()  # decimal text of the int64, as str()
-
-
-def _blob_texts(blobs: pa.Array, iceberg_type: IcebergType) -> list[str]:
-    if isinstance(iceberg_type, BinaryType):
-        return [b.hex() for b in blobs.to_pylist()]
-    return blobs.cast(pa.large_string()).to_pylist()  # strings, and the decimal text of wide decimals
 
 
 def distinct_keys(values: pa.Array, iceberg_type: IcebergType) -> Keys | None:

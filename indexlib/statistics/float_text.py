@@ -24,6 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from indexlib.statistics.binary_layout import binary_layout
+
 
 def float_texts(numbers: np.ndarray) -> list[str]:
     """`[repr(v) for v in numbers]` for a float64 array holding no NaN (NaN has no key)."""
@@ -54,11 +56,8 @@ def float_text_array(numbers: np.ndarray) -> pa.Array:
 def _holding(texts: pa.Array, byte: bytes) -> np.ndarray:
     """Per text of a string array (no nulls), whether it holds `byte`: found in the data buffer at once and given to
     its text by the offsets (a fifth of the time of `pc.match_substring`)."""
-    if not len(texts):
-        return np.zeros(0, dtype=bool)
-    offsets = np.frombuffer(texts.buffers()[1], dtype="<i4")[texts.offset : texts.offset + len(texts) + 1]
-    data = np.frombuffer(texts.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
-    holders = np.searchsorted(offsets, np.flatnonzero(data == byte[0]) + offsets[0], side="right") - 1
+    offsets, data = binary_layout(texts)
+    found = np.flatnonzero(data[offsets[0] : offsets[-1]] == byte[0]) + offsets[0] if len(texts) else offsets[:0]
     holding = np.zeros(len(texts), dtype=bool)
-    holding[holders] = True
+    holding[np.searchsorted(offsets, found, side="right") - 1] = True
     return holding

@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from indexlib.statistics.binary_layout import binary_layout
+
 _C1 = np.uint64(0x87C37B91114253D5)
 _C2 = np.uint64(0x4CF5AD432745937F)
 
@@ -43,18 +45,10 @@ def _low_bytes(words: np.ndarray, count: np.ndarray) -> np.ndarray:
 def murmur3_x64_128(values: pa.Array, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The two 64-bit halves (h1, h2: uint64) of MurmurHash3_x64_128 of each value's bytes (`values`: a binary or
     string array without nulls), as the reference writes them: h1 is the first 8 bytes of the 16-byte digest."""
-    if not (pa.types.is_string(values.type) or pa.types.is_binary(values.type)):
-        values = values.cast(pa.large_binary())  # large_string, large_binary: a view; other types: a copy
-    if values.null_count:
-        raise ValueError("cannot hash null values")
+    offsets, raw = binary_layout(values)
     n = len(values)
-    width = "<i4" if pa.types.is_string(values.type) or pa.types.is_binary(values.type) else "<i8"
-    offsets = np.frombuffer(values.buffers()[1], dtype=width)[values.offset : values.offset + n + 1]
-    data = values.buffers()[2]
-    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
     padded = np.concatenate([raw, np.zeros(16, np.uint8)])  # a tail's lanes read past the end stay in bounds
-    starts = offsets[:-1].astype(np.int64)
-    lengths = (offsets[1:] - offsets[:-1]).astype(np.int64)
+    starts, lengths = offsets[:-1], offsets[1:] - offsets[:-1]
 
     # the 8 bytes from every byte position as one little-endian word: a view, read by one gather per lane
     words_at = np.ndarray(shape=(len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))

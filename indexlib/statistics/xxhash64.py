@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from indexlib.statistics.binary_layout import binary_layout
+
 _P1 = np.uint64(0x9E3779B185EBCA87)
 _P2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _P3 = np.uint64(0x165667B19E3779F9)
@@ -50,16 +52,10 @@ def hash_words(words: np.ndarray) -> np.ndarray:
 
 def hash_binary(values: pa.Array) -> np.ndarray:
     """XXH64 of each value's bytes (`values`: a binary or string array without nulls)."""
-    values = values.cast(pa.large_binary())
-    if values.null_count:
-        raise ValueError("cannot hash null values")
+    offsets, raw = binary_layout(values)
     n = len(values)
-    offsets = np.frombuffer(values.buffers()[1], dtype="<i8")[values.offset : values.offset + n + 1]
-    data = values.buffers()[2]
-    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
     data_bytes = np.concatenate([raw, np.zeros(8, np.uint8)])  # a lane read at the end stays in bounds
-    starts = offsets[:-1].astype(np.int64)
-    lengths = (offsets[1:] - offsets[:-1]).astype(np.int64)
+    starts, lengths = offsets[:-1], offsets[1:] - offsets[:-1]
     word_offsets = np.arange(8)
 
     def read(positions: np.ndarray, width: int) -> np.ndarray:
