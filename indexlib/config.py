@@ -218,7 +218,10 @@ class BuildSettings(_Section):
     local_threads: int = Field(
         default=0,
         ge=0,
-        description="files indexed at once in the skipindex process (in threads); 0: one per CPU core",
+        description=(
+            "threads indexing in the skipindex process, a file each (fewer files: the rest share the files' "
+            "columns); 0: one per CPU core"
+        ),
     )
 
 

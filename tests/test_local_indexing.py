@@ -11,17 +11,24 @@ import re
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from lakes import Lake, events_batch
+from pyiceberg.io.pyarrow import _pyarrow_to_schema_without_ids
+from pyiceberg.schema import assign_fresh_schema_ids
 
 import indexlib
 from indexlib.config import load_config
 from indexlib.errors import BuildFailed
-from indexlib.indexing import progress
+from indexlib.indexing import local, progress
 from indexlib.indexing.backfill import backfill
 from indexlib.indexing.build import build_index
+from indexlib.indexing.file_indexer import IndexTask, index_file
 from indexlib.store.table import IndexTable
 
 ROOT = Path(indexlib.__file__).resolve().parents[1]  # the CLI subprocesses run the code under test
@@ -198,3 +205,45 @@ def test_a_spark_build_logs_the_same_lines_and_says_how_many_tasks_ran(
     assert SUMMARY.match(lines[-1]) and re.search(r"in \d+ Spark tasks$", lines[-1]), (
         f"the summary says the work ran on Spark, and in how many tasks: {lines[-1]}"
     )
+
+
+@pytest.mark.parametrize(
+    ("threads", "files", "split", "rule"),
+    [
+        (2, 1, (1, 2), "one file on two threads: its columns two at a time"),
+        (2, 2, (2, 1), "two files on two threads: a file each, columns one at a time"),
+        (2, 5, (2, 1), "more files than threads: a file each"),
+        (4, 2, (2, 2), "threads left over are shared among the files' columns"),
+        (3, 2, (2, 1), "a thread that cannot go to every file stays unused"),
+        (1, 1, (1, 1), "local_threads = 1: one file, one column at a time"),
+        (2, 0, (1, 2), "no file: nothing at a time, and no error"),
+    ],
+)
+def test_threads_go_to_files_first_then_to_their_columns(threads, files, split, rule):
+    assert local.thread_split(threads, files) == split, rule
+
+
+def test_a_files_columns_indexed_in_threads_give_the_entry_one_thread_gives(tmp_path):
+    """Every kind of column (keys, floats with NaN, strings, tags, timestamps, NULLs), with row-group entries: the
+    entry is the same, field for field and in the columns' order, whatever the number of column threads."""
+    rows = 3_000
+    rng = np.random.default_rng(7)
+    data = pa.table(
+        {
+            "id": pa.array(rng.integers(-(2**62), 2**62, rows)),
+            "x": pa.array(np.where(rng.random(rows) < 0.01, np.nan, rng.normal(size=rows))),
+            "tag": pa.array([["alpha", "beta", None][i % 3] for i in range(rows)]),
+            "text": pa.array([f"request {i} took {i % 97} ms on host-{i % 7}" for i in range(rows)]),
+            "ts": pa.array(rng.integers(0, 2**40, rows), pa.timestamp("us")),
+            "n": pa.array([None if i % 5 == 0 else i % 11 for i in range(rows)], pa.int32()),
+        }
+    )
+    path = str(tmp_path / "f.parquet")
+    pq.write_table(data, path, row_group_size=1_000)
+    schema = assign_fresh_schema_ids(_pyarrow_to_schema_without_ids(data.schema))
+    task = IndexTask(schema, {}, schema.name_mapping.model_dump_json(), 1, row_groups="true")
+    one = index_file(path, "PARQUET", task)
+    for threads in (2, 6):
+        assert index_file(path, "PARQUET", replace(task, column_threads=threads)) == one, (
+            f"{threads} column threads: the same record count and column statistics, in the same order"
+        )

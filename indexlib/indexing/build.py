@@ -10,7 +10,7 @@ watermark in the meantime this one starts over from the new watermark.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from indexlib.errors import BuildFailed, CommitConflict, JobFailed
 from indexlib.indexing.file_indexer import TASK_OUTPUT_SCHEMA, index_files_task
 from indexlib.indexing.file_rows import unindexed_entries, with_file_facts
-from indexlib.indexing.local import run_in_driver, session_for
+from indexlib.indexing.local import run_in_driver, session_for, thread_split
 from indexlib.indexing.progress import Progress, SparkProgress, Task
 from indexlib.indexing.spec import BuildSpec, Sizing, build_spec
 from indexlib.indexing.splits import plan_splits, progress_parallelism
@@ -91,17 +91,19 @@ def index_new_files(
     (`skipped`)."""
     if not files:
         return IndexedFiles(ENTRY_ARROW_SCHEMA.empty_table())
-    task = index_files_task(spec.task(source, version, table_files or len(files)))
+    task = spec.task(source, version, table_files or len(files))
     open_cost = spec.sizing.open_cost_bytes
     size = sum(f.file_size_in_bytes for f in files)
     try:
         if spark is None:
             log.info("%s: %s %d files (%.1f MB) in this process", source.name, _ING[verb], len(files), size / 1e6)
             progress = Progress(source.name, len(files), size, open_cost, "in this process", verb)
+            at_a_time, column_threads = thread_split(spec.sizing.local_threads, len(files))
             with progress:
-                result = run_in_driver(task, files, progress, spec.sizing.local_threads)
+                run = index_files_task(replace(task, column_threads=column_threads))
+                result = run_in_driver(run, files, progress, at_a_time)
         else:
-            result = _run_on_spark(spark, task, source, files, size, spec.sizing, verb)
+            result = _run_on_spark(spark, index_files_task(task), source, files, size, spec.sizing, verb)
     except Exception as exc:  # the job itself failed (an executor lost, a worker killed), not one file
         raise JobFailed(f"{source.name}: index build failed: {_why_the_job_failed(exc)}") from exc
     failed = pc.is_valid(result.column("error"))

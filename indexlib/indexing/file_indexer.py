@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -128,7 +129,9 @@ class IndexTask:
     """What every task of one build needs, sent to Spark once with the task function: the table's schema and
     name mapping, the file system properties to open its files with, and what to build for each column.
     `row_groups` and `row_group_settings`: `index_file`'s row-group entries; `table_files`: the live files of the
-    table, for the key index's automatic choice; `source_version` and `config_version`: stamped on each entry."""
+    table, for the key index's automatic choice; `source_version` and `config_version`: stamped on each entry;
+    `column_threads`: the columns of one file indexed this many at a time, in threads (1 in Spark, whose tasks have
+    a core each; more where this process has cores no other file is using, indexing/local.py)."""
 
     schema: Schema
     io_properties: dict[str, str]
@@ -139,6 +142,7 @@ class IndexTask:
     row_groups: str = "false"
     row_group_settings: dict[int, IndexSettings] = field(default_factory=dict)
     table_files: int = 1
+    column_threads: int = 1
 
 
 def index_file(
@@ -179,21 +183,30 @@ def index_file(
         record_count = parquet.metadata.num_rows
     settings = task.settings
     row_group_settings = task.row_group_settings or settings
-    stats = []
-    for fid, name, ftype in wanted:
-        column = index_summary(
+
+    def column_stats(column: tuple[int, str, PrimitiveType]) -> ColumnStats:
+        fid, name, ftype = column
+        stats = index_summary(
             fid, name, ftype, summaries[fid], settings.get(fid, DEFAULT_SETTINGS), table_files=task.table_files
         )
-        if groups:
-            group_settings = row_group_settings.get(fid, DEFAULT_SETTINGS)
-            column = replace(
-                column,
-                row_groups=tuple(
-                    index_summary(fid, name, ftype, group[fid], group_settings, sketch=False, table_files=None)
-                    for group in groups
-                ),
-            )
-        stats.append(column)
+        if not groups:
+            return stats
+        group_settings = row_group_settings.get(fid, DEFAULT_SETTINGS)
+        return replace(
+            stats,
+            row_groups=tuple(
+                index_summary(fid, name, ftype, group[fid], group_settings, sketch=False, table_files=None)
+                for group in groups
+            ),
+        )
+
+    # Each column's summary is its own (the threads share nothing they write); most of the work (sorts, hashes,
+    # casts, filter bits) runs outside the interpreter's lock. pool.map keeps the columns' order.
+    threads = min(task.column_threads, len(wanted))
+    if threads <= 1:
+        return record_count, [column_stats(column) for column in wanted]
+    with ThreadPoolExecutor(threads) as pool:
+        stats = list(pool.map(column_stats, wanted))
     return record_count, stats
 
 

@@ -6,12 +6,13 @@ this process, one file after another, so a few new files cost their reading and 
 An explicit SparkSession (a test's, or a caller's that already paid for the JVM) always means Spark: it is how a
 caller forces the Spark path. `local_max_files = 0` forces it from configuration.
 
-Files are indexed `[build] local_threads` at a time (0: one per CPU core), in threads. Most of a file's indexing
-releases the interpreter's lock (Parquet decoding, Arrow's hashing, numpy's sorts, hashes and filter bits); the NDV
-sketch's one call per value and the Python keys it takes do not, so two 55 MB files take ~0.65x the time of one
-after the other on two cores, not 0.5x. Threads and not processes: a process pool would start its workers by
-importing the caller's main module again, and a script that builds without an `if __name__ == "__main__"` guard
-would run again in each of them. The task function keeps no state between files, so threads may share it; each
+Files are indexed `[build] local_threads` at a time (0: one per CPU core), in threads; threads no file needs (fewer
+files than threads: a followed table's one new file) index one file's columns at a time instead. Most of a file's
+indexing releases the interpreter's lock (Parquet decoding, Arrow's hashing and casts, numpy's sorts, hashes and
+filter bits), so two 55 MB files take ~0.65x the time of one after the other on two cores, and one file's four
+columns on two threads ~0.68x (docs/benchmarks.md, "Following a table"). Threads and not processes: a process pool
+would start its workers by importing the caller's main module again, and a script that builds without an
+`if __name__ == "__main__"` guard would run again in each of them. The task function keeps no state between files, so threads may share it; each
 holds one file's distinct values at a time.
 """
 
@@ -47,9 +48,17 @@ def session_for(spec: BuildSpec, files: Sequence[DataFileRef], spark: SparkSessi
     return get_spark(spec.spark)
 
 
+def thread_split(threads: int, files: int) -> tuple[int, int]:
+    """(files at a time, columns of each file at a time) for `files` files on `threads` threads (0: one per CPU
+    core): every file its own thread first, the threads left over shared among the files' columns."""
+    threads = threads or os.cpu_count() or 1
+    at_a_time = min(threads, max(files, 1))
+    return at_a_time, max(threads // at_a_time, 1)
+
+
 def run_in_driver(task: Task, files: Sequence[DataFileRef], progress: Progress, threads: int = 1) -> pa.Table:
-    """`task`'s output for `files`, computed here `threads` files at a time (0: one per CPU core), in the files'
-    order, counting each file into `progress` as it is done."""
+    """`task`'s output for `files`, computed here `threads` files at a time, in the files' order, counting each
+    file into `progress` as it is done."""
 
     def one(file: DataFileRef) -> list[pa.RecordBatch]:
         batch = pa.RecordBatch.from_pylist(
@@ -59,7 +68,7 @@ def run_in_driver(task: Task, files: Sequence[DataFileRef], progress: Progress, 
         return list(task(iter([batch])))
 
     outputs: list[pa.RecordBatch] = []
-    with ThreadPoolExecutor(min(threads or os.cpu_count() or 1, max(len(files), 1))) as pool:
+    with ThreadPoolExecutor(threads) as pool:
         for out in pool.map(one, files):
             for batch in out:
                 progress.count(batch)
