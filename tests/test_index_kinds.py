@@ -395,16 +395,17 @@ def _spec_contains(payload: bytes, value: bytes) -> bool:
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.lists(st.text(max_size=12), max_size=300), st.integers(1, 40))
-def test_both_ways_of_setting_a_filters_bits_agree_with_the_spec(values, blocks):
-    """Small filters set one byte per bit, large ones OR masks into words: the same bytes, and every value is found
-    as parquet-format's BloomFilter.md reads it."""
+@given(st.lists(st.text(max_size=12), max_size=300), st.integers(1, 40), st.sampled_from([1, 3, 7]))
+def test_a_filter_set_a_segment_at_a_time_is_the_filter_the_spec_describes(values, blocks, segment_blocks):
+    """Filters are set SEGMENT_BLOCKS blocks at a time, the hashes ordered by segment: any segment size (one block,
+    sizes that leave a last partial segment) gives the same bytes as one segment for the whole filter, and every
+    value is found as parquet-format's BloomFilter.md reads it."""
     hashes = _string_hashes(values)
-    by_bytes = split_block.build(hashes, blocks * 32)
-    with patch.object(split_block, "BYTE_PER_BIT_MAX", 0):
-        by_words = split_block.build(hashes, blocks * 32)
-    assert by_bytes == by_words, "both ways set the same bits"
-    assert all(_spec_contains(by_bytes, value.encode()) for value in values), "every value built in is found (spec)"
+    whole = split_block.build(hashes, blocks * 32)  # 40 blocks at most: one segment
+    with patch.object(split_block, "SEGMENT_BLOCKS", segment_blocks):
+        segmented = split_block.build(hashes, blocks * 32)
+    assert whole == segmented, f"segments of {segment_blocks} blocks set the same bits"
+    assert all(_spec_contains(whole, value.encode()) for value in values), "every value built in is found (spec)"
 
 
 @settings(max_examples=200, deadline=None)

@@ -78,35 +78,43 @@ def _blocks_and_masks(hashes: np.ndarray, num_blocks: int) -> tuple[np.ndarray, 
     return blocks.astype(np.int64), np.left_shift(np.uint32(1), products >> np.uint32(27))
 
 
-BUILD_CHUNK = 1 << 18  # hashes set at a time: bounds the (hashes, 8) masks to ~20 MB whatever the file
-BYTE_PER_BIT_MAX = 1 << 22  # filters up to 4 MiB are set through one byte per bit (a 32 MiB array at most)
+BUILD_CHUNK = 1 << 18  # hashes set at a time: bounds their (hashes, 8) bit positions to 8 MB whatever the file
+SEGMENT_BLOCKS = 1 << 14  # blocks set at a time: 4 Mbit, set through a 4 MB array of one byte per bit
 
 
 def build(hashes: np.ndarray, num_bytes: int) -> bytes:
     """A serialised filter of `num_bytes` (a multiple of 32) holding every hash in `hashes` (uint64).
 
-    Up to BYTE_PER_BIT_MAX bytes, each bit is set as a byte of its own (its position in the bitset, uint32, is
-    num_bytes * 8 at most) and the bytes are packed into bits: 0.6 ms for 25,000 hashes where `np.bitwise_or.at` on
-    the words took 2.1 ms (7.6 against 14.6 ms for 250,000). Larger filters OR each hash's mask into its words."""
+    Each bit is set as a byte of its own, then the bytes are packed into bits, a segment of SEGMENT_BLOCKS blocks at
+    a time: the hashes are ordered by segment (a stable radix sort of small integers), so the eight random writes
+    of each hash land in an array that stays in the cache. 0.6 ms for 25,000 hashes where `np.bitwise_or.at` on
+    the words took 2.1 ms; for 5 million hashes (a 7 MB filter) 0.21 s where `np.bitwise_or.at` took 0.36 s."""
     num_blocks = num_bytes // BLOCK_BYTES
-    if num_bytes <= BYTE_PER_BIT_MAX:
-        bits = np.zeros(num_bytes * 8, dtype=np.uint8)
-        lanes = np.arange(8, dtype=np.uint32) << np.uint32(5)  # word i's first bit in its block
-        for start in range(0, len(hashes), BUILD_CHUNK):
-            chunk = hashes[start : start + BUILD_CHUNK]
-            blocks = (((chunk >> np.uint64(32)) * np.uint64(num_blocks)) >> np.uint64(32)).astype(np.uint32)
+    blocks = (((hashes >> np.uint64(32)) * np.uint64(num_blocks)) >> np.uint64(32)).astype(np.uint32)
+    segments = -(-num_blocks // SEGMENT_BLOCKS)
+    if segments > 1:
+        segment = (blocks // np.uint32(SEGMENT_BLOCKS)).astype(np.min_scalar_type(segments))
+        order = np.argsort(segment, kind="stable")
+        bounds = np.searchsorted(segment[order], np.arange(segments + 1))
+        hashes, blocks = hashes[order], blocks[order]
+    else:
+        bounds = np.array([0, len(hashes)])
+    lanes = np.arange(8, dtype=np.uint32) << np.uint32(5)  # word i's first bit in its block
+    out = np.empty(num_bytes, dtype=np.uint8)
+    for number in range(segments):
+        first = number * SEGMENT_BLOCKS
+        count = min(SEGMENT_BLOCKS, num_blocks - first)
+        bits = np.zeros(count * 256, dtype=np.uint8)
+        for start in range(bounds[number], bounds[number + 1], BUILD_CHUNK):
+            stop = min(start + BUILD_CHUNK, bounds[number + 1])
             with np.errstate(over="ignore"):  # the low 32 bits of each hash times each salt, modulo 2^32
-                positions = np.multiply(chunk.astype(np.uint32)[:, None], SALT[None, :])
+                positions = np.multiply(hashes[start:stop].astype(np.uint32)[:, None], SALT[None, :])
             np.right_shift(positions, np.uint32(27), out=positions)  # the bit in its word; then the word's first bit
-            positions += lanes  # in the block, then the block's first bit: in place, no temporaries
-            positions += (blocks << np.uint32(8))[:, None]
+            positions += lanes  # in the block, then the block's first bit in the segment: in place, no temporaries
+            positions += ((blocks[start:stop] - np.uint32(first)) << np.uint32(8))[:, None]
             bits[positions.ravel()] = 1
-        return header(num_bytes) + np.packbits(bits, bitorder="little").tobytes()  # bit k of byte j: bit 8j + k
-    words = np.zeros(num_blocks * 8, dtype=np.uint32)
-    for start in range(0, len(hashes), BUILD_CHUNK):
-        blocks64, masks = _blocks_and_masks(hashes[start : start + BUILD_CHUNK], num_blocks)
-        np.bitwise_or.at(words, (blocks64[:, None] * 8 + np.arange(8)).ravel(), masks.ravel())
-    return header(num_bytes) + words.astype("<u4").tobytes()
+        out[first * BLOCK_BYTES : (first + count) * BLOCK_BYTES] = np.packbits(bits, bitorder="little")
+    return header(num_bytes) + out.tobytes()  # bit k of byte j: bit 8j + k, so words read little-endian
 
 
 def is_split_block(payload: bytes) -> bool:
