@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import signal
 import statistics
 import subprocess
@@ -306,6 +307,16 @@ def run(
     )
 
 
+def slowest(batches: list[str], count: int) -> list[str]:
+    """The follower's lines of the `count` batches that were furthest behind their newest commit."""
+
+    def behind(line: str) -> float:
+        found = re.search(r"([0-9.]+) s behind the commit", line)
+        return float(found.group(1)) if found else 0.0
+
+    return sorted(batches, key=behind, reverse=True)[:count]
+
+
 def report(writer, rows, period, commits, wall, cpu, measured, batches, samples, code, interval, mib) -> str:
     out = [
         f"### {wall / 60:.1f} minutes, {commits} {writer} of {rows:,} rows ({mib:.1f} MiB per commit) every "
@@ -325,6 +336,11 @@ def report(writer, rows, period, commits, wall, cpu, measured, batches, samples,
     out += [
         f"| follower CPU | {cpu:.1f} s over {wall:.0f} s = {100 * cpu / wall:.1f} % of one core |",
         f"| follower exit code after SIGTERM | {code} |",
+        "",
+        "The slowest batches and the index's compactions, in the follower's own words:",
+        "",
+        *(f"    {line.strip()}" for line in slowest(batches, 3)),
+        *(f"    {line.strip()}" for line in batches if "compacted" in line),
         "",
         "Files per query, sampled right after a commit (lookup kept / pyiceberg's planning / files with a match; "
         "`unindexed`: live files the index had no entry for at that moment):",
