@@ -45,7 +45,10 @@ SCHEMA = pa.schema(
     ]
 )
 SERVICES = [f"svc-{n:02d}" for n in range(30)]
-ABSENT = 2**62 + 12345  # inside every file's id range, in none (the writer's ids are random 63-bit: ~1e-12 odds)
+# Absent keys: a new one per sample, in [2^61, 2^62), inside every file's id range and in none (the writers' ids are
+# random 63- or 64-bit values: ~1e-12 odds of a match, and brute force counts it if there is one). A fixed key would
+# be one draw: a filter that holds it by a false positive holds it at every sample.
+ABSENT_KEYS = (2**61, 2**62 - 1)
 
 
 def batch(rng: random.Random, rows: int, now: datetime) -> pa.Table:
@@ -145,7 +148,7 @@ class Sample:
     stages: list[str] = field(default_factory=list)
 
 
-def queries(last_key: int, since: datetime) -> dict[str, tuple[str, object, object]]:
+def queries(last_key: int, absent: int, since: datetime) -> dict[str, tuple[str, object, object]]:
     """name -> (SQL for the lookup, pyiceberg row filter, Arrow filter for brute force)."""
     from pyiceberg.expressions import EqualTo, GreaterThanOrEqual
 
@@ -156,7 +159,7 @@ def queries(last_key: int, since: datetime) -> dict[str, tuple[str, object, obje
             EqualTo("id", last_key),
             pc.field("id") == last_key,
         ),
-        "point (absent key)": (f"id = {ABSENT}", EqualTo("id", ABSENT), pc.field("id") == ABSENT),
+        "point (absent key)": (f"id = {absent}", EqualTo("id", absent), pc.field("id") == absent),
         "range (last 5 s)": (
             f"ts >= TIMESTAMP '{stamp}'",
             GreaterThanOrEqual("ts", since.isoformat()),
@@ -165,7 +168,7 @@ def queries(last_key: int, since: datetime) -> dict[str, tuple[str, object, obje
     }
 
 
-def sample(config, table, started: float, last_key: int) -> Sample:
+def sample(config, table, started: float, last_key: int, absent: int) -> Sample:
     """One look at the table now: the lookup, pyiceberg's planning and the truth for each query."""
     from indexlib.lookup import lookup
     from indexlib.store.table import IndexTable
@@ -174,7 +177,7 @@ def sample(config, table, started: float, last_key: int) -> Sample:
     since = datetime.now() - timedelta(seconds=5)  # the writer stamps rows in local wall time
     live = [task.file.file_path for task in table.scan().plan_files()]
     out = Sample(time.monotonic() - started, len(live), 0)
-    for name, (sql, row_filter, arrow_filter) in queries(last_key, since).items():
+    for name, (sql, row_filter, arrow_filter) in queries(last_key, absent, since).items():
         # files indexed before the lookup were judged by the index (entries are never dropped for a live file); a
         # file indexed while the lookup ran may have been judged by the format's statistics, and is not counted
         indexed = set(IndexTable(config.load_catalog(), config.index_namespace, TABLE).config_versions())
@@ -242,6 +245,7 @@ def run(
     from indexlib.store.table import IndexTable
 
     rng = random.Random(58)
+    absent_keys = random.Random(59)  # apart from the writer's, so its rows are those of earlier runs
     with tempfile.TemporaryDirectory() as tmp:
         conf = Path(tmp) / "conf.toml"
         conf.write_text(
@@ -283,13 +287,13 @@ def run(
                 last_key = writer.commit()
                 commits += 1
                 if time.monotonic() >= next_sample:  # right after a commit: its file may not be indexed yet
-                    samples.append(sample(config, table, started, last_key))
+                    samples.append(sample(config, table, started, last_key, absent_keys.randint(*ABSENT_KEYS)))
                     next_sample = time.monotonic() + sample_seconds
                 time.sleep(rng.uniform(*period))
             wall = time.monotonic() - started
             cpu = cpu_seconds(follower.pid) - cpu_start
             time.sleep(max(5.0, 3 * interval))  # the last commit's batch
-            samples.append(sample(config, table, started, last_key))
+            samples.append(sample(config, table, started, last_key, absent_keys.randint(*ABSENT_KEYS)))
         finally:  # the follower is this run's process: never left behind, whatever failed
             if follower.poll() is None:
                 follower.send_signal(signal.SIGTERM)
