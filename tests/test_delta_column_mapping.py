@@ -157,7 +157,11 @@ def test_statistics_follow_a_column_through_its_renames(mapped_lake):
     assert all(name.startswith("col-") for name in physical.values()), "the files name columns by physical name"
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=sweep("SKIPINDEX_MAPPED_SCAN_EXAMPLES", short=3, long=6),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(drawn=predicate())
 def test_every_scan_returns_delta_sparks_rows(mapped_lake, connectors, drawn):
     (lake, _), (where, _) = mapped_lake, drawn

@@ -68,9 +68,9 @@ def _in_a_fresh_process(call: str) -> object:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-# every case's inputs are generated and compared in every run; the answers of every 4th case in `make test`, of all
+# every case's inputs are generated and compared in every run; the answers of every 8th case in `make test`, of all
 # 1,000 in `make test-long`
-ANSWER_EVERY = sweep("SKIPINDEX_SNAPSHOT_EVERY", short=4, long=1)
+ANSWER_EVERY = sweep("SKIPINDEX_SNAPSHOT_EVERY", short=8, long=1)
 
 
 @pytest.mark.slow
