@@ -453,7 +453,7 @@ def test_random_histories_of_a_column_mapped_table(connectors, tmp_path):
     run_state_machine_as_test(
         lambda: MappedDeltaLife(connectors, tmp_path),
         settings=settings(
-            max_examples=sweep("SKIPINDEX_MAPPED_EXAMPLES", short=2, long=12),
+            max_examples=sweep("SKIPINDEX_MAPPED_EXAMPLES", short=1, long=12),
             stateful_step_count=6,
             deadline=None,
             suppress_health_check=list(HealthCheck),

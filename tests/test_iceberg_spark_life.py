@@ -215,7 +215,7 @@ def test_random_histories_of_a_table_spark_writes(connectors, tmp_path: Path) ->
     run_state_machine_as_test(
         lambda: SparkIcebergLife(connectors, config),
         settings=settings(
-            max_examples=sweep("SKIPINDEX_SPARK_LIFE_EXAMPLES", short=2, long=12),
+            max_examples=sweep("SKIPINDEX_SPARK_LIFE_EXAMPLES", short=1, long=12),
             stateful_step_count=7,
             deadline=None,
             suppress_health_check=list(HealthCheck),

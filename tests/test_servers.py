@@ -87,8 +87,8 @@ def _explain(conf_path: Path, table: str, where: str) -> dict:
     return json.loads(done.stdout)
 
 
-# Iceberg on S3 through the cluster is also built by the race and the executor-kill tests below, in every run: its
-# case here (pruning and explain on S3) runs in the long profile, Delta's in every run.
+# Iceberg on S3 through the cluster is also built by the race test below in every run: its case here (pruning and
+# explain on S3) runs in the long profile, Delta's in every run.
 @pytest.mark.parametrize("kind", [pytest.param("iceberg", marks=pytest.mark.long_only), "delta"])
 def test_a_build_submitted_to_the_cluster_indexes_an_s3_table_and_lookups_keep_every_matching_file(
     tmp_path, spark_cluster, postgres, s3, kind
@@ -165,6 +165,7 @@ def _executor_of(pid: int) -> int:
     raise AssertionError(f"no executor JVM above the task's Python worker {pid}")
 
 
+@pytest.mark.long_only  # Spark's own retry of a lost task, 19 s: every file once is also the race test's rule
 def test_an_executor_killed_mid_build_is_replaced_and_the_retried_task_leaves_every_file_once(
     tmp_path, spark_cluster, postgres, s3
 ):
