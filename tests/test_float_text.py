@@ -9,7 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from indexlib.statistics.float_text import float_texts
+from indexlib.statistics.float_text import float_text_array
 
 EDGES = [
     (0.0, "zero is fixed, with its fraction"),
@@ -35,7 +35,7 @@ EDGES = [
 
 @pytest.mark.parametrize(("value", "rule"), EDGES, ids=[rule for _, rule in EDGES])
 def test_each_edge_is_written_as_repr_writes_it(value, rule):
-    assert float_texts(np.array([value])) == [repr(float(value))], rule
+    assert float_text_array(np.array([value])).to_pylist() == [repr(float(value))], rule
 
 
 @settings(max_examples=sweep("SKIPINDEX_FLOAT_TEXT_EXAMPLES", 100, 2_000), deadline=None)
@@ -48,10 +48,10 @@ def test_each_edge_is_written_as_repr_writes_it(value, rule):
 )
 @example(values=np.array([v for v, _ in EDGES]))
 def test_every_double_is_written_as_repr_writes_it(values):
-    assert float_texts(values) == [repr(v) for v in values.tolist()], "the key of a double is its repr"
+    assert float_text_array(values).to_pylist() == [repr(v) for v in values.tolist()], "the key of a double is its repr"
 
 
 def test_random_bit_patterns_are_written_as_repr_writes_them():
     numbers = np.frombuffer(np.random.default_rng(7).bytes(8 * 20_000), dtype=np.float64)
     numbers = numbers[~np.isnan(numbers)]
-    assert float_texts(numbers) == [repr(v) for v in numbers.tolist()], "any double's key is its repr"
+    assert float_text_array(numbers).to_pylist() == [repr(v) for v in numbers.tolist()], "any double's key is its repr"

@@ -12,8 +12,8 @@ indexing releases the interpreter's lock (Parquet decoding, Arrow's hashing and 
 filter bits), so two 55 MB files take ~0.65x the time of one after the other on two cores, and one file's four
 columns on two threads ~0.68x (docs/benchmarks.md, "Following a table"). Threads and not processes: a process pool
 would start its workers by importing the caller's main module again, and a script that builds without an
-`if __name__ == "__main__"` guard would run again in each of them. The task function keeps no state between files, so threads may share it; each
-holds one file's distinct values at a time.
+`if __name__ == "__main__"` guard would run again in each of them. The task function keeps no state between files,
+so threads may share it; each holds one file's distinct values at a time.
 """
 
 from __future__ import annotations

@@ -27,15 +27,9 @@ import pyarrow.compute as pc
 from indexlib.statistics.binary_layout import binary_layout
 
 
-def float_texts(numbers: np.ndarray) -> list[str]:
-    """`[repr(v) for v in numbers]` for a float64 array holding no NaN (NaN has no key)."""
-    texts: list[str] = float_text_array(numbers).to_pylist()
-    return texts
-
-
 def float_text_array(numbers: np.ndarray) -> pa.Array:
-    """`float_texts` as an Arrow string array, mended with Arrow kernels (no Python object per value but where
-    `repr` itself is called)."""
+    """`[repr(v) for v in numbers]` for a float64 array holding no NaN (NaN has no key), as an Arrow string array:
+    Arrow's cast, mended with Arrow kernels (no Python object per value but where `repr` itself is called)."""
     arrow = pa.array(numbers, pa.float64()).cast(pa.string())
     magnitude = np.abs(numbers)
     fixed = ((magnitude >= 1e-4) & (magnitude < 1e16)) | (magnitude == 0)  # what Python writes
